@@ -1,0 +1,70 @@
+from buf.validate import validate_pb2 as _validate_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ToolCallStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOOL_CALL_STATUS_UNSPECIFIED: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_SUCCESS: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_INVALID_ARGUMENTS: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_UNKNOWN_TOOL: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_ERROR: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_LIMIT_EXCEEDED: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_REPEATED: _ClassVar[ToolCallStatus]
+    TOOL_CALL_STATUS_TIMEOUT: _ClassVar[ToolCallStatus]
+TOOL_CALL_STATUS_UNSPECIFIED: ToolCallStatus
+TOOL_CALL_STATUS_SUCCESS: ToolCallStatus
+TOOL_CALL_STATUS_INVALID_ARGUMENTS: ToolCallStatus
+TOOL_CALL_STATUS_UNKNOWN_TOOL: ToolCallStatus
+TOOL_CALL_STATUS_ERROR: ToolCallStatus
+TOOL_CALL_STATUS_LIMIT_EXCEEDED: ToolCallStatus
+TOOL_CALL_STATUS_REPEATED: ToolCallStatus
+TOOL_CALL_STATUS_TIMEOUT: ToolCallStatus
+
+class SearchWorkflowCatalogArgs(_message.Message):
+    __slots__ = ("query", "similarity_threshold", "limit", "signal_type", "severity", "component")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    similarity_threshold: float
+    limit: int
+    signal_type: str
+    severity: str
+    component: str
+    def __init__(self, query: _Optional[str] = ..., similarity_threshold: _Optional[float] = ..., limit: _Optional[int] = ..., signal_type: _Optional[str] = ..., severity: _Optional[str] = ..., component: _Optional[str] = ...) -> None: ...
+
+class ValidateWorkflowParametersArgs(_message.Message):
+    __slots__ = ("workflow_id", "parameters")
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    workflow_id: str
+    parameters: _struct_pb2.Struct
+    def __init__(self, workflow_id: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ToolCallRecord(_message.Message):
+    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "raw_arguments", "result", "status", "duration_seconds")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_WORKFLOW_CATALOG_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_WORKFLOW_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RAW_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    search_workflow_catalog: SearchWorkflowCatalogArgs
+    validate_workflow_parameters: ValidateWorkflowParametersArgs
+    raw_arguments: str
+    result: str
+    status: ToolCallStatus
+    duration_seconds: float
+    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...

@@ -1,0 +1,188 @@
+"""The workflow catalog port: the models it speaks and the interface behind it.
+
+Two adapters implement `WorkflowCatalog`: the embedded catalog (in process, the
+default) and the Data Storage REST client. Field names follow the Data Storage
+contract (`shared/reference/data-storage-contract.md`), so the same models
+parse its JSON and serve the embedded catalog.
+
+Models are frozen: a value handed out by a cache cannot be changed by a caller.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ParameterType = Literal["string", "integer", "float", "number", "boolean", "array"]
+
+# Workflow ids end up in URL paths (`/api/v1/workflows/{id}/schema`). This
+# pattern admits no '/', '?', '#', '%' or whitespace, and no leading dot, so an
+# id can never address another path of Data Storage. The proto declares the
+# same rule for requests.
+WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_WORKFLOW_ID_RE = re.compile(WORKFLOW_ID_PATTERN)
+
+TOP_K_DEFAULT = 5
+TOP_K_MAX = 10
+MIN_SCORE_DEFAULT = 0.70
+
+
+def is_valid_workflow_id(workflow_id: str) -> bool:
+    """True when `workflow_id` is safe to put in a URL path segment."""
+    return bool(_WORKFLOW_ID_RE.match(workflow_id)) and ".." not in workflow_id
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ParameterSpec(_Frozen):
+    """One entry of a workflow's parameter schema. Unknown keys are informational."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    name: str = Field(min_length=1)
+    type: ParameterType = "string"
+    required: bool = False
+    description: str = ""
+    pattern: str | None = None
+    enum: tuple[Any, ...] | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = Field(default=None, ge=0)
+    max_length: int | None = Field(default=None, ge=0)
+    default: Any = None
+    depends_on: tuple[str, ...] = ()
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return () if value is None else value
+
+
+class WorkflowLabels(_Frozen):
+    """Matching labels of a catalog entry; '*' matches any value."""
+
+    signal_type: str = "*"
+    severity: str = "*"
+    component: str = "*"
+    environment: str = "*"
+    priority: str = "*"
+    custom_labels: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    detected_labels: dict[str, Any] = Field(default_factory=dict)
+
+
+class Workflow(_Frozen):
+    """A whole catalog record (`GET /api/v1/workflows/{id}`)."""
+
+    workflow_id: str
+    version: str
+    title: str
+    description: str = ""
+    signal_type: str = ""
+    labels: WorkflowLabels = Field(default_factory=WorkflowLabels)
+    parameters: tuple[ParameterSpec, ...] = ()
+    estimated_duration: str = ""
+    success_rate: float | None = None
+    estimated_risk: Literal["low", "medium", "high"] | None = None
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return () if value is None else value
+
+
+class WorkflowSchema(_Frozen):
+    """A workflow's parameter schema (`GET /api/v1/workflows/{id}/schema`)."""
+
+    workflow_id: str
+    version: str = ""
+    parameters: tuple[ParameterSpec, ...] = ()
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return () if value is None else value
+
+
+class SearchFilters(_Frozen):
+    """Hard filters and ranking context of a search.
+
+    `custom_labels`, `detected_labels` never come from the LLM: the engine
+    appends them from the incident (DD-HAPI-001).
+    """
+
+    signal_type: str | None = None
+    severity: str | None = None
+    component: str | None = None
+    environment: str | None = None
+    priority: str | None = None
+    custom_labels: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    detected_labels: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchQuery(_Frozen):
+    """`POST /api/v1/workflows/search` request body."""
+
+    query: str = Field(min_length=1, max_length=1024)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    top_k: int = Field(default=TOP_K_DEFAULT, ge=1, le=TOP_K_MAX)
+    min_score: float = Field(default=MIN_SCORE_DEFAULT, ge=0.0, le=1.0)
+    remediation_id: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        """JSON body as Data Storage expects it: empty filters and labels omitted."""
+        filters = self.filters.model_dump(exclude_none=True)
+        if not filters.get("custom_labels"):
+            filters.pop("custom_labels", None)
+        else:
+            filters["custom_labels"] = {k: list(v) for k, v in filters["custom_labels"].items()}
+        if not filters.get("detected_labels"):
+            filters.pop("detected_labels", None)
+        body: dict[str, Any] = {"query": self.query, "top_k": self.top_k, "min_score": self.min_score}
+        if filters:
+            body["filters"] = filters
+        if self.remediation_id:
+            body["remediation_id"] = self.remediation_id
+        return body
+
+
+class SearchHit(_Frozen):
+    """One workflow in a search answer, with its match `confidence` in [0, 1]."""
+
+    workflow_id: str
+    version: str
+    title: str = ""
+    description: str = ""
+    signal_type: str = ""
+    confidence: float = Field(ge=0.0, le=1.0)
+    estimated_duration: str = ""
+    success_rate: float | None = None
+    parameters: tuple[ParameterSpec, ...] | None = None
+
+
+class SearchResult(_Frozen):
+    """`POST /api/v1/workflows/search` response body, best match first."""
+
+    workflows: tuple[SearchHit, ...] = ()
+    total_results: int = 0
+
+
+@runtime_checkable
+class WorkflowCatalog(Protocol):
+    """What the investigation and the validation RPC need from a catalog.
+
+    Implementations raise `WorkflowNotFoundError` for unknown ids and
+    `CatalogUnavailableError` (or its subclass `CatalogContractError`) when
+    they cannot answer. Timeouts follow `hapi_grpc.domain.deadline`.
+    """
+
+    async def search(self, query: SearchQuery) -> SearchResult: ...
+
+    async def get_schema(self, workflow_id: str) -> WorkflowSchema: ...
+
+    async def get_workflow(self, workflow_id: str) -> Workflow: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,75 @@
+"""Time budgets that follow an investigation through every await.
+
+The transport layer opens a `Budget` from the caller's gRPC deadline; adapters
+ask `request_timeout()` for a per-call timeout that never outlives it. The
+budget travels in a ContextVar, so concurrent investigations never share one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from hapi_grpc.domain.errors import BudgetExhaustedError
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A wall-clock budget measured on the monotonic clock."""
+
+    expires_at: float  # time.monotonic() value; math.inf for "no deadline"
+
+    @classmethod
+    def from_timeout(cls, seconds: float | None) -> Budget:
+        if seconds is None:
+            return cls(float("inf"))
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        return self.expires_at - time.monotonic()
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+    def shrink(self, margin: float) -> Budget:
+        """A budget that ends `margin` seconds earlier (to leave time to answer)."""
+        return Budget(self.expires_at - margin)
+
+
+_current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("hapi_budget", default=None)
+
+
+def current_budget() -> Budget | None:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def budget_scope(budget: Budget) -> Iterator[Budget]:
+    """Bind `budget` (never extending an enclosing one) for the enclosed block."""
+    outer = _current.get()
+    if outer is not None and outer.expires_at < budget.expires_at:
+        budget = outer
+    token = _current.set(budget)
+    try:
+        yield budget
+    finally:
+        _current.reset(token)
+
+
+def request_timeout(default: float, floor: float = 0.001) -> float:
+    """Timeout for one downstream call: `default`, clipped to the remaining budget.
+
+    Raises BudgetExhaustedError when nothing is left, so no request is sent
+    that could not be answered in time.
+    """
+    budget = _current.get()
+    if budget is None:
+        return default
+    left = budget.remaining()
+    if left <= floor:
+        raise BudgetExhaustedError("the caller's deadline leaves no time for this request")
+    return min(default, left)

@@ -1,0 +1,81 @@
+"""Domain errors.
+
+The transport layer maps each class to one gRPC status code in a single place
+(`hapi_grpc.transport.status`); domain code raises these and nothing else for
+conditions a caller can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One problem with one field of a request (maps to google.rpc.BadRequest)."""
+
+    field: str
+    description: str
+    rule_id: str = ""
+
+
+class HapiError(Exception):
+    """Base class of every error the domain raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequestError(HapiError):
+    """The caller sent something malformed (INVALID_ARGUMENT)."""
+
+    def __init__(self, message: str, violations: list[FieldViolation] | None = None) -> None:
+        super().__init__(message)
+        self.violations: list[FieldViolation] = list(violations or [])
+
+
+class WorkflowNotFoundError(HapiError):
+    """The workflow id is unknown to the catalog (NOT_FOUND)."""
+
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(f"workflow {workflow_id!r} not found in the catalog")
+        self.workflow_id = workflow_id
+
+
+class CatalogUnavailableError(HapiError):
+    """The workflow catalog cannot answer now: outage, open breaker, timeout (UNAVAILABLE)."""
+
+
+class CatalogContractError(CatalogUnavailableError):
+    """Data Storage answered, but not with what the contract promises (UNAVAILABLE)."""
+
+
+class LLMUnavailableError(HapiError):
+    """The language model provider cannot answer now (UNAVAILABLE)."""
+
+
+class LLMResponseError(HapiError):
+    """The provider answered with something that is not a valid completion."""
+
+
+class BudgetExhaustedError(HapiError):
+    """The caller's deadline or one of our own bounds ran out (DEADLINE_EXCEEDED)."""
+
+
+class ResourceExhaustedError(HapiError):
+    """A concurrency or quota limit was hit (RESOURCE_EXHAUSTED)."""
+
+
+@dataclass
+class Violations:
+    """Accumulates field violations and raises them together."""
+
+    items: list[FieldViolation] = field(default_factory=list)
+
+    def add(self, field_path: str, description: str, rule_id: str = "") -> None:
+        self.items.append(FieldViolation(field_path, description, rule_id))
+
+    def raise_if_any(self, message: str = "request is invalid") -> None:
+        if self.items:
+            raise InvalidRequestError(message, self.items)

@@ -1,0 +1,95 @@
+"""The language-model port: a provider-neutral chat with tool calling.
+
+Adapters (OpenAI-compatible, Anthropic, the built-in analyst) translate these
+types to and from their wire formats. The engine only ever sees these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool offered to the model; `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call requested by the model.
+
+    `arguments` is the raw JSON text the model produced: it may be malformed,
+    and the tool handler (not the adapter) decides what to do with it.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of the conversation.
+
+    - system/user: `content`.
+    - assistant: `content` and/or `tool_calls`.
+    - tool: `content` is the tool result, `tool_call_id` and `name` say which call.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """What one model turn returned."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model: str = ""
+    finish_reason: str = ""
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A chat model that can call tools.
+
+    `complete` honours the current `hapi_grpc.domain.deadline` budget for its
+    timeouts, retries transient failures within it, and raises
+    `LLMUnavailableError` when the provider cannot answer, or
+    `BudgetExhaustedError` when the budget ran out. Cancelling the awaiting
+    task aborts the HTTP request.
+    """
+
+    name: str  # provider name for metrics: "openai", "anthropic", "builtin"
+    model: str  # model name reported in results; "" when no model is used
+    uses_language_model: bool  # False for the built-in deterministic analyst
+
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+    ) -> LLMResponse: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Generates the Python modules of the contract (and of buf/validate, which they
+# import) into generated/python. Run through `make generate`.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+py="${PYTHON:-$root/.venv/bin/python}"
+out="$root/generated/python"
+"$root/scripts/fetch_protos.sh"
+rm -rf "$out/hapi" "$out/buf"
+mkdir -p "$out"
+cd "$root"
+"$py" -m grpc_tools.protoc -I protos -I third_party/protovalidate \
+  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" \
+  protos/hapi/v1/*.proto
+"$py" -m grpc_tools.protoc -I third_party/protovalidate \
+  --python_out="$out" --pyi_out="$out" \
+  third_party/protovalidate/buf/validate/validate.proto
+for d in hapi hapi/v1 buf buf/validate; do
+  printf '"""Generated protobuf modules; do not edit (make generate)."""\n' > "$out/$d/__init__.py"
+done

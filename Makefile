@@ -1,0 +1,72 @@
+# hapi-grpc developer commands. `make run` and `make test` work on a fresh
+# machine: they create .venv, install everything and generate code first.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: help install generate check-generated tools redis run datastorage test test-python lint fmt bench clean
+
+help:
+	@echo "make run      start the server on the embedded default (catalog + built-in analyst)"
+	@echo "make test     install everything and run every check and test"
+	@echo "make generate regenerate Python and Go code from protos/"
+	@echo "make lint     ruff, mypy, buf lint/format"
+	@echo "make bench    run the benchmarks under bench/"
+
+$(STAMP): pyproject.toml protos/hapi/v1/*.proto scripts/gen_python.sh scripts/fetch_protos.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	PYTHON=$(BIN)/python ./scripts/gen_python.sh
+	# Re-run so the editable install maps the freshly generated packages.
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(STAMP)
+
+generate: $(STAMP) tools
+	PYTHON=$(BIN)/python ./scripts/gen_python.sh
+	./scripts/gen_go.sh
+
+check-generated: $(STAMP) tools
+	./scripts/check_generated.sh
+
+tools:
+	./scripts/install_go_tools.sh
+
+redis:
+	./scripts/ensure_redis.sh
+
+run: $(STAMP)
+	$(BIN)/hapi-grpc serve
+
+datastorage: $(STAMP)
+	$(BIN)/hapi-grpc datastorage serve --port 8080
+
+test: $(STAMP) tools redis
+	./scripts/check_generated.sh
+	./scripts/buf_checks.sh
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+test-python: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check hapi_grpc
+	$(BIN)/mypy hapi_grpc
+	$(BIN)/buf lint
+	$(BIN)/buf format --diff --exit-code
+
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/buf format -w
+
+bench: $(STAMP) tools
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) third_party build .pytest_cache .ruff_cache .mypy_cache generated/python/buf

@@ -1,0 +1,299 @@
+"""Cache of catalog answers (BR-HAPI-047: 1 h TTL), built on aiocache.
+
+Backends: an in-process memory cache (default) with a size bound that
+aiocache's own memory backend lacks, or Redis (`redis://host:port/db`,
+`rediss://` for TLS) shared by every replica.
+
+Values are stored as JSON text and parsed afresh on every read, so a caller
+can never change what another caller (or the cache) sees. Concurrent misses
+for one key in this process share a single fetch. The cache is an
+optimisation, never a dependency: backend errors and timeouts degrade to
+"no cache" and are counted and logged, never raised.
+
+Only successful answers are cached. Errors, including `WorkflowNotFoundError`,
+are not: a workflow added to the catalog must be found on the next call, not
+an hour later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from aiocache import Cache
+from aiocache.base import BaseCache
+from aiocache.serializers import StringSerializer
+from pydantic import BaseModel, ValidationError
+
+from hapi_grpc.domain.catalog import SearchQuery
+from hapi_grpc.domain.deadline import current_budget
+from hapi_grpc.domain.errors import BudgetExhaustedError
+from hapi_grpc.observability import metrics
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["search", "schema", "workflow"]
+KINDS: tuple[Kind, ...] = ("search", "schema", "workflow")
+M = TypeVar("M", bound=BaseModel)
+
+# Bump when the cached models change shape, so old entries in a shared Redis
+# are ignored instead of being parsed into the new models.
+KEY_VERSION = 1
+
+
+def cache_key(kind: Kind, base_url: str, request: Mapping[str, Any]) -> str:
+    """Stable key of one catalog question: sha256 of its canonical JSON."""
+    canonical = json.dumps(
+        {"v": KEY_VERSION, "kind": kind, "base_url": base_url, "request": request},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return f"{kind}:{hashlib.sha256(canonical.encode()).hexdigest()}"
+
+
+def search_key(base_url: str, query: SearchQuery) -> str:
+    """Key of a search: everything that changes the answer; not the audit id."""
+    wire = query.to_wire()
+    wire.pop("remediation_id", None)
+    return cache_key("search", base_url, wire)
+
+
+def workflow_key(kind: Kind, base_url: str, workflow_id: str) -> str:
+    """Key of a schema or workflow lookup by id."""
+    return cache_key(kind, base_url, {"workflow_id": workflow_id})
+
+
+@dataclass
+class _Flight:
+    """One shared fetch and the number of callers waiting for it."""
+
+    task: asyncio.Task[str]
+    waiters: int = 0
+
+
+class CatalogCache:
+    """aiocache-backed cache with single-flight misses and graceful degradation.
+
+    `url`: None or `memory://` for the in-process cache, `redis://[:password@]
+    host:port/db` or `rediss://...` for Redis. `ttl` in seconds. `max_entries`
+    bounds the memory backend (least recently used entries go first); Redis
+    bounds itself with its own `maxmemory` policy. `op_timeout` caps each
+    Redis operation, so a slow Redis costs a lookup at most that long.
+    After a backend error the cache is bypassed for `error_cooldown` seconds;
+    errors are logged at WARNING once per `error_log_every`.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        ttl: float = 3600,
+        namespace: str = "hapi",
+        max_entries: int = 10000,
+        *,
+        op_timeout: float = 0.2,
+        error_cooldown: float = 1.0,
+        error_log_every: int = 100,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self._ttl = float(ttl)
+        self._prefix = f"{namespace}:catalog:" if namespace else "catalog:"
+        self._max_entries = max_entries
+        self._error_cooldown = error_cooldown
+        self._error_log_every = max(1, error_log_every)
+        self._errors = 0
+        self._bypass_until = 0.0
+        self._inflight: dict[str, _Flight] = {}
+        # Key order of the memory backend, least recently used first.
+        self._lru: OrderedDict[str, None] | None = None
+        self._backend: BaseCache
+        scheme = urlsplit(url).scheme if url else "memory"
+        if scheme == "memory":
+            self.backend = "memory"
+            self._lru = OrderedDict()
+            # Dict operations cannot hang: no per-op timeout, which would cost
+            # an extra task per lookup for nothing.
+            self._backend = Cache(Cache.MEMORY, serializer=StringSerializer(), timeout=0)
+        elif scheme in ("redis", "rediss"):
+            self.backend = "redis"
+            self._backend = _redis_backend(url or "", op_timeout)
+        else:
+            # The scheme only: the URL may carry a password.
+            raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+        self._lookups = {
+            (kind, result): metrics.CACHE_LOOKUPS.labels(kind=kind, result=result)
+            for kind in KINDS
+            for result in ("hit", "miss", "error")
+        }
+
+    async def get_or_fetch(
+        self, kind: Kind, key: str, model: type[M], fetch: Callable[[], Awaitable[M]]
+    ) -> M:
+        """The cached answer for `key`, or `fetch()`'s (stored for `ttl`).
+
+        Concurrent misses of one key share one `fetch()`; its error reaches
+        every waiter and is not cached. A waiter that is cancelled or runs out
+        of its own budget leaves; the fetch is cancelled only when nobody
+        waits any more. The shared fetch runs under the budget of the caller
+        that started it.
+        """
+        text = await self._get(kind, key)
+        if text is not None:
+            try:
+                value = model.model_validate_json(text)
+            except ValidationError:
+                # Written by another version of the models: refetch and overwrite.
+                log.debug("ignoring unparsable cache entry for %s", kind)
+            else:
+                self._count(kind, "hit")
+                if self._lru is not None and self._prefix + key in self._lru:
+                    self._lru.move_to_end(self._prefix + key)
+                return value
+            self._count(kind, "miss")
+        flight = self._inflight.get(key)
+        if flight is None:
+            task = asyncio.get_running_loop().create_task(self._fill(kind, key, fetch))
+            flight = self._inflight[key] = _Flight(task)
+            task.add_done_callback(lambda t, key=key: self._landed(key, t))
+        return model.model_validate_json(await self._wait(key, flight))
+
+    async def close(self) -> None:
+        """Release the backend's connections."""
+        try:
+            await self._backend.close()
+        except Exception as exc:  # closing a dead Redis must not fail shutdown
+            log.debug("closing the catalog cache failed: %s", type(exc).__name__)
+
+    # -- single flight -------------------------------------------------------------
+
+    async def _fill(self, kind: Kind, key: str, fetch: Callable[[], Awaitable[M]]) -> str:
+        value = await fetch()
+        text = value.model_dump_json()
+        await self._set(key, text)
+        return text
+
+    async def _wait(self, key: str, flight: _Flight) -> str:
+        flight.waiters += 1
+        try:
+            budget = current_budget()
+            if budget is None or math.isinf(budget.expires_at):
+                return await asyncio.shield(flight.task)
+            try:
+                async with asyncio.timeout(max(budget.remaining(), 0.0)):
+                    return await asyncio.shield(flight.task)
+            except TimeoutError:
+                if flight.task.done():
+                    raise  # the fetch itself timed out, not our wait
+                raise BudgetExhaustedError(
+                    "the caller's deadline ran out waiting for the catalog"
+                ) from None
+        finally:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                # Nobody wants the answer any more: abort the request, and
+                # forget the flight so a new caller starts a fresh one.
+                if self._inflight.get(key) is flight:
+                    del self._inflight[key]
+                flight.task.cancel()
+
+    def _landed(self, key: str, task: asyncio.Task[str]) -> None:
+        flight = self._inflight.get(key)
+        if flight is not None and flight.task is task:
+            del self._inflight[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: waiters got it, or nobody was left to
+
+    # -- backend access that never raises -------------------------------------------
+
+    async def _get(self, kind: Kind, key: str) -> str | None:
+        if self._bypass_until and time.monotonic() < self._bypass_until:
+            self._count(kind, "error")
+            return None
+        try:
+            value = await self._backend.get(self._prefix + key)
+        except Exception as exc:
+            self._degraded("lookup", exc)
+            self._count(kind, "error")
+            return None
+        if value is None:
+            self._count(kind, "miss")
+            return None
+        return str(value)
+
+    async def _set(self, key: str, text: str) -> None:
+        if self._bypass_until and time.monotonic() < self._bypass_until:
+            return
+        full = self._prefix + key
+        try:
+            await self._backend.set(full, text, ttl=self._ttl)
+            if self._lru is not None:
+                self._lru[full] = None
+                self._lru.move_to_end(full)
+                # Bounded: one insertion can push out at most one entry, but
+                # entries aiocache expired on its own are still listed here.
+                while len(self._lru) > self._max_entries:
+                    oldest, _ = self._lru.popitem(last=False)
+                    await self._backend.delete(oldest)
+        except Exception as exc:
+            self._degraded("store", exc)
+
+    def _degraded(self, op: str, exc: Exception) -> None:
+        self._errors += 1
+        self._bypass_until = time.monotonic() + self._error_cooldown
+        if self._errors % self._error_log_every == 1 or self._error_log_every == 1:
+            log.warning(
+                "catalog cache (%s) %s failed, serving without the cache for %.1fs: %s "
+                "(%d cache errors so far)",
+                self.backend,
+                op,
+                self._error_cooldown,
+                _describe(exc),
+                self._errors,
+            )
+
+    def _count(self, kind: Kind, result: str) -> None:
+        self._lookups[(kind, result)].inc()
+        metrics.refresh_rates()
+
+
+def _redis_backend(url: str, op_timeout: float) -> BaseCache:
+    parts = urlsplit(url)
+    db_path = parts.path.strip("/")
+    try:
+        db = int(db_path) if db_path else 0
+        port = parts.port or 6379
+    except ValueError:
+        raise ValueError("invalid Redis cache URL (port and db must be integers)") from None
+    pool_kwargs: dict[str, Any] = {"socket_timeout": op_timeout}
+    if parts.username:
+        pool_kwargs["username"] = unquote(parts.username)
+    return Cache(
+        Cache.REDIS,
+        serializer=StringSerializer(),
+        endpoint=parts.hostname or "127.0.0.1",
+        port=port,
+        db=db,
+        password=unquote(parts.password) if parts.password else None,
+        ssl=parts.scheme == "rediss",
+        timeout=op_timeout,
+        create_connection_timeout=op_timeout,
+        connection_pool_kwargs=pool_kwargs,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).replace("\n", " ")[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

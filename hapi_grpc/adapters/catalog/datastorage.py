@@ -1,0 +1,421 @@
+"""`WorkflowCatalog` over the Data Storage REST API (BR-HAPI-047).
+
+One logical call = cache lookup, then (on a miss, shared by concurrent
+callers) the circuit breaker, then up to `max_retries` retries of the HTTP
+request. Each attempt gets connect/read/total timeouts of
+`deadline.request_timeout(request_timeout)`, so no request outlives the caller's
+deadline, and cancelling the caller aborts the request at once.
+
+Error mapping:
+- 404 on schema/workflow -> `WorkflowNotFoundError` (the service is healthy);
+- timeouts, connection errors, truncated bodies, 5xx and 429 -> retried with
+  exponential backoff and full jitter (honouring `Retry-After`), then
+  `CatalogUnavailableError` naming the endpoint and the last cause;
+- other non-2xx -> `DataStorageHTTPError` (a `CatalogUnavailableError`) with
+  the status and the problem's title/detail, not retried;
+- a 2xx that breaks the contract -> `CatalogContractError` naming the problem;
+- our own deadline running out -> `BudgetExhaustedError`.
+Messages never carry the base URL (it may hold credentials) or whole bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
+
+import aiohttp
+from pydantic import BaseModel, ValidationError
+from yarl import URL
+
+from hapi_grpc.adapters.cache import CatalogCache, search_key, workflow_key
+from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.retry import full_jitter, parse_retry_after, remaining_budget
+from hapi_grpc.domain import deadline
+from hapi_grpc.domain.catalog import (
+    SearchQuery,
+    SearchResult,
+    Workflow,
+    WorkflowSchema,
+    is_valid_workflow_id,
+)
+from hapi_grpc.domain.errors import (
+    BudgetExhaustedError,
+    CatalogContractError,
+    CatalogUnavailableError,
+    FieldViolation,
+    InvalidRequestError,
+    WorkflowNotFoundError,
+)
+from hapi_grpc.observability import metrics
+
+log = logging.getLogger(__name__)
+
+Endpoint = Literal["search", "schema", "workflow"]
+M = TypeVar("M", bound=BaseModel)
+
+SEARCH_PATH = "/api/v1/workflows/search"
+_DESCRIPTIONS: dict[Endpoint, str] = {
+    "search": f"search (POST {SEARCH_PATH})",
+    "schema": "schema (GET /api/v1/workflows/{workflow_id}/schema)",
+    "workflow": "workflow (GET /api/v1/workflows/{workflow_id})",
+}
+
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024
+# A Retry-After beyond this is treated as "not coming back soon": give up
+# rather than hold the caller, even when it has no deadline.
+MAX_RETRY_AFTER = 30.0
+# Do not start an attempt that would have less than this left to run.
+MIN_ATTEMPT_TIME = 0.01
+_PROBLEM_TEXT_MAX = 200
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def workflow_path(workflow_id: str, suffix: str = "") -> str:
+    """URL path of one workflow; the id is percent-encoded as a single segment.
+
+    Ids are validated before they get here; encoding as well means that even
+    an id that slipped through could not address another path ('/', '?', '#').
+    """
+    return f"/api/v1/workflows/{quote(workflow_id, safe='')}{suffix}"
+
+
+class DataStorageHTTPError(CatalogUnavailableError):
+    """Data Storage refused a request with a non-retryable status (4xx other than 404)."""
+
+    def __init__(self, endpoint: Endpoint, status: int, title: str = "", detail: str = "") -> None:
+        problem = ": ".join(part for part in (title, detail) if part)
+        message = f"Data Storage {_DESCRIPTIONS[endpoint]} answered HTTP {status}"
+        super().__init__(f"{message}: {problem}" if problem else message)
+        self.endpoint = endpoint
+        self.status = status
+        self.title = title
+        self.detail = detail
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way worth retrying."""
+
+    def __init__(self, cause: str, retry_after: float | None = None) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.retry_after = retry_after
+
+
+class _ContractViolation(Exception):
+    pass
+
+
+class DataStorageCatalog:
+    """Async Data Storage client implementing the `WorkflowCatalog` port.
+
+    `breaker` None gives a default `RateCircuitBreaker("datastorage")`;
+    `cache` None disables caching. A `session` passed in is used as is and
+    not closed by `close()`; otherwise one pooled session (at most
+    `max_connections` connections) is created on first use, inside the
+    running loop. `breaker` and `cache` passed in are shared objects and are
+    not closed either.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        request_timeout: float = 2.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.1,
+        backoff_max: float = 2.0,
+        breaker: RateCircuitBreaker | None = None,
+        cache: CatalogCache | None = None,
+        session: aiohttp.ClientSession | None = None,
+        max_connections: int = 100,
+    ) -> None:
+        url = URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("Data Storage base_url must be an absolute http(s) URL")
+        if request_timeout <= 0 or max_retries < 0 or backoff_base < 0 or backoff_max < 0:
+            raise ValueError("timeouts and backoffs must be positive, max_retries >= 0")
+        if max_connections < 1:
+            raise ValueError("max_connections must be >= 1")
+        self._base_url = str(url).rstrip("/")
+        self._timeout = request_timeout
+        self._max_retries = max_retries
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._breaker = breaker or RateCircuitBreaker("datastorage")
+        self._cache = cache
+        self._session = session
+        self._owns_session = session is None
+        self._max_connections = max_connections
+        self._closed = False
+
+    @property
+    def breaker(self) -> RateCircuitBreaker:
+        return self._breaker
+
+    # -- the port ---------------------------------------------------------------
+
+    async def search(self, query: SearchQuery) -> SearchResult:
+        """`POST /api/v1/workflows/search`."""
+
+        async def fetch() -> SearchResult:
+            return await self._breaker.call(
+                lambda: self._call("search", "POST", SEARCH_PATH, SearchResult, query.to_wire())
+            )
+
+        if self._cache is None:
+            return await fetch()
+        key = search_key(self._base_url, query)
+        return await self._cache.get_or_fetch("search", key, SearchResult, fetch)
+
+    async def get_schema(self, workflow_id: str) -> WorkflowSchema:
+        """`GET /api/v1/workflows/{workflow_id}/schema`."""
+        return await self._by_id("schema", workflow_id, WorkflowSchema, "/schema")
+
+    async def get_workflow(self, workflow_id: str) -> Workflow:
+        """`GET /api/v1/workflows/{workflow_id}`."""
+        return await self._by_id("workflow", workflow_id, Workflow, "")
+
+    async def close(self) -> None:
+        """Close the session this instance created; later calls fail."""
+        self._closed = True
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+        self._session = None
+
+    # -- internals ----------------------------------------------------------------
+
+    async def _by_id(self, endpoint: Endpoint, workflow_id: str, model: type[M], suffix: str) -> M:
+        if not isinstance(workflow_id, str) or not is_valid_workflow_id(workflow_id):
+            raise InvalidRequestError(
+                "invalid workflow id",
+                [
+                    FieldViolation(
+                        "workflow_id",
+                        "must be 1-128 characters of letters, digits, '.', '_' or '-', "
+                        "start with a letter or digit and not contain '..'",
+                        "workflow_id.pattern",
+                    )
+                ],
+            )
+        path = workflow_path(workflow_id, suffix)
+
+        async def fetch() -> M:
+            return await self._breaker.call(
+                lambda: self._call(endpoint, "GET", path, model, None, workflow_id)
+            )
+
+        if self._cache is None:
+            return await fetch()
+        key = workflow_key(endpoint, self._base_url, workflow_id)
+        return await self._cache.get_or_fetch(endpoint, key, model, fetch)
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise CatalogUnavailableError("the Data Storage client is closed")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._max_connections),
+                # Never aiohttp's 300 s default: every attempt sets its own
+                # timeouts, and this is only the backstop.
+                timeout=aiohttp.ClientTimeout(total=self._timeout, connect=self._timeout),
+                headers={"Accept": "application/json"},
+                trust_env=False,
+            )
+        return self._session
+
+    async def _call(
+        self,
+        endpoint: Endpoint,
+        method: str,
+        path: str,
+        model: type[M],
+        body: Mapping[str, Any] | None,
+        workflow_id: str | None = None,
+    ) -> M:
+        """One logical call: the first attempt plus at most `max_retries` retries."""
+        url = URL(self._base_url + path, encoded=True)
+        attempts = self._max_retries + 1
+        cause = ""
+        for attempt in range(1, attempts + 1):
+            timeout = deadline.request_timeout(self._timeout)
+            try:
+                return await self._attempt(endpoint, method, url, body, model, timeout, workflow_id)
+            except _Retryable as failed:
+                cause = failed.cause
+                retry_after = failed.retry_after
+            if attempt == attempts:
+                break
+            delay = full_jitter(attempt, self._backoff_base, self._backoff_max)
+            if retry_after is not None:
+                if retry_after > MAX_RETRY_AFTER:
+                    raise CatalogUnavailableError(
+                        f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
+                        f"Retry-After of {retry_after:.0f}s is too long to wait"
+                    )
+                delay = max(delay, retry_after)
+            if delay + MIN_ATTEMPT_TIME >= remaining_budget():
+                raise CatalogUnavailableError(
+                    f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
+                    f"the next attempt (in {delay:.2f}s) would not finish before the deadline"
+                )
+            log.info(
+                "retrying Data Storage %s: attempt %d of %d failed (%s); next in %.3fs",
+                endpoint,
+                attempt,
+                attempts,
+                cause,
+                delay,
+            )
+            metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc()
+            await asyncio.sleep(delay)
+        raise CatalogUnavailableError(
+            f"Data Storage {_DESCRIPTIONS[endpoint]} failed after {attempts} attempt(s): {cause}"
+        )
+
+    async def _attempt(
+        self,
+        endpoint: Endpoint,
+        method: str,
+        url: URL,
+        body: Mapping[str, Any] | None,
+        model: type[M],
+        attempt_timeout: float,
+        workflow_id: str | None,
+    ) -> M:
+        session = self._get_session()
+        started = time.perf_counter()
+        try:
+            async with session.request(
+                method,
+                url,
+                json=body,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(
+                    total=attempt_timeout, connect=attempt_timeout, sock_read=attempt_timeout
+                ),
+            ) as resp:
+                status = resp.status
+                ok = 200 <= status < 300
+                raw = await _read_bounded(resp, MAX_RESPONSE_BYTES if ok else MAX_ERROR_BODY_BYTES)
+                content_type = resp.headers.get("Content-Type", "")
+                retry_after_header = resp.headers.get("Retry-After")
+        except TimeoutError:
+            self._record(endpoint, "timeout", started)
+            if attempt_timeout < self._timeout:
+                # The caller's deadline, not Data Storage, set this timeout.
+                raise BudgetExhaustedError(
+                    f"the caller's deadline ran out waiting for Data Storage {endpoint}"
+                ) from None
+            raise _Retryable(f"timed out after {attempt_timeout:.3g}s") from None
+        except aiohttp.ClientError as exc:
+            # Refused or dropped connections, truncated bodies.
+            self._record(endpoint, "connection_error", started)
+            raise _Retryable(f"connection error ({type(exc).__name__})") from None
+
+        if ok:
+            try:
+                value = _parse(raw, content_type, model)
+                if workflow_id is not None:
+                    _check_id(value, workflow_id)
+            except _ContractViolation as exc:
+                self._record(endpoint, "contract_error", started)
+                raise CatalogContractError(f"{endpoint} response: {exc}") from None
+            self._record(endpoint, "2xx", started)
+            return value
+
+        self._record(endpoint, f"{status // 100}xx" if 300 <= status < 600 else "5xx", started)
+        title, detail = _problem(raw)
+        if status == 404 and workflow_id is not None:
+            raise WorkflowNotFoundError(workflow_id)
+        if status == 429 or status >= 500:
+            summary = f"HTTP {status}" + (f" ({title})" if title else "")
+            raise _Retryable(summary, parse_retry_after(retry_after_header))
+        raise DataStorageHTTPError(endpoint, status, title, detail)
+
+    @staticmethod
+    def _record(endpoint: Endpoint, status: str, started: float) -> None:
+        metrics.DATASTORAGE_REQUESTS.labels(endpoint=endpoint, status=status).inc()
+        metrics.DATASTORAGE_LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body, cut at `limit + 1` bytes so the caller can tell it was too large."""
+    chunks: list[bytes] = []
+    size = 0
+    # Bounded: every chunk is non-empty and we stop past `limit` bytes.
+    while size <= limit:
+        chunk = await resp.content.read(min(64 * 1024, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _parse(raw: bytes, content_type: str, model: type[M]) -> M:
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise _ContractViolation(f"body is larger than {MAX_RESPONSE_BYTES} bytes")
+    mime = content_type.split(";", 1)[0].strip().lower()
+    if mime and mime != "application/json" and not mime.endswith("+json"):
+        raise _ContractViolation(f"content type {_clean(mime, 60)!r} is not JSON")
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise _ContractViolation("body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise _ContractViolation(f"body is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise _ContractViolation(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _ContractViolation(_summarize(exc)) from None
+
+
+def _summarize(exc: ValidationError, limit: int = 3) -> str:
+    """'workflows.0.confidence: Input should be a valid number' (inputs left out)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}"
+        for err in errors[:limit]
+    ]
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more problem(s)")
+    return "; ".join(parts)
+
+
+def _check_id(value: BaseModel, workflow_id: str) -> None:
+    # A schema for another workflow would validate parameters against the
+    # wrong rules; treat it as a broken answer.
+    answered = getattr(value, "workflow_id", workflow_id)
+    if answered != workflow_id:
+        raise _ContractViolation(
+            f"workflow_id {_clean(str(answered), 64)!r} does not match the requested id"
+        )
+
+
+def _problem(raw: bytes) -> tuple[str, str]:
+    """Title and detail of an RFC 7807 body, cleaned and truncated; empty if absent."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    title, detail = data.get("title"), data.get("detail")
+    return (
+        _clean(title, _PROBLEM_TEXT_MAX) if isinstance(title, str) else "",
+        _clean(detail, _PROBLEM_TEXT_MAX) if isinstance(detail, str) else "",
+    )
+
+
+def _clean(text: str, limit: int) -> str:
+    text = _CONTROL_CHARS.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."

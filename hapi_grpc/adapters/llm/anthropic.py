@@ -1,0 +1,242 @@
+"""`LLMProvider` for the Anthropic Messages API (`POST /v1/messages`).
+
+ADR-038 names Claude Haiku 4.5 as the model used in testing, hence the default.
+
+Translation from the provider-neutral conversation:
+
+- system messages (wherever they appear) are joined into the top-level `system`;
+- assistant tool calls become `tool_use` blocks whose `input` must be an
+  object: arguments that do not parse to one are sent as `{}` so the call and
+  its `tool_result` still pair up (the tool result tells the model what was
+  wrong with what it sent);
+- tool results become `tool_result` blocks of a user message, and consecutive
+  messages of the same role are merged, since the API wants user and assistant
+  turns to alternate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
+from hapi_grpc.domain.errors import LLMResponseError
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+_TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+class AnthropicProvider:
+    """Claude models with tool use over the Messages API."""
+
+    name = "anthropic"
+    uses_language_model = True
+
+    def __init__(
+        self,
+        base_url: str = "https://api.anthropic.com",
+        model: str = DEFAULT_MODEL,
+        api_key: str = "",
+        *,
+        anthropic_version: str = "2023-06-01",
+        extra_headers: Mapping[str, str] | None = None,
+        request_timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        temperature: float | None = 0.0,
+        max_tokens: int = 2048,
+        max_retries: int = 2,
+        backoff_base: float = 0.5,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required")
+        if not model:
+            raise ValueError("model is required")
+        if max_tokens < 1:
+            raise ValueError("max_tokens is required by the Messages API and must be positive")
+        self.model = model
+        self._url = base_url.rstrip("/") + "/v1/messages"
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
+        if api_key:
+            headers["x-api-key"] = api_key
+        self._headers = headers
+        self._http = LLMHttpClient(
+            self.name,
+            model,
+            secrets=[api_key, *sensitive_values(extra_headers)],
+            request_timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            session=session,
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(url={self._url!r}, model={self.model!r})"
+
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+    ) -> LLMResponse:
+        system, wire_messages = to_anthropic_messages(messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self._max_tokens,
+            "messages": wire_messages,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = to_anthropic_tools(tools)
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        return await self._http.post_completion(
+            self._url,
+            body,
+            headers=self._headers,
+            parse=lambda data: parse_anthropic_response(data, self.model),
+            message_count=len(messages),
+            tool_count=len(tools),
+        )
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+def to_anthropic_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+        for tool in tools
+    ]
+
+
+def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """The `system` text and the alternating user/assistant messages."""
+    system_parts: list[str] = []
+    wire: list[dict[str, Any]] = []
+
+    def append(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return  # an empty turn is rejected; dropping it lets neighbours merge
+        if wire and wire[-1]["role"] == role:
+            merged = wire[-1]["content"]
+            if blocks[0]["type"] == "tool_result":
+                # tool_result blocks must lead their user message, in call order.
+                at = next(
+                    (i for i, b in enumerate(merged) if b["type"] != "tool_result"), len(merged)
+                )
+                merged[at:at] = blocks
+            else:
+                merged.extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system_parts.append(message.content)
+        elif message.role == "user":
+            append("user", _text_blocks(message.content))
+        elif message.role == "assistant":
+            blocks = _text_blocks(message.content)
+            blocks.extend(
+                {
+                    "type": "tool_use",
+                    "id": _tool_id(call.id),
+                    "name": call.name,
+                    "input": _input_object(call.arguments),
+                }
+                for call in message.tool_calls
+            )
+            append("assistant", blocks)
+        else:  # tool
+            append(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": _tool_id(message.tool_call_id),
+                        "content": message.content,
+                    }
+                ],
+            )
+    return "\n\n".join(system_parts), wire
+
+
+def _text_blocks(text: str) -> list[dict[str, Any]]:
+    # The API rejects empty text blocks.
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+def _input_object(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_id(call_id: str) -> str:
+    """The id as the API accepts it (`^[a-zA-Z0-9_-]+$`).
+
+    Ids minted by another provider or by the engine may not fit; they are
+    mapped to a hash, the same on the `tool_use` and the `tool_result` side,
+    so the pair still matches.
+    """
+    if _TOOL_ID.match(call_id):
+        return call_id
+    return "toolu_" + hashlib.sha256(call_id.encode()).hexdigest()[:24]
+
+
+def parse_anthropic_response(data: Any, default_model: str) -> LLMResponse:
+    """Turn a Messages API body into an `LLMResponse`; LLMResponseError if it is none."""
+    if not isinstance(data, dict):
+        raise LLMResponseError("response is not a JSON object")
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise LLMResponseError("response has no content blocks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise LLMResponseError("content block is not an object")
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+                raise LLMResponseError("tool_use block without id or name")
+            tool_input = block.get("input", {})
+            # A string here is already JSON text (some proxies relay it so): keep it raw.
+            arguments = (
+                tool_input
+                if isinstance(tool_input, str)
+                else json.dumps(tool_input, ensure_ascii=False)
+            )
+            calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+        # thinking and other block types carry nothing the engine uses
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    # Cached prompt tokens are reported apart from input_tokens; all were read.
+    prompt_tokens = sum(
+        _int(usage.get(key))
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return LLMResponse(
+        content="\n".join(texts),
+        tool_calls=tuple(calls),
+        usage=TokenUsage(prompt_tokens, _int(usage.get("output_tokens"))),
+        model=data.get("model") if isinstance(data.get("model"), str) else default_model,
+        finish_reason=str(data.get("stop_reason") or ""),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

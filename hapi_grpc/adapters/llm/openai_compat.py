@@ -1,0 +1,228 @@
+"""`LLMProvider` for the OpenAI Chat Completions protocol.
+
+One adapter serves every server that speaks `POST {base_url}/chat/completions`
+with function tools: OpenAI (`https://api.openai.com/v1`), vLLM, Ollama
+(`http://host:11434/v1`), the llama.cpp server, a LiteLLM proxy, and Azure
+OpenAI.
+
+Azure OpenAI differs in three places, all covered by constructor arguments::
+
+    OpenAICompatibleProvider(
+        base_url="https://<resource>.openai.azure.com/openai/deployments/<deployment>",
+        model="<deployment>",
+        api_key=key,
+        auth_style="api-key",                        # header `api-key: <key>`
+        extra_query={"api-version": "2024-10-21"},   # required by Azure
+    )
+
+Newer OpenAI reasoning models reject `temperature` and `max_tokens`; pass
+`temperature=None, max_tokens=None` to leave them out of the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import aiohttp
+
+from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
+from hapi_grpc.domain.errors import LLMResponseError
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+
+
+class OpenAICompatibleProvider:
+    """Chat completions with tool calling over the OpenAI wire format."""
+
+    name = "openai"
+    uses_language_model = True
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
+        request_timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 2048,
+        max_retries: int = 2,
+        backoff_base: float = 0.5,
+        auth_style: Literal["bearer", "api-key"] = "bearer",
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required")
+        if not model:
+            raise ValueError("model is required")
+        if auth_style not in ("bearer", "api-key"):
+            raise ValueError("auth_style must be 'bearer' or 'api-key'")
+        self.model = model
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._params = dict(extra_query or {})
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        headers = dict(extra_headers or {})
+        if api_key:  # local servers (Ollama, llama.cpp) usually need none
+            if auth_style == "api-key":
+                headers["api-key"] = api_key
+            else:
+                headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = headers
+        self._http = LLMHttpClient(
+            self.name,
+            model,
+            secrets=[api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)],
+            request_timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            session=session,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleProvider(url={self._url!r}, model={self.model!r})"
+
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+    ) -> LLMResponse:
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+        if tools:
+            # tool_choice without tools is rejected by OpenAI, so both or neither.
+            body["tools"] = to_openai_tools(tools)
+            body["tool_choice"] = "auto"
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        if self._max_tokens is not None:
+            body["max_tokens"] = self._max_tokens
+        return await self._http.post_completion(
+            self._url,
+            body,
+            headers=self._headers,
+            params=self._params,
+            parse=lambda data: parse_openai_response(data, self.model),
+            message_count=len(messages),
+            tool_count=len(tools),
+        )
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant"}
+            if message.tool_calls:
+                # The protocol wants null, not "", beside tool calls.
+                item["content"] = message.content or None
+                item["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ]
+            else:
+                item["content"] = message.content
+            wire.append(item)
+        elif message.role == "tool":
+            wire.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        else:
+            wire.append({"role": message.role, "content": message.content})
+    return wire
+
+
+def parse_openai_response(data: Any, default_model: str) -> LLMResponse:
+    """Turn a chat completion body into an `LLMResponse`; LLMResponseError if it is none."""
+    if not isinstance(data, dict):
+        raise LLMResponseError("completion is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise LLMResponseError("completion has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise LLMResponseError("completion choice has no message")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise LLMResponseError("tool_calls is not a list")
+    calls = tuple(
+        _parse_tool_call(raw, index, data.get("id")) for index, raw in enumerate(raw_calls)
+    )
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return LLMResponse(
+        content=_text_of(message.get("content")),
+        tool_calls=calls,
+        usage=TokenUsage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
+        model=data.get("model") if isinstance(data.get("model"), str) else default_model,
+        finish_reason=str(choices[0].get("finish_reason") or ""),
+    )
+
+
+def _parse_tool_call(raw: Any, index: int, response_id: Any) -> ToolCall:
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        raise LLMResponseError("tool call without a function")
+    function = raw["function"]
+    name = function.get("name")
+    arguments = function.get("arguments")
+    if arguments is None:
+        arguments = ""
+    elif not isinstance(arguments, str):
+        # Some local servers send the arguments as an object, not as JSON text.
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    call_id = raw.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = _synthetic_call_id(response_id, index, name, arguments)
+    return ToolCall(id=call_id, name=name if isinstance(name, str) else "", arguments=arguments)
+
+
+def _synthetic_call_id(response_id: Any, index: int, name: Any, arguments: str) -> str:
+    """A stable id for a call the server left unnamed (llama.cpp, older Ollama).
+
+    Derived from the response id (when there is one), the call's position and
+    content: parsing the same response twice gives the same id, and calls of
+    one response never collide.
+    """
+    seed = json.dumps([response_id, index, name, arguments], ensure_ascii=False)
+    return "call_" + hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts, as some servers answer
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    raise LLMResponseError("message content is neither text nor content parts")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -1,0 +1,185 @@
+"""Composition root: builds adapters from settings and runs the server.
+
+This is the only module that knows every concrete adapter; everything else
+depends on the ports in `hapi_grpc.domain`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Sequence
+
+import grpc
+
+from hapi_grpc.config import Settings
+from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.observability import logging as hapi_logging
+from hapi_grpc.observability import tracing
+from hapi_grpc.observability.metrics_server import start_metrics_server
+from hapi_grpc.transport.server import HapiServer
+
+log = logging.getLogger(__name__)
+
+
+def build_catalog(settings: Settings) -> WorkflowCatalog:
+    """Data Storage over HTTP when HAPI_DATA_STORAGE_URL is set, else the embedded catalog.
+
+    A malformed catalog file raises here, before the server binds its port.
+    """
+    if settings.data_storage_url:
+        from hapi_grpc.adapters.cache import CatalogCache
+        from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+        from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+
+        return DataStorageCatalog(
+            settings.data_storage_url,
+            request_timeout=settings.data_storage_timeout_seconds,
+            max_retries=settings.data_storage_max_retries,
+            breaker=RateCircuitBreaker(
+                failure_ratio=settings.breaker_failure_ratio,
+                window_seconds=settings.breaker_window_seconds,
+                min_calls=settings.breaker_min_calls,
+                recovery_timeout=settings.breaker_recovery_seconds,
+            ),
+            cache=CatalogCache(settings.cache_url, ttl=settings.cache_ttl_seconds),
+        )
+    from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+
+    return EmbeddedCatalog.from_file(settings.catalog_file)
+
+
+def build_llm(settings: Settings) -> LLMProvider:
+    """The configured language model; the built-in analyst when none is."""
+    if settings.llm_provider == "builtin":
+        from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+
+        return BuiltinAnalyst()
+    api_key = settings.resolved_llm_api_key()
+    if api_key:
+        hapi_logging.register_secret(api_key)
+    assert settings.llm_model is not None  # checked by Settings
+    if settings.llm_provider == "openai":
+        from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
+
+        assert settings.llm_base_url is not None
+        return OpenAICompatibleProvider(
+            settings.llm_base_url,
+            settings.llm_model,
+            api_key,
+            extra_headers=settings.llm_extra_headers,
+            extra_query=settings.llm_extra_query,
+            request_timeout=settings.llm_timeout_seconds,
+            temperature=settings.llm_temperature,
+            max_tokens=settings.llm_max_tokens,
+            max_retries=settings.llm_max_retries,
+            auth_style=settings.llm_auth_style,
+        )
+    from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
+
+    return AnthropicProvider(
+        settings.llm_base_url or "https://api.anthropic.com",
+        settings.llm_model,
+        api_key,
+        extra_headers=settings.llm_extra_headers,
+        request_timeout=settings.llm_timeout_seconds,
+        temperature=settings.llm_temperature,
+        max_tokens=settings.llm_max_tokens,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def engine_settings(settings: Settings) -> EngineSettings:
+    return EngineSettings(
+        max_tool_calls=settings.max_tool_calls,
+        max_llm_turns=settings.max_llm_turns,
+        tool_timeout=settings.tool_timeout_seconds,
+        answer_margin=settings.answer_margin_seconds,
+        default_budget=settings.default_budget_seconds,
+        min_confidence=settings.min_confidence,
+    )
+
+
+def build_security(
+    settings: Settings,
+) -> tuple[list[grpc.aio.ServerInterceptor], grpc.ServerCredentials | None]:
+    """Auth interceptor and TLS credentials from settings (both optional)."""
+    interceptors: list[grpc.aio.ServerInterceptor] = []
+    if settings.auth_mode != "none":
+        from hapi_grpc.security.auth import (
+            AuthInterceptor,
+            StaticTokenAuthenticator,
+            TokenReviewAuthenticator,
+        )
+
+        if settings.auth_mode == "static":
+            assert settings.auth_tokens_file is not None
+            authenticator = StaticTokenAuthenticator.from_file(settings.auth_tokens_file)
+        else:
+            authenticator = TokenReviewAuthenticator(
+                settings.tokenreview_api_url,
+                settings.tokenreview_ca_file,
+                settings.tokenreview_token_file,
+                audiences=settings.tokenreview_audiences or None,
+            )
+        interceptors.append(AuthInterceptor(authenticator))
+    credentials = None
+    if settings.tls_cert_file and settings.tls_key_file:
+        from hapi_grpc.security.tls import server_credentials
+
+        credentials = server_credentials(
+            settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
+        )
+    return interceptors, credentials
+
+
+def build_server(
+    settings: Settings,
+    *,
+    catalog: WorkflowCatalog | None = None,
+    llm: LLMProvider | None = None,
+    engine_config: EngineSettings | None = None,
+    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> HapiServer:
+    """A ready-to-start server; tests pass their own catalog, LLM or engine bounds."""
+    catalog = catalog if catalog is not None else build_catalog(settings)
+    llm = llm if llm is not None else build_llm(settings)
+    engine = InvestigationEngine(catalog, llm, engine_config or engine_settings(settings))
+    interceptors, credentials = build_security(settings)
+    if settings.tracing_enabled:
+        interceptors.insert(0, tracing.TracingInterceptor())
+    return HapiServer(
+        settings,
+        catalog=catalog,
+        llm=llm,
+        engine=engine,
+        extra_interceptors=[*interceptors, *extra_interceptors],
+        server_credentials=credentials,
+    )
+
+
+async def serve(settings: Settings) -> None:
+    """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
+    tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
+    server = build_server(settings)
+    metrics_runner = None
+    if settings.metrics_port >= 0:
+        metrics_runner, metrics_port = await start_metrics_server(
+            settings.metrics_host, settings.metrics_port
+        )
+        log.info("metrics endpoint listening", extra={"port": metrics_port})
+    await server.start()
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()

@@ -1,0 +1,173 @@
+"""Service configuration: one `Settings` model, read from `HAPI_*` environment
+variables and overridden by command-line flags.
+
+Every knob is listed in the README's configuration table. Secrets are held
+as `SecretStr` so they never print in reprs or logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+ENV_PREFIX = "HAPI_"
+
+# Settings read from a non-HAPI_ variable, by field name.
+_OTHER_ENV = {"otlp_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT"}
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the setting."""
+
+
+class Settings(BaseModel):
+    """All settings with their defaults. Env var = HAPI_ + FIELD NAME upper-cased."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # gRPC server
+    grpc_host: str = "[::]"
+    grpc_port: int = Field(50051, ge=0, le=65535)
+    max_concurrent_rpcs: int = Field(100, ge=1)
+    shutdown_grace_seconds: float = Field(30.0, ge=0)
+    # Time between health turning NOT_SERVING and new calls being refused, so
+    # load balancers and probes notice before connections are closed.
+    shutdown_delay_seconds: float = Field(0.0, ge=0)
+    max_receive_message_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    keepalive_time_seconds: float = Field(60.0, gt=0)
+    keepalive_timeout_seconds: float = Field(20.0, gt=0)
+    # 0 = connections are never aged out. When set, the grace that follows must
+    # outlast the longest investigation or calls are cut mid-flight.
+    max_connection_age_seconds: float = Field(0.0, ge=0)
+    max_connection_age_grace_seconds: float = Field(330.0, ge=0)
+    reflection: bool = True
+
+    # Metrics (/metrics); 0 picks a free port, -1 disables the endpoint.
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = Field(9090, ge=-1, le=65535)
+
+    # Logging and tracing
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    tracing_enabled: bool = False
+    otlp_endpoint: str | None = None
+
+    # Workflow catalog: embedded (default) or Data Storage over HTTP
+    catalog_file: str | None = None
+    data_storage_url: str | None = None
+    data_storage_timeout_seconds: float = Field(2.0, gt=0)
+    data_storage_max_retries: int = Field(3, ge=0, le=10)
+    cache_url: str | None = None
+    cache_ttl_seconds: float = Field(3600.0, gt=0)
+    breaker_failure_ratio: float = Field(0.5, gt=0, le=1)
+    breaker_window_seconds: float = Field(300.0, gt=0)
+    breaker_min_calls: int = Field(10, ge=1)
+    breaker_recovery_seconds: float = Field(30.0, gt=0)
+
+    # Language model
+    llm_provider: Literal["builtin", "openai", "anthropic"] = "builtin"
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_api_key_file: str | None = None
+    llm_auth_style: Literal["bearer", "api-key"] = "bearer"
+    llm_extra_headers: dict[str, str] = Field(default_factory=dict)
+    llm_extra_query: dict[str, str] = Field(default_factory=dict)
+    llm_timeout_seconds: float = Field(120.0, gt=0)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    llm_temperature: float | None = Field(0.0, ge=0, le=2)
+    llm_max_tokens: int | None = Field(2048, ge=1)
+
+    # Investigation bounds
+    max_tool_calls: int = Field(10, ge=1, le=100)
+    max_llm_turns: int = Field(12, ge=1, le=100)
+    tool_timeout_seconds: float = Field(10.0, gt=0)
+    answer_margin_seconds: float = Field(1.0, ge=0)
+    default_budget_seconds: float = Field(300.0, gt=0)
+    min_confidence: float = Field(0.7, ge=0, le=1)
+
+    # Security
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_client_ca_file: str | None = None
+    auth_mode: Literal["none", "static", "tokenreview"] = "none"
+    auth_tokens_file: str | None = None
+    tokenreview_api_url: str = "https://kubernetes.default.svc"
+    tokenreview_ca_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+    tokenreview_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    tokenreview_audiences: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("tls_cert_file and tls_key_file must be set together")
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            raise ValueError("tls_client_ca_file (mutual TLS) needs tls_cert_file and tls_key_file")
+        if self.auth_mode == "static" and not self.auth_tokens_file:
+            raise ValueError("auth_mode=static needs auth_tokens_file")
+        if self.llm_provider != "builtin" and not self.llm_model:
+            raise ValueError(f"llm_provider={self.llm_provider} needs llm_model")
+        if self.llm_provider == "openai" and not self.llm_base_url:
+            raise ValueError("llm_provider=openai needs llm_base_url (e.g. https://api.openai.com/v1)")
+        return self
+
+    def resolved_llm_api_key(self) -> str:
+        """The API key from HAPI_LLM_API_KEY or the mounted file; "" when none."""
+        if self.llm_api_key is not None:
+            return self.llm_api_key.get_secret_value()
+        if self.llm_api_key_file:
+            try:
+                return Path(self.llm_api_key_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"llm_api_key_file: cannot read {self.llm_api_key_file}: {exc.strerror}"
+                ) from None
+        return ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from the environment, then `overrides` (flags; None = not given)."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            key = _OTHER_ENV.get(name, ENV_PREFIX + name.upper())
+            raw = env.get(key)
+            if raw is None or raw == "":
+                continue
+            values[name] = _parse_env(name, key, raw, info.annotation)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _parse_env(name: str, key: str, raw: str, annotation: Any) -> Any:
+    text = str(annotation)
+    if "dict" in text:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            raise ConfigError(f"{key} must be a JSON object") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a JSON object")
+        return value
+    if "list" in text:
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    if annotation is bool:
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise ConfigError(f"{key} must be true or false, got {raw!r}")
+    return raw

@@ -1,0 +1,137 @@
+"""The investigation's output (ADR-038 response contract) and its progress events.
+
+The engine fills these; the transport layer converts them to `hapi.v1`
+messages. Parameters are plain JSON values (str, int, float, bool, list,
+dict, None) with their types intact.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from hapi_grpc.domain.parameters import ParameterIssue
+
+
+class HumanReviewReason(str, enum.Enum):
+    """Names match the proto enum HumanReviewReason without its prefix."""
+
+    NO_MATCHING_WORKFLOWS = "NO_MATCHING_WORKFLOWS"
+    WORKFLOW_NOT_FOUND = "WORKFLOW_NOT_FOUND"
+    PARAMETER_VALIDATION_FAILED = "PARAMETER_VALIDATION_FAILED"
+    LOW_CONFIDENCE = "LOW_CONFIDENCE"
+    LLM_OUTPUT_UNPARSEABLE = "LLM_OUTPUT_UNPARSEABLE"
+    INVESTIGATION_INCONCLUSIVE = "INVESTIGATION_INCONCLUSIVE"
+    DATA_STORAGE_UNAVAILABLE = "DATA_STORAGE_UNAVAILABLE"
+    LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+
+
+class ToolCallStatus(str, enum.Enum):
+    """Names match the proto enum ToolCallStatus without its prefix."""
+
+    SUCCESS = "SUCCESS"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    ERROR = "ERROR"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    REPEATED = "REPEATED"
+    TIMEOUT = "TIMEOUT"
+
+
+class ValidationSource(str, enum.Enum):
+    TOOL = "TOOL"
+    FINAL_ANSWER = "FINAL_ANSWER"
+
+
+@dataclass(frozen=True)
+class TargetResource:
+    namespace: str = ""
+    kind: str = ""
+    name: str = ""
+    api_group: str = ""
+
+
+@dataclass(frozen=True)
+class SelectedWorkflow:
+    workflow_id: str
+    version: str
+    confidence: float
+    rationale: str
+    estimated_risk: str  # "low" | "medium" | "high"
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AlternativeWorkflow:
+    workflow_id: str
+    confidence: float
+    rationale: str = ""
+
+
+@dataclass(frozen=True)
+class ContextUsed:
+    cluster_state: str = ""
+    resource_availability: str = ""
+    blast_radius: str = ""
+
+
+@dataclass(frozen=True)
+class ValidationAttempt:
+    attempt: int
+    workflow_id: str
+    parameters: dict[str, Any]  # as proposed; secret-looking values redacted
+    errors: tuple[ParameterIssue, ...]
+    valid: bool
+    source: ValidationSource
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call. `arguments` is the parsed argument object when the JSON
+    parsed (a dict), else None; `raw_arguments` keeps what the model sent."""
+
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    result: str
+    status: ToolCallStatus
+    duration_seconds: float
+
+
+@dataclass(frozen=True)
+class LlmTurn:
+    turn: int
+    content: str
+    tool_calls: tuple[str, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class AnalysisResult:
+    remediation_id: str
+    incident_id: str = ""
+    analysis_summary: str = ""
+    root_cause_assessment: str = ""
+    rca_severity: str = ""  # "critical" | "high" | "medium" | "low" | ""
+    target_resource: TargetResource | None = None
+    selected_workflow: SelectedWorkflow | None = None
+    alternative_workflows: list[AlternativeWorkflow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    context_used: ContextUsed | None = None
+    needs_human_review: bool = False
+    human_review_reason: HumanReviewReason | None = None
+    validation_attempts: list[ValidationAttempt] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    model: str = ""
+    language_model_used: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_turns: int = 0
+    duration_seconds: float = 0.0
+
+
+# A progress event of the streaming RPC: exactly one of these types.
+AnalysisEvent = LlmTurn | ToolCallRecord | ValidationAttempt | AnalysisResult

@@ -1,0 +1,77 @@
+"""Validate proposed parameters against a catalog workflow's schema.
+
+One function serves the `validate_workflow_parameters` tool, the check of an
+investigation's final answer and the `ValidateWorkflowParameters` RPC, so the
+three can never disagree about what is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hapi_grpc.domain.catalog import WorkflowCatalog, WorkflowSchema, is_valid_workflow_id
+from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
+from hapi_grpc.domain.parameters import (
+    REDACTED,
+    ValidationOutcome,
+    is_secret_name,
+    validate_parameters,
+)
+
+__all__ = ["redact_parameters", "validate_workflow_parameters"]
+
+# Nesting depth followed when redacting; deeper values are replaced wholesale.
+_REDACT_DEPTH = 8
+
+
+async def validate_workflow_parameters(
+    catalog: WorkflowCatalog, workflow_id: str, parameters: Mapping[str, Any] | None
+) -> tuple[WorkflowSchema, ValidationOutcome]:
+    """Fetch `workflow_id`'s schema from `catalog` and validate `parameters` against it.
+
+    Raises InvalidRequestError for an id that is not a safe path segment (it
+    is never sent to the catalog), and whatever the catalog raises:
+    WorkflowNotFoundError, CatalogUnavailableError, BudgetExhaustedError.
+    """
+    if not is_valid_workflow_id(workflow_id):
+        raise InvalidRequestError(
+            "workflow_id is not a valid catalog id",
+            [
+                FieldViolation(
+                    "workflow_id",
+                    "must be 1-128 letters, digits, '.', '_' or '-', start with a letter"
+                    " or digit and not contain '..'",
+                    "workflow_id.pattern",
+                )
+            ],
+        )
+    schema = await catalog.get_schema(workflow_id)
+    return schema, validate_parameters(schema, parameters, workflow_id=workflow_id)
+
+
+def redact_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of `parameters` whose secret-looking names have their values replaced.
+
+    Nested objects are redacted too: a model may wrap credentials in a dict.
+    """
+    if not parameters:
+        return {}
+    return _redact(parameters, 0)
+
+
+def _redact(mapping: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    return {
+        str(key): REDACTED if is_secret_name(str(key)) else _redact_value(value, depth + 1)
+        for key, value in mapping.items()
+    }
+
+
+def _redact_value(value: Any, depth: int) -> Any:
+    if isinstance(value, Mapping):
+        return REDACTED if depth >= _REDACT_DEPTH else _redact(value, depth)
+    if isinstance(value, list | tuple):
+        if depth >= _REDACT_DEPTH:
+            return REDACTED
+        return [_redact_value(item, depth + 1) for item in value]
+    return value

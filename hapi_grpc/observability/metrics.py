@@ -1,0 +1,175 @@
+"""Every Prometheus metric the service exports, in one place.
+
+Label values come from closed sets only (status words, enum names, method
+names, provider names), never from ids or free text, so the number of series
+stays bounded whatever the traffic. `hapi_grpc.observability.metrics_server`
+serves them on HAPI_METRICS_PORT at /metrics.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+_FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5)
+
+registry: CollectorRegistry = REGISTRY
+
+# --- Seed BR-HAPI-049: tool-call metrics, by their historical names ---------
+TOOL_CALLS = Counter(
+    "holmesgpt_playbook_tool_call_total",
+    "Tool calls made by investigations, by tool and outcome.",
+    ["tool", "status"],
+)
+TOOL_CALL_DURATION = Histogram(
+    "holmesgpt_playbook_tool_call_duration_seconds",
+    "Tool call latency.",
+    ["tool"],
+    buckets=_FAST_BUCKETS,
+)
+TOOL_CALL_ERRORS = Counter(
+    "holmesgpt_playbook_tool_call_errors_total",
+    "Tool calls that did not succeed (invalid arguments, unknown tool, errors, timeouts, limits).",
+    ["tool"],
+)
+TOOL_CALL_RATE = Gauge(
+    "holmesgpt_playbook_tool_call_rate",
+    "Share of finished investigations (0-1) that called the catalog search tool.",
+)
+TOOL_CALL_CACHE_HIT_RATE = Gauge(
+    "holmesgpt_playbook_tool_call_cache_hit_rate",
+    "Share of catalog lookups (0-1) answered from the cache.",
+)
+
+# --- Investigations ---------------------------------------------------------
+INVESTIGATIONS = Counter(
+    "hapi_investigations_total",
+    "Finished investigations by outcome (selected, human_review, error) and review reason.",
+    ["outcome", "review_reason"],
+)
+INVESTIGATION_DURATION = Histogram(
+    "hapi_investigation_duration_seconds",
+    "Wall-clock duration of investigations.",
+    buckets=_LATENCY_BUCKETS,
+)
+INVESTIGATIONS_USING_CATALOG = Counter(
+    "hapi_investigations_catalog_searched_total",
+    "Finished investigations that called search_workflow_catalog at least once.",
+)
+
+# --- LLM ------------------------------------------------------------------
+LLM_REQUESTS = Counter(
+    "hapi_llm_requests_total",
+    "LLM completion requests by provider, model and status.",
+    ["provider", "model", "status"],
+)
+LLM_LATENCY = Histogram(
+    "hapi_llm_request_duration_seconds",
+    "LLM completion latency (one HTTP request, retries counted separately).",
+    ["provider", "model"],
+    buckets=_LATENCY_BUCKETS,
+)
+LLM_TOKENS = Counter(
+    "hapi_llm_tokens_total",
+    "Tokens spent, by provider, model and kind (prompt, completion).",
+    ["provider", "model", "kind"],
+)
+
+# --- Data Storage -----------------------------------------------------------
+DATASTORAGE_REQUESTS = Counter(
+    "hapi_datastorage_requests_total",
+    "Data Storage HTTP requests by endpoint (search, schema, workflow) and status "
+    "(HTTP status class like 2xx/4xx/5xx, or timeout, connection_error, contract_error).",
+    ["endpoint", "status"],
+)
+DATASTORAGE_LATENCY = Histogram(
+    "hapi_datastorage_request_duration_seconds",
+    "Data Storage HTTP request latency.",
+    ["endpoint"],
+    buckets=_FAST_BUCKETS,
+)
+DATASTORAGE_RETRIES = Counter(
+    "hapi_datastorage_retries_total",
+    "Data Storage request retries by endpoint.",
+    ["endpoint"],
+)
+CIRCUIT_BREAKER_STATE = Gauge(
+    "hapi_datastorage_circuit_breaker_state",
+    "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+    ["breaker"],
+)
+CIRCUIT_BREAKER_TRANSITIONS = Counter(
+    "hapi_datastorage_circuit_breaker_transitions_total",
+    "Circuit breaker state changes, by new state.",
+    ["breaker", "state"],
+)
+
+# --- Cache ------------------------------------------------------------------
+CACHE_LOOKUPS = Counter(
+    "hapi_cache_lookups_total",
+    "Cache lookups by kind (search, schema, workflow) and result (hit, miss, error).",
+    ["kind", "result"],
+)
+
+# --- Parameter validation -----------------------------------------------------
+VALIDATION_ATTEMPTS = Counter(
+    "hapi_validation_attempts_total",
+    "Parameter validation attempts by source (tool, final_answer, rpc) and result (valid, invalid).",
+    ["source", "result"],
+)
+
+# --- gRPC server --------------------------------------------------------------
+GRPC_HANDLED = Counter(
+    "hapi_grpc_server_handled_total",
+    "RPCs completed by method and status code.",
+    ["method", "code"],
+)
+GRPC_LATENCY = Histogram(
+    "hapi_grpc_server_handling_seconds",
+    "RPC handling latency by method.",
+    ["method"],
+    buckets=_LATENCY_BUCKETS,
+)
+GRPC_IN_FLIGHT = Gauge(
+    "hapi_grpc_server_in_flight",
+    "RPCs being handled now, by method.",
+    ["method"],
+)
+
+# Closed label sets the code uses; kept here so tests can check them.
+KNOWN_GRPC_METHODS = frozenset(
+    {
+        "AnalyzeIncident",
+        "AnalyzeIncidentStream",
+        "ValidateWorkflowParameters",
+        "other",
+    }
+)
+
+
+def grpc_method_label(full_method: str) -> str:
+    """Short method name for a full gRPC method path; 'other' for anything unknown."""
+    name = full_method.rsplit("/", 1)[-1]
+    return name if name in KNOWN_GRPC_METHODS else "other"
+
+
+def refresh_rates() -> None:
+    """Recompute the derived rate gauges from their counters."""
+    total = _sum(INVESTIGATIONS)
+    if total:
+        TOOL_CALL_RATE.set(_sum(INVESTIGATIONS_USING_CATALOG) / total)
+    hits = _sum(CACHE_LOOKUPS, result="hit")
+    lookups = hits + _sum(CACHE_LOOKUPS, result="miss")
+    if lookups:
+        TOOL_CALL_CACHE_HIT_RATE.set(hits / lookups)
+
+
+def _sum(metric: Counter, **match: str) -> float:
+    total = 0.0
+    for family in metric.collect():
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            if all(sample.labels.get(k) == v for k, v in match.items()):
+                total += sample.value
+    return total

@@ -1,0 +1,145 @@
+"""TLS and mutual TLS credentials for the gRPC server and its clients.
+
+Server certificates rotate without a restart: gRPC asks a fetcher for the
+certificate configuration at each new TLS handshake, and the fetcher reloads
+the files when their modification time, size or inode changed (a Kubernetes
+Secret or cert-manager update swaps a symlink, which changes the inode). A
+half-written pair (new certificate, old key) is not accepted: it is kept
+until both files form a valid pair, and the previous pair stays in use.
+Established connections keep their session; new connections get the new
+certificate.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+from dataclasses import dataclass
+
+import grpc
+
+log = logging.getLogger(__name__)
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read the {what} file {path!r}: {exc.strerror}") from None
+    if not data.strip():
+        raise ValueError(f"the {what} file {path!r} is empty")
+    return data
+
+
+def _check_pair(cert_file: str, key_file: str) -> None:
+    """Raises ValueError unless the key matches the certificate (both PEM)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(
+            f"certificate {cert_file!r} and key {key_file!r} do not form a valid pair"
+        ) from exc
+
+
+def _stamp(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
+    stamps = []
+    for path in paths:
+        st = os.stat(path)
+        stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(stamps)
+
+
+@dataclass
+class _Loaded:
+    stamp: tuple[tuple[int, int, int], ...]
+    config: grpc.ServerCertificateConfiguration
+
+
+class _ReloadingCertificates:
+    """Builds certificate configurations from files; reloads when they change."""
+
+    def __init__(self, cert_file: str, key_file: str, client_ca_file: str | None) -> None:
+        self._cert_file = cert_file
+        self._key_file = key_file
+        self._client_ca_file = client_ca_file
+        self._paths = tuple(p for p in (cert_file, key_file, client_ca_file) if p)
+        self._lock = threading.Lock()  # the fetcher runs on gRPC's threads
+        self.current = self._load()
+
+    def _load(self) -> _Loaded:
+        stamp = _stamp(self._paths)
+        key = _read(self._key_file, "TLS key")
+        cert = _read(self._cert_file, "TLS certificate")
+        _check_pair(self._cert_file, self._key_file)
+        client_ca = _read(self._client_ca_file, "client CA") if self._client_ca_file else None
+        config = grpc.ssl_server_certificate_configuration(
+            [(key, cert)], root_certificates=client_ca
+        )
+        return _Loaded(stamp, config)
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """New configuration when the files changed and are valid, else None (keep)."""
+        with self._lock:
+            try:
+                if _stamp(self._paths) == self.current.stamp:
+                    return None
+                loaded = self._load()
+            except (OSError, ValueError) as exc:
+                # Mid-rotation or broken files: keep serving the previous pair.
+                log.warning(
+                    "TLS files changed but cannot be loaded yet; keeping the previous certificate",
+                    extra={"error": str(exc)},
+                )
+                return None
+            self.current = loaded
+            log.info("TLS certificate reloaded")
+            return loaded.config
+
+
+def server_credentials(
+    cert_file: str,
+    key_file: str,
+    client_ca_file: str | None = None,
+    require_client_cert: bool = True,
+) -> grpc.ServerCredentials:
+    """Server credentials from PEM files, reloaded when the files change.
+
+    With `client_ca_file`, every client must present a certificate signed by
+    that CA (mutual TLS). gRPC Python cannot ask for a certificate without
+    requiring it: with `require_client_cert=False` client certificates are not
+    requested at all, and the CA file is only checked for readability.
+    Raises ValueError at once for unreadable files or a key that does not
+    match the certificate.
+    """
+    certificates = _ReloadingCertificates(cert_file, key_file, client_ca_file)
+    if client_ca_file and not require_client_cert:
+        log.warning("a client CA is configured but client certificates are not required: "
+                    "clients are not asked for certificates")
+    return grpc.dynamic_ssl_server_credentials(
+        certificates.current.config,
+        certificates.fetch,
+        require_client_authentication=bool(client_ca_file) and require_client_cert,
+    )
+
+
+def channel_credentials(
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+) -> grpc.ChannelCredentials:
+    """Client credentials: trust `ca_file` (system roots when None), optionally present a cert."""
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("a client certificate needs both cert_file and key_file")
+    root = _read(ca_file, "CA") if ca_file else None
+    if cert_file and key_file:
+        _check_pair(cert_file, key_file)
+        return grpc.ssl_channel_credentials(
+            root_certificates=root,
+            private_key=_read(key_file, "TLS key"),
+            certificate_chain=_read(cert_file, "TLS certificate"),
+        )
+    return grpc.ssl_channel_credentials(root_certificates=root)

@@ -1,0 +1,277 @@
+"""Conversions between hapi.v1 protobuf messages and domain types.
+
+Kept apart from the servicers so each RPC reads as: convert in, call the
+domain, convert out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
+
+from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
+from hapi_grpc.domain import incident as d
+from hapi_grpc.domain import result as r
+from hapi_grpc.domain.catalog import WorkflowSchema
+from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
+
+_SEVERITY_TO_DOMAIN = {
+    common_pb2.SEVERITY_CRITICAL: "critical",
+    common_pb2.SEVERITY_HIGH: "high",
+    common_pb2.SEVERITY_MEDIUM: "medium",
+    common_pb2.SEVERITY_LOW: "low",
+}
+_SEVERITY_TO_PROTO = {v: k for k, v in _SEVERITY_TO_DOMAIN.items()}
+_RISK_TO_DOMAIN = {
+    common_pb2.RISK_LEVEL_LOW: "low",
+    common_pb2.RISK_LEVEL_MEDIUM: "medium",
+    common_pb2.RISK_LEVEL_HIGH: "high",
+}
+_RISK_TO_PROTO = {v: k for k, v in _RISK_TO_DOMAIN.items()}
+
+
+# --- request -> domain ---------------------------------------------------------
+
+
+def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
+    """Domain incident from a validated request message."""
+    sig = msg.signal
+    err = msg.error_details
+    dedup = msg.deduplication
+    storm = msg.storm
+    cluster = msg.cluster
+    business = msg.business
+    enrichment = msg.enrichment_results
+    return d.Incident(
+        remediation_id=msg.remediation_id,
+        incident_id=msg.incident_id,
+        signal=d.SignalInfo(
+            signal_type=sig.signal_type,
+            severity=_SEVERITY_TO_DOMAIN.get(sig.severity, ""),
+            component=sig.component,
+            alert_name=sig.alert_name,
+            namespace=sig.namespace,
+            resource_kind=sig.resource_kind,
+            resource_name=sig.resource_name,
+        ),
+        error_details=d.ErrorDetails(
+            error_message=err.error_message,
+            description=err.description,
+            firing_time=_time(err, "firing_time"),
+            received_time=_time(err, "received_time"),
+        ),
+        deduplication=d.DeduplicationContext(
+            is_duplicate=dedup.is_duplicate,
+            first_seen=_time(dedup, "first_seen"),
+            last_seen=_time(dedup, "last_seen"),
+            occurrence_count=dedup.occurrence_count,
+            previous_remediation_ref=dedup.previous_remediation_ref,
+        ),
+        storm=d.StormDetection(
+            is_storm=storm.is_storm,
+            storm_type=storm.storm_type,
+            storm_window=storm.storm_window,
+            storm_alert_count=storm.storm_alert_count,
+            affected_resources=tuple(storm.affected_resources),
+        ),
+        cluster=d.ClusterContext(
+            cluster_name=cluster.cluster_name,
+            signal_source=cluster.signal_source,
+            signal_labels=dict(cluster.signal_labels),
+        ),
+        business=d.BusinessContext(
+            environment=business.environment,
+            priority=business.priority,
+            business_category=business.business_category,
+            risk_tolerance=_RISK_TO_DOMAIN.get(business.risk_tolerance, ""),
+        ),
+        enrichment=d.EnrichmentResults(
+            # Passed through unchanged (DD-HAPI-001); the proto rules guarantee strings.
+            custom_labels={
+                key: tuple(str(v) for v in json_format.MessageToDict(values))
+                for key, values in enrichment.custom_labels.items()
+            },
+            detected_labels=struct_to_dict(enrichment.detected_labels),
+        ),
+    )
+
+
+def _time(msg: Any, field: str) -> datetime | None:
+    if not msg.HasField(field):
+        return None
+    ts: timestamp_pb2.Timestamp = getattr(msg, field)
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
+    """JSON object from a Struct. Numbers arrive as floats; the parameter
+    validator turns whole numbers back into integers where the schema says so."""
+    return json_format.MessageToDict(value)
+
+
+def dict_to_struct(value: Mapping[str, Any] | None) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    if value:
+        out.update(_json_safe(value))
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """Struct cannot hold NaN/inf or non-JSON types; make every value JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    return str(value)
+
+
+# --- domain -> response ----------------------------------------------------------
+
+
+def issue_to_proto(issue: ParameterIssue) -> validation_pb2.ParameterError:
+    return validation_pb2.ParameterError(
+        parameter=issue.parameter,
+        code=validation_pb2.ParameterErrorCode.Value(f"PARAMETER_ERROR_CODE_{issue.code.name}"),
+        message=issue.message,
+    )
+
+
+def outcome_to_proto(outcome: ValidationOutcome) -> validation_pb2.ParameterValidation:
+    return validation_pb2.ParameterValidation(
+        valid=outcome.valid,
+        errors=[issue_to_proto(i) for i in outcome.errors],
+        sanitized_parameters=dict_to_struct(outcome.sanitized),
+        stripped_parameters=list(outcome.stripped),
+    )
+
+
+def validation_response(
+    schema: WorkflowSchema, outcome: ValidationOutcome
+) -> validation_pb2.ValidateWorkflowParametersResponse:
+    return validation_pb2.ValidateWorkflowParametersResponse(
+        workflow_id=schema.workflow_id,
+        workflow_version=schema.version,
+        validation=outcome_to_proto(outcome),
+    )
+
+
+def attempt_to_proto(attempt: r.ValidationAttempt) -> analysis_pb2.ValidationAttempt:
+    return analysis_pb2.ValidationAttempt(
+        attempt=attempt.attempt,
+        workflow_id=attempt.workflow_id,
+        parameters=dict_to_struct(attempt.parameters),
+        errors=[issue_to_proto(i) for i in attempt.errors],
+        valid=attempt.valid,
+        source=analysis_pb2.ValidationSource.Value(f"VALIDATION_SOURCE_{attempt.source.name}"),
+    )
+
+
+_TOOL_ARGS = {
+    "search_workflow_catalog": ("search_workflow_catalog", tools_pb2.SearchWorkflowCatalogArgs),
+    "validate_workflow_parameters": (
+        "validate_workflow_parameters",
+        tools_pb2.ValidateWorkflowParametersArgs,
+    ),
+}
+
+
+def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
+    msg = tools_pb2.ToolCallRecord(
+        name=call.name,
+        raw_arguments=call.raw_arguments,
+        result=call.result,
+        status=tools_pb2.ToolCallStatus.Value(f"TOOL_CALL_STATUS_{call.status.name}"),
+        duration_seconds=call.duration_seconds,
+    )
+    typed = _TOOL_ARGS.get(call.name)
+    if typed is not None and isinstance(call.arguments, dict):
+        field, cls = typed
+        try:
+            args = json_format.ParseDict(_json_safe(call.arguments), cls(), ignore_unknown_fields=True)
+        except (json_format.ParseError, TypeError, ValueError):
+            pass  # the raw text is still recorded; typing is best effort
+        else:
+            getattr(msg, field).CopyFrom(args)
+    return msg
+
+
+def turn_to_proto(turn: r.LlmTurn) -> analysis_pb2.LlmTurn:
+    return analysis_pb2.LlmTurn(
+        turn=turn.turn,
+        content=turn.content,
+        tool_calls=list(turn.tool_calls),
+        token_usage=analysis_pb2.TokenUsage(
+            prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens
+        ),
+    )
+
+
+def result_to_proto(res: r.AnalysisResult) -> analysis_pb2.AnalysisResult:
+    msg = analysis_pb2.AnalysisResult(
+        remediation_id=res.remediation_id,
+        incident_id=res.incident_id,
+        analysis_summary=res.analysis_summary,
+        root_cause_assessment=res.root_cause_assessment,
+        rca_severity=_SEVERITY_TO_PROTO.get(res.rca_severity, common_pb2.SEVERITY_UNSPECIFIED),
+        alternative_workflows=[
+            analysis_pb2.AlternativeWorkflow(
+                workflow_id=a.workflow_id, confidence=a.confidence, rationale=a.rationale
+            )
+            for a in res.alternative_workflows
+        ],
+        warnings=list(res.warnings),
+        needs_human_review=res.needs_human_review,
+        human_review_reason=(
+            analysis_pb2.HumanReviewReason.Value(
+                f"HUMAN_REVIEW_REASON_{res.human_review_reason.name}"
+            )
+            if res.human_review_reason is not None
+            else analysis_pb2.HUMAN_REVIEW_REASON_UNSPECIFIED
+        ),
+        validation_attempts=[attempt_to_proto(a) for a in res.validation_attempts],
+        tool_calls=[tool_call_to_proto(c) for c in res.tool_calls],
+        model=res.model,
+        language_model_used=res.language_model_used,
+        token_usage=analysis_pb2.TokenUsage(
+            prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens
+        ),
+        llm_turns=res.llm_turns,
+        duration_seconds=res.duration_seconds,
+    )
+    if res.target_resource is not None:
+        t = res.target_resource
+        msg.target_resource.CopyFrom(
+            analysis_pb2.TargetResource(
+                namespace=t.namespace, kind=t.kind, name=t.name, api_group=t.api_group
+            )
+        )
+    if res.selected_workflow is not None:
+        s = res.selected_workflow
+        msg.selected_workflow.CopyFrom(
+            analysis_pb2.SelectedWorkflow(
+                workflow_id=s.workflow_id,
+                version=s.version,
+                confidence=s.confidence,
+                rationale=s.rationale,
+                estimated_risk=_RISK_TO_PROTO.get(s.estimated_risk, common_pb2.RISK_LEVEL_UNSPECIFIED),
+                parameters=dict_to_struct(s.parameters),
+            )
+        )
+    if res.context_used is not None:
+        c = res.context_used
+        msg.context_used.CopyFrom(
+            analysis_pb2.ContextUsed(
+                cluster_state=c.cluster_state,
+                resource_availability=c.resource_availability,
+                blast_radius=c.blast_radius,
+            )
+        )
+    return msg

@@ -1,0 +1,282 @@
+"""Server interceptors: metrics, concurrency cap, request validation, error mapping.
+
+A grpc.aio interceptor only sees `HandlerCallDetails`; to see requests and
+outcomes it wraps the method handler it gets from `continuation`, keeping the
+original (de)serializers. Only methods of `hapi.v1` services are wrapped:
+health and reflection stay untouched so probes work under any load.
+
+Order (outermost first, see `server.py`): metrics -> concurrency cap ->
+validation -> error mapping -> servicer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import protovalidate
+from google.protobuf.message import Message
+
+from hapi_grpc.domain.errors import FieldViolation
+from hapi_grpc.observability import metrics
+from hapi_grpc.transport.status import bad_request, rich_status, status_for
+
+log = logging.getLogger(__name__)
+
+SERVICE_PREFIX = "/hapi.v1."
+
+UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
+
+
+class _HandlerWrapper(grpc.aio.ServerInterceptor):
+    """Base: wraps unary-unary and unary-stream handlers of hapi.v1 methods."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or not method.startswith(SERVICE_PREFIX):
+            return handler
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                self.wrap_unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                self.wrap_stream(method, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+    def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
+        raise NotImplementedError
+
+    def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
+        raise NotImplementedError
+
+
+class MetricsInterceptor(_HandlerWrapper):
+    """Counts RPCs by method and final code, times them, tracks in-flight."""
+
+    def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
+        label = metrics.grpc_method_label(method)
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started = _start(label)
+            try:
+                response = await behavior(request, context)
+            except BaseException as exc:
+                _finish(label, started, _code_of(context, exc))
+                raise
+            _finish(label, started, _code_of(context, None))
+            return response
+
+        return wrapped
+
+    def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
+        label = metrics.grpc_method_label(method)
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            started = _start(label)
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except BaseException as exc:
+                _finish(label, started, _code_of(context, exc))
+                raise
+            _finish(label, started, _code_of(context, None))
+
+        return wrapped
+
+
+def _start(label: str) -> float:
+    metrics.GRPC_IN_FLIGHT.labels(method=label).inc()
+    return time.perf_counter()
+
+
+def _finish(label: str, started: float, code: grpc.StatusCode) -> None:
+    metrics.GRPC_IN_FLIGHT.labels(method=label).dec()
+    metrics.GRPC_LATENCY.labels(method=label).observe(time.perf_counter() - started)
+    metrics.GRPC_HANDLED.labels(method=label, code=code.name).inc()
+
+
+def _code_of(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:
+    if isinstance(exc, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code
+    if isinstance(code, int):  # some grpcio versions report the raw integer
+        for candidate in grpc.StatusCode:
+            if candidate.value[0] == code:
+                return candidate
+    return grpc.StatusCode.OK if exc is None else grpc.StatusCode.INTERNAL
+
+
+class ConcurrencyLimitInterceptor(_HandlerWrapper):
+    """Answers RESOURCE_EXHAUSTED beyond `limit` concurrent hapi.v1 RPCs.
+
+    `grpc.aio.server(maximum_concurrent_rpcs=...)` would also count health
+    checks, so an overloaded pod would fail its probes and be restarted just
+    when it is busiest; this cap applies to the analysis service only.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+
+    def _refuse(self) -> bool:
+        if self.in_flight >= self.limit:
+            return True
+        self.in_flight += 1
+        return False
+
+    async def _abort(self, context: grpc.aio.ServicerContext) -> None:
+        await context.abort_with_status(
+            rich_status(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"server is at its limit of {self.limit} concurrent requests; retry with backoff",
+            )
+        )
+
+    def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if self._refuse():
+                await self._abort(context)
+            try:
+                return await behavior(request, context)
+            finally:
+                self.in_flight -= 1
+
+        return wrapped
+
+    def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            if self._refuse():
+                await self._abort(context)
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            finally:
+                self.in_flight -= 1
+
+        return wrapped
+
+
+class ValidationInterceptor(_HandlerWrapper):
+    """Enforces the protovalidate rules declared in the proto on every request.
+
+    Violations become INVALID_ARGUMENT with a google.rpc.BadRequest whose field
+    paths (`incident.remediation_id`) match what protovalidate reports in Go.
+    """
+
+    def __init__(self, validator: protovalidate.Validator | None = None) -> None:
+        self._validator = validator or protovalidate.Validator()
+
+    async def _check(self, request: Message, context: grpc.aio.ServicerContext) -> None:
+        violations = request_violations(request, self._validator)
+        if violations:
+            summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:5])
+            await context.abort_with_status(
+                rich_status(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"invalid request: {summary}",
+                    [bad_request(violations)],
+                )
+            )
+
+    def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await self._check(request, context)
+            return await behavior(request, context)
+
+        return wrapped
+
+    def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await self._check(request, context)
+            async for response in behavior(request, context):
+                yield response
+
+        return wrapped
+
+
+def request_violations(
+    message: Message, validator: protovalidate.Validator | None = None
+) -> list[FieldViolation]:
+    """protovalidate violations of `message` as domain field violations."""
+    found = (validator or _default_validator()).collect_violations(message)
+    return [
+        FieldViolation(field_path(v.proto.field.elements), v.proto.message, v.proto.rule_id)
+        for v in found
+    ]
+
+
+_validator_singleton: protovalidate.Validator | None = None
+
+
+def _default_validator() -> protovalidate.Validator:
+    global _validator_singleton
+    if _validator_singleton is None:
+        _validator_singleton = protovalidate.Validator()
+    return _validator_singleton
+
+
+def field_path(elements: Any) -> str:
+    """`incident.cluster.signal_labels["k"]` style path from protovalidate elements."""
+    parts: list[str] = []
+    for element in elements:
+        part = element.field_name
+        sub = element.subscript
+        if sub is not None:
+            if sub.field == "index":
+                part += f"[{sub.value}]"
+            elif sub.field == "string_key":
+                part += f'["{sub.value}"]'
+            else:
+                part += f"[{sub.value}]"
+        parts.append(part)
+    return ".".join(parts)
+
+
+class ErrorMappingInterceptor(_HandlerWrapper):
+    """Turns every exception a servicer raises into a deliberate status code.
+
+    Domain errors get their mapped code; anything unexpected becomes INTERNAL
+    with a generic message and a logged stack trace. Nothing surfaces as
+    UNKNOWN. Aborts and cancellations pass through untouched.
+    """
+
+    def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await behavior(request, context)
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                await context.abort_with_status(status_for(exc))
+
+        return wrapped
+
+    def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                await context.abort_with_status(status_for(exc))
+
+        return wrapped

@@ -1,0 +1,143 @@
+"""The grpc.aio server: services, health, reflection, interceptors, shutdown.
+
+Lifecycle: `start()` binds and flips health to SERVING; `stop()` flips health
+to NOT_SERVING (probes see it at once), refuses new calls and lets in-flight
+calls finish within the grace period, then closes the adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from hapi.v1 import service_pb2, service_pb2_grpc
+from hapi_grpc.config import Settings
+from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.engine import InvestigationEngine
+from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.transport.interceptors import (
+    ConcurrencyLimitInterceptor,
+    ErrorMappingInterceptor,
+    MetricsInterceptor,
+    ValidationInterceptor,
+)
+from hapi_grpc.transport.servicers import IncidentAnalysisServicer
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = service_pb2.DESCRIPTOR.services_by_name["IncidentAnalysisService"].full_name
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """Channel arguments. Keepalive pings detect dead peers without ever
+    ending a healthy minutes-long investigation; connection ageing is off
+    by default and, when on, its grace outlasts the longest investigation."""
+    options = [
+        ("grpc.keepalive_time_ms", int(settings.keepalive_time_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(settings.keepalive_timeout_seconds * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        # Accept client pings as often as every 10 s without a GOAWAY.
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.max_receive_message_length", settings.max_receive_message_bytes),
+        # Two servers must never silently share a port.
+        ("grpc.so_reuseport", 0),
+    ]
+    if settings.max_connection_age_seconds > 0:
+        options += [
+            ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),
+            (
+                "grpc.max_connection_age_grace_ms",
+                int(settings.max_connection_age_grace_seconds * 1000),
+            ),
+        ]
+    return options
+
+
+class HapiServer:
+    """Hosts IncidentAnalysisService with health and reflection."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        catalog: WorkflowCatalog,
+        llm: LLMProvider,
+        engine: InvestigationEngine,
+        extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        server_credentials: grpc.ServerCredentials | None = None,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.llm = llm
+        self.engine = engine
+        self.health = health.aio.HealthServicer()
+        self.concurrency = ConcurrencyLimitInterceptor(settings.max_concurrent_rpcs)
+        # Outermost first: auth/tracing from the caller, then ours.
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            *extra_interceptors,
+            MetricsInterceptor(),
+            self.concurrency,
+            ValidationInterceptor(),
+            ErrorMappingInterceptor(),
+        ]
+        self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
+        service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
+            IncidentAnalysisServicer(engine, catalog), self._server
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        if settings.reflection:
+            reflection.enable_server_reflection(
+                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            )
+        address = f"{settings.grpc_host}:{settings.grpc_port}"
+        if server_credentials is not None:
+            self.port = self._server.add_secure_port(address, server_credentials)
+        else:
+            self.port = self._server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot bind the gRPC port {address}")
+        self._stopping: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._server.start()
+        for service in ("", SERVICE_NAME):
+            await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        log.info(
+            "gRPC server listening",
+            extra={"port": self.port, "llm_provider": self.llm.name, "tls": self._tls},
+        )
+
+    @property
+    def _tls(self) -> bool:
+        return bool(self.settings.tls_cert_file)
+
+    def stop(self, grace: float | None = None) -> asyncio.Task[None]:
+        """Begin a graceful shutdown (idempotent); await the task to wait for it."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop(grace))
+        return self._stopping
+
+    async def _stop(self, grace: float | None) -> None:
+        grace = self.settings.shutdown_grace_seconds if grace is None else grace
+        log.info("shutting down", extra={"grace_seconds": grace})
+        # Probes see NOT_SERVING first, and nothing can flip it back.
+        await self.health.enter_graceful_shutdown()
+        if self.settings.shutdown_delay_seconds > 0:
+            await asyncio.sleep(self.settings.shutdown_delay_seconds)
+        await self._server.stop(grace)
+        for closer in (self.engine, self.llm, self.catalog):
+            close = getattr(closer, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+        log.info("server stopped")
+
+    async def wait_for_termination(self) -> None:
+        await self._server.wait_for_termination()

@@ -1,0 +1,124 @@
+"""Thin servicers: convert proto -> domain, await the domain, convert back.
+
+No business logic lives here. Request rules are enforced before these run
+(ValidationInterceptor) and exceptions are mapped to status codes after
+(ErrorMappingInterceptor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+import grpc
+
+from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
+from hapi_grpc.domain import result as r
+from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.engine import InvestigationEngine
+from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
+from hapi_grpc.observability import metrics
+from hapi_grpc.observability.logging import log_context
+from hapi_grpc.transport import converters
+
+# Progress events buffered per streaming call. The engine produces few events
+# (bounded by turns and tool calls); a slow reader applies backpressure.
+_STREAM_BUFFER = 64
+
+
+@contextlib.contextmanager
+def caller_budget(context: grpc.aio.ServicerContext) -> Iterator[Budget]:
+    """The caller's deadline as the domain's time budget (unbounded if none)."""
+    with budget_scope(Budget.from_timeout(context.time_remaining())) as budget:
+        yield budget
+
+
+class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
+    def __init__(self, engine: InvestigationEngine, catalog: WorkflowCatalog) -> None:
+        self._engine = engine
+        self._catalog = catalog
+
+    async def AnalyzeIncident(
+        self, request: service_pb2.AnalyzeIncidentRequest, context: grpc.aio.ServicerContext
+    ) -> service_pb2.AnalyzeIncidentResponse:
+        incident = converters.incident_from_proto(request.incident)
+        with (
+            log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
+            caller_budget(context),
+        ):
+            result = await self._engine.investigate(incident)
+        return service_pb2.AnalyzeIncidentResponse(result=converters.result_to_proto(result))
+
+    async def AnalyzeIncidentStream(
+        self, request: service_pb2.AnalyzeIncidentStreamRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[service_pb2.AnalyzeIncidentStreamResponse]:
+        incident = converters.incident_from_proto(request.incident)
+        queue: asyncio.Queue[r.AnalysisEvent] = asyncio.Queue(maxsize=_STREAM_BUFFER)
+
+        with (
+            log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
+            caller_budget(context),
+        ):
+            task = asyncio.create_task(self._engine.investigate(incident, on_event=queue.put))
+            try:
+                while True:
+                    getter = asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait(
+                        {getter, task}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if getter in done:
+                        yield _event_to_proto(getter.result())
+                        continue
+                    getter.cancel()
+                    # The investigation ended: drain what it queued, then the result.
+                    while not queue.empty():
+                        yield _event_to_proto(queue.get_nowait())
+                    yield service_pb2.AnalyzeIncidentStreamResponse(
+                        result=converters.result_to_proto(task.result())
+                    )
+                    return
+            finally:
+                # Client gone or deadline hit: stop the investigation and its
+                # LLM / Data Storage requests now.
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    async def ValidateWorkflowParameters(
+        self,
+        request: validation_pb2.ValidateWorkflowParametersRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> validation_pb2.ValidateWorkflowParametersResponse:
+        parameters = converters.struct_to_dict(request.parameters)
+        with caller_budget(context):
+            schema, outcome = await validate_workflow_parameters(
+                self._catalog, request.workflow_id, parameters
+            )
+        metrics.VALIDATION_ATTEMPTS.labels(
+            source="rpc", result="valid" if outcome.valid else "invalid"
+        ).inc()
+        return converters.validation_response(schema, outcome)
+
+
+def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStreamResponse:
+    if isinstance(event, r.LlmTurn):
+        return service_pb2.AnalyzeIncidentStreamResponse(llm_turn=converters.turn_to_proto(event))
+    if isinstance(event, r.ToolCallRecord):
+        return service_pb2.AnalyzeIncidentStreamResponse(
+            tool_call=converters.tool_call_to_proto(event)
+        )
+    if isinstance(event, r.ValidationAttempt):
+        return service_pb2.AnalyzeIncidentStreamResponse(
+            validation_attempt=converters.attempt_to_proto(event)
+        )
+    if isinstance(event, r.AnalysisResult):
+        return service_pb2.AnalyzeIncidentStreamResponse(
+            result=converters.result_to_proto(event)
+        )
+    raise TypeError(f"unexpected event {type(event).__name__}")
+
+
+__all__ = ["IncidentAnalysisServicer", "analysis_pb2"]

@@ -1,0 +1,257 @@
+"""The gRPC surface through a real grpc.aio server and channel: health,
+reflection, request validation, error mapping, concurrency cap, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import json_format
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from hapi.v1 import service_pb2, validation_pb2
+from hapi_grpc.client import error_details, field_violations
+from hapi_grpc.domain import errors
+from hapi_grpc.domain.catalog import ParameterSpec, SearchQuery, SearchResult, Workflow, WorkflowSchema
+from hapi_grpc.transport.status import INTERNAL_MESSAGE
+from tests.helpers.grpc_server import running_server
+
+SCHEMA = WorkflowSchema(
+    workflow_id="scale-v1",
+    version="1.0.0",
+    parameters=(
+        ParameterSpec(name="REPLICA_COUNT", type="integer", required=True, minimum=1, maximum=10),
+    ),
+)
+
+
+class ScriptedCatalog:
+    """A catalog port double: answers `get_schema` after `delay`, or raises `error`."""
+
+    def __init__(self, *, error: BaseException | None = None, delay: float = 0.0) -> None:
+        self.error = error
+        self.delay = delay
+        self.started = asyncio.Event()
+        self.finished = 0
+
+    async def get_schema(self, workflow_id: str) -> WorkflowSchema:
+        self.started.set()
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        self.finished += 1
+        return SCHEMA.model_copy(update={"workflow_id": workflow_id})
+
+    async def search(self, query: SearchQuery) -> SearchResult:
+        return SearchResult()
+
+    async def get_workflow(self, workflow_id: str) -> Workflow:
+        raise errors.WorkflowNotFoundError(workflow_id)
+
+    async def close(self) -> None:
+        pass
+
+
+def validate_request(workflow_id: str = "scale-v1", **params: Any) -> Any:
+    request = validation_pb2.ValidateWorkflowParametersRequest(workflow_id=workflow_id)
+    request.parameters.update(params or {"REPLICA_COUNT": 3})
+    return request
+
+
+async def test_health_serving_after_start_and_not_serving_on_shutdown() -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        for service in ("", "hapi.v1.IncidentAnalysisService"):
+            reply = await srv.health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.aio.AioRpcError) as unknown:
+            await srv.health.Check(health_pb2.HealthCheckRequest(service="nope.v1.Nothing"))
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+        watch = srv.health.Watch(health_pb2.HealthCheckRequest(service=""))
+        first = await watch.read()
+        assert first.status == health_pb2.HealthCheckResponse.SERVING
+        stopping = srv.server.stop(grace=1.0)
+        second = await asyncio.wait_for(watch.read(), timeout=5)
+        assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        watch.cancel()
+        await stopping
+        # Once stopped, nothing can flip it back.
+        await srv.server.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        check = await srv.server.health.Check(health_pb2.HealthCheckRequest(service=""), None)
+        assert check.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_reflection_lists_services_and_serves_descriptors() -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        stub = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        requests = [
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(
+                file_containing_symbol="hapi.v1.IncidentAnalysisService"
+            ),
+        ]
+        replies = [reply async for reply in stub.ServerReflectionInfo(iter(requests))]
+        names = {s.name for s in replies[0].list_services_response.service}
+        assert {"hapi.v1.IncidentAnalysisService", "grpc.health.v1.Health"} <= names
+        assert replies[1].file_descriptor_response.file_descriptor_proto
+
+
+async def test_reflection_can_be_switched_off() -> None:
+    async with running_server(catalog=ScriptedCatalog(), reflection=False) as srv:
+        stub = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        call = stub.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            [reply async for reply in call]
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_invalid_request_gets_field_violations() -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        request = json_format.ParseDict(
+            {"incident": {"remediationId": "", "signal": {"signalType": "OOMKilled"}}},
+            service_pb2.AnalyzeIncidentRequest(),
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.AnalyzeIncident(request, timeout=10)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        violations = field_violations(err.value)
+        assert [v.field for v in violations] == ["incident.remediation_id"]
+        assert violations[0].rule_id == "required"
+        assert "remediation_id" in err.value.details()
+
+
+@pytest.mark.parametrize(
+    ("request_json", "field"),
+    [
+        ({}, "incident"),
+        ({"incident": {"remediationId": "r-1"}}, "incident.signal"),
+        (
+            {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"},
+                          "errorDetails": {"description": "d" * 20000}}},
+            "incident.error_details.description",
+        ),
+        (
+            {"incident": {"remediationId": "r-1", "signal": {"signalType": "X", "severity": 42}}},
+            "incident.signal.severity",
+        ),
+        (
+            {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"},
+                          "enrichmentResults": {"customLabels": {"team": ["a", 7]}}}},
+            "incident.enrichment_results",
+        ),
+    ],
+)
+async def test_request_rules_from_the_proto(request_json: dict[str, Any], field: str) -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        request = json_format.ParseDict(request_json, service_pb2.AnalyzeIncidentRequest())
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.AnalyzeIncident(request, timeout=10)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert field in [v.field for v in field_violations(err.value)]
+
+
+@pytest.mark.parametrize("workflow_id", ["../../admin", "a?b", "a#b", "", "x" * 200])
+async def test_unsafe_workflow_ids_are_invalid_argument(workflow_id: str) -> None:
+    catalog = ScriptedCatalog()
+    async with running_server(catalog=catalog) as srv:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.ValidateWorkflowParameters(validate_request(workflow_id), timeout=10)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert [v.field for v in field_violations(err.value)][0] == "workflow_id"
+        assert not catalog.started.is_set()  # never reached the catalog
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (errors.WorkflowNotFoundError("scale-v1"), grpc.StatusCode.NOT_FOUND),
+        (errors.CatalogUnavailableError("Data Storage unreachable"), grpc.StatusCode.UNAVAILABLE),
+        (errors.CatalogContractError("search response: not JSON"), grpc.StatusCode.UNAVAILABLE),
+        (errors.BudgetExhaustedError("no time left"), grpc.StatusCode.DEADLINE_EXCEEDED),
+        (errors.ResourceExhaustedError("quota"), grpc.StatusCode.RESOURCE_EXHAUSTED),
+        (
+            errors.InvalidRequestError("bad", [errors.FieldViolation("workflow_id", "bad id")]),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+    ],
+)
+async def test_domain_errors_map_to_status_codes(error: Exception, code: grpc.StatusCode) -> None:
+    async with running_server(catalog=ScriptedCatalog(error=error)) as srv:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert err.value.code() == code
+        assert err.value.details() == str(error)
+        if isinstance(error, errors.WorkflowNotFoundError):
+            [info] = error_details(err.value)
+            assert isinstance(info, error_details_pb2.ResourceInfo)
+            assert info.resource_name == "scale-v1"
+
+
+async def test_unexpected_exception_is_internal_and_leaks_nothing(caplog: Any) -> None:
+    boom = RuntimeError("secret internals: password=hunter2")
+    async with running_server(catalog=ScriptedCatalog(error=boom)) as srv:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INTERNAL
+    assert err.value.details() == INTERNAL_MESSAGE
+    assert "hunter2" not in str(err.value)
+    assert any(r.exc_info and r.exc_info[1] is boom for r in caplog.records)
+
+
+async def test_concurrency_cap_answers_resource_exhausted_but_not_for_health() -> None:
+    catalog = ScriptedCatalog(delay=1.0)
+    async with running_server(catalog=catalog, max_concurrent_rpcs=2) as srv:
+        calls = [
+            asyncio.ensure_future(srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10))
+            for _ in range(2)
+        ]
+        await asyncio.wait_for(catalog.started.wait(), 5)
+        await asyncio.sleep(0.1)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        health = await srv.health.Check(health_pb2.HealthCheckRequest(service=""))
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        replies = await asyncio.gather(*calls)
+        assert all(r.validation.valid for r in replies)
+        # Capacity is released: a new call succeeds.
+        reply = await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert reply.validation.valid
+
+
+async def test_graceful_shutdown_lets_in_flight_call_finish_and_refuses_new_ones() -> None:
+    catalog = ScriptedCatalog(delay=0.5)
+    async with running_server(catalog=catalog) as srv:
+        in_flight = asyncio.ensure_future(
+            srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        )
+        await asyncio.wait_for(catalog.started.wait(), 5)
+        stopping = srv.server.stop(grace=5.0)
+        await asyncio.sleep(0.05)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=2)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        reply = await in_flight
+        assert reply.validation.valid
+        await stopping
+        assert catalog.finished == 1
+
+
+async def test_shutdown_grace_cancels_calls_that_outlive_it() -> None:
+    catalog = ScriptedCatalog(delay=30)
+    async with running_server(catalog=catalog) as srv:
+        in_flight = asyncio.ensure_future(
+            srv.stub.ValidateWorkflowParameters(validate_request(), timeout=60)
+        )
+        await asyncio.wait_for(catalog.started.wait(), 5)
+        await asyncio.wait_for(srv.server.stop(grace=0.2), 5)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await in_flight
+        assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)

@@ -18,6 +18,7 @@ an hour later.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -167,7 +168,7 @@ class CatalogCache:
         if flight is None:
             task = asyncio.get_running_loop().create_task(self._fill(kind, key, fetch))
             flight = self._inflight[key] = _Flight(task)
-            task.add_done_callback(lambda t, key=key: self._landed(key, t))
+            task.add_done_callback(functools.partial(self._landed, key))
         return model.model_validate_json(await self._wait(key, flight))
 
     async def close(self) -> None:

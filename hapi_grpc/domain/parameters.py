@@ -13,7 +13,9 @@ Semantics (BR-HAPI-191 and the Data Storage contract):
   "" means "not set", which is what models mean when they send it).
 - Types: `string`; `integer` (a whole number: 3 or 3.0, never "3", 3.5 or
   true; 3.0 is accepted because JSON Schema counts it as an integer and
-  protobuf Struct turns every number into a float, and it is normalised to 3);
+  protobuf Struct turns every number into a float, and it is normalised to 3;
+  magnitudes beyond MAX_SAFE_INTEGER are rejected, as a double cannot carry
+  them exactly);
   `float`/`number` (int or float, finite, never a boolean); `boolean` (true or
   false only); `array` (a list; items are not checked).
 - `enum` is exact and case-sensitive. A failed type or enum check is the only
@@ -43,9 +45,11 @@ from __future__ import annotations
 import copy
 import enum
 import functools
+import itertools
 import json
 import logging
 import math
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +62,9 @@ from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowSchema
 
 __all__ = [
     "MAX_PATTERN_LENGTH",
+    "MAX_SAFE_INTEGER",
     "MAX_STRING_LENGTH",
+    "REDACTED",
     "ParameterErrorCode",
     "ParameterIssue",
     "ValidationOutcome",
@@ -74,10 +80,17 @@ MAX_STRING_LENGTH = 4096
 MAX_PATTERN_LENGTH = 512
 """Longest schema pattern that is compiled; longer ones are treated as invalid."""
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer magnitude accepted: protobuf Struct carries numbers as doubles."""
+
 REDACTED = "<redacted>"
+"""Stands in for the value of a secret-looking parameter in every message."""
+
+_FLOAT_MAX = sys.float_info.max
 
 _ECHO_CHARS = 40  # prefix of an offending value shown in a message
 _DESCRIPTION_CHARS = 120
+_PREVIEW_ITEMS = 8  # leading items of an array or object rendered in a message
 _ENUM_SHOWN = 20  # enum values listed in a message
 _LOG_NAME_CHARS = 64
 _LOG_NAMES_SHOWN = 20
@@ -133,10 +146,11 @@ class ParameterIssue:
 class ValidationOutcome:
     """The verdict on a set of proposed parameters.
 
-    `sanitized` holds the provided declared parameters in schema order, with
-    their JSON types intact (integers given as 3.0 become 3); it is a new dict
-    on every call and only meant for use when `valid` is true. `stripped`
-    names the undeclared parameters that were removed, sorted.
+    `sanitized` holds, in schema order, the provided declared parameters whose
+    values passed their own checks, with JSON types intact (integers given as
+    3.0 become 3); when `valid` it holds every provided declared parameter. It
+    is a new dict on every call. `stripped` names the undeclared parameters
+    that were removed, sorted.
     """
 
     valid: bool
@@ -164,7 +178,7 @@ def is_secret_name(name: str) -> bool:
 
 
 def validate_parameters(
-    schema: Sequence[ParameterSpec] | WorkflowSchema,
+    schema: Sequence[ParameterSpec] | WorkflowSchema | Workflow,
     parameters: Mapping[str, Any] | None,
     *,
     workflow_id: str = "",
@@ -238,8 +252,15 @@ def _show_value(value: Any) -> str:
     if isinstance(value, int | float):
         return _show_number(value)
     if isinstance(value, list | tuple | Mapping):
+        # Only a few leading items are rendered: the text is cut short anyway.
+        if isinstance(value, Mapping):
+            preview: Any = dict(itertools.islice(value.items(), _PREVIEW_ITEMS))
+        else:
+            preview = list(value[:_PREVIEW_ITEMS])
         try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
+            text = json.dumps(preview, ensure_ascii=False, default=str)
+            if len(value) > _PREVIEW_ITEMS:
+                text = text[:-1] + ", …" + text[-1]
         except (TypeError, ValueError, RecursionError):
             text = f"an {_json_type(value)} of {len(value)} items"
         return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + "…"
@@ -321,6 +342,9 @@ def _compile_pattern(source: str) -> _Pattern | str:
 
 
 # --- compiled rules ---------------------------------------------------------
+
+
+_ABSENT: Any = object()
 
 
 def _not_provided(value: Any) -> bool:
@@ -700,11 +724,25 @@ class _IntegerRule(_NumberRule):
         else:
             errors.append(self.wrong_type(value))
             return value
+        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+            errors.append(self._unsafe_integer(number))
+            return number
         if self.enum_list is not None and not self.check_enum(number, errors):
             return number
         if self.minimum is not None or self.maximum is not None:
             self.check_bounds(number, errors)
         return number
+
+    def _unsafe_integer(self, number: int) -> ParameterIssue:
+        if number > 0:
+            code, limit = ParameterErrorCode.ABOVE_MAXIMUM, f"at most {MAX_SAFE_INTEGER}"
+        else:
+            code, limit = ParameterErrorCode.BELOW_MINIMUM, f"at least {-MAX_SAFE_INTEGER}"
+        return self.issue(
+            code,
+            f"{self.name} must be {limit} (larger whole numbers cannot be represented"
+            f" exactly){self.eg_text}; got {self.shown(number)}",
+        )
 
 
 class _FloatRule(_NumberRule):
@@ -720,6 +758,9 @@ class _FloatRule(_NumberRule):
                 return value
         elif not isinstance(value, int) or isinstance(value, bool):
             errors.append(self.wrong_type(value))
+            return value
+        elif not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+            errors.append(self.wrong_type(value, " (it is beyond the range of a finite number)"))
             return value
         if self.enum_list is not None and not self.check_enum(value, errors):
             return value
@@ -806,18 +847,23 @@ class _CompiledSchema:
         errors: list[ParameterIssue] = []
         sanitized: dict[str, Any] = {}
         get = parameters.get
+        declared_keys = 0
         for rule in self.rules:
-            value = get(rule.name)
-            if value is None or (isinstance(value, str) and not value):
+            value = get(rule.name, _ABSENT)
+            if value is not _ABSENT:
+                declared_keys += 1
+            if value is None or value is _ABSENT or (isinstance(value, str) and not value):
                 if rule.required:
                     errors.append(rule.missing_issue)  # type: ignore[arg-type]
                 continue
-            sanitized[rule.name] = rule.check(value, errors)
+            before = len(errors)
+            checked = rule.check(value, errors)
+            if len(errors) == before:  # only values that passed their own checks are kept
+                sanitized[rule.name] = checked
             if rule.deps:
                 rule.check_deps(get, errors)
         stripped: tuple[str, ...] = ()
-        # Every sanitized key comes from `parameters`, so equal sizes mean nothing to strip.
-        if len(parameters) > len(sanitized):
+        if len(parameters) > declared_keys:
             names = self.names
             stripped = tuple(sorted(str(k) for k in parameters if k not in names))
         return ValidationOutcome(not errors, tuple(errors), sanitized, stripped)

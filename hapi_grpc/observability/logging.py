@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import IO, Any, Literal
 
 REDACTED = "[REDACTED]"
@@ -32,8 +33,10 @@ CONTEXT_FIELDS = ("remediation_id", "incident_id", "trace_id")
 
 # --- Context -----------------------------------------------------------------
 
+# The default is an immutable empty mapping: bindings replace it, never mutate it.
+_EMPTY: Mapping[str, str] = MappingProxyType({})
 _context: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
-    "hapi_log_context", default={}
+    "hapi_log_context", default=_EMPTY
 )
 
 
@@ -149,7 +152,9 @@ def _scrub(value: Any, depth: int, by_name: bool = False) -> Any:
         return REDACTED
     if isinstance(value, Mapping):
         return {
-            str(k): REDACTED if by_name and is_secret_name(str(k)) else _scrub(v, depth + 1, by_name)
+            str(k): REDACTED
+            if by_name and is_secret_name(str(k))
+            else _scrub(v, depth + 1, by_name)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
@@ -183,7 +188,9 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
-    return {k: v for k, v in record.__dict__.items() if k not in _RESERVED and not k.startswith("_")}
+    return {
+        k: v for k, v in record.__dict__.items() if k not in _RESERVED and not k.startswith("_")
+    }
 
 
 def _message(record: logging.LogRecord) -> str:

@@ -153,12 +153,17 @@ def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]
     state = _state
     if state is None:
         return _NOOP
-    return _span(state, name, attributes, None, None)
+    return _span(state, name, attributes)
 
 
 @contextlib.contextmanager
 def _span(
-    state: _Tracing, name: str, attributes: Mapping[str, Any], context: Any, kind: Any
+    state: _Tracing,
+    name: str,
+    attributes: Mapping[str, Any],
+    context: Any = None,
+    kind: Any = None,
+    mark_errors: bool = True,
 ) -> Iterator[Any]:
     with state.tracer.start_as_current_span(
         name,
@@ -170,7 +175,11 @@ def _span(
     ) as current:
         try:
             yield current
+        except grpc.aio.AbortError:
+            raise  # a deliberate status answer, judged by the server span
         except BaseException as exc:
+            if not mark_errors:
+                raise
             current.set_attribute("error.type", type(exc).__name__)
             current.set_status(state.status(state.status_error, type(exc).__name__))
             raise
@@ -296,7 +305,9 @@ def _server_span(
     full_name = method.lstrip("/")
     service, _, name = full_name.rpartition("/")
     attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name}
-    with _span(state, full_name, attributes, parent, state.trace.SpanKind.SERVER) as current:
+    with _span(
+        state, full_name, attributes, parent, state.trace.SpanKind.SERVER, mark_errors=False
+    ) as current:
         token = bind_log_context(trace_id=format(current.get_span_context().trace_id, "032x"))
         code: grpc.StatusCode | None = None
         try:
@@ -307,8 +318,9 @@ def _server_span(
         except (asyncio.CancelledError, GeneratorExit):
             code = grpc.StatusCode.CANCELLED
             raise
-        except BaseException:
+        except BaseException as exc:
             code = grpc.StatusCode.UNKNOWN
+            current.set_attribute("error.type", type(exc).__name__)
             raise
         finally:
             reset_log_context(token)

@@ -24,14 +24,13 @@ import os
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import aiohttp
 import grpc
 
 from hapi_grpc.domain.deadline import request_timeout
-from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.observability.logging import register_secret
 
 log = logging.getLogger(__name__)
@@ -56,7 +55,6 @@ class Identity:
 
     subject: str
     groups: tuple[str, ...] = ()
-    extra: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
 
 @runtime_checkable
@@ -375,10 +373,7 @@ class TokenReviewAuthenticator:
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        try:
-            timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
-        except BudgetExhaustedError:
-            raise
+        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
         async with self._client().post(
             self._url, data=json.dumps(body), headers=headers, timeout=timeout
         ) as response:

@@ -48,7 +48,10 @@ def _check_pair(cert_file: str, key_file: str) -> None:
 def _stamp(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
     stamps = []
     for path in paths:
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise ValueError(f"cannot read the TLS file {path!r}: {exc.strerror}") from None
         stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
     return tuple(stamps)
 
@@ -117,8 +120,10 @@ def server_credentials(
     """
     certificates = _ReloadingCertificates(cert_file, key_file, client_ca_file)
     if client_ca_file and not require_client_cert:
-        log.warning("a client CA is configured but client certificates are not required: "
-                    "clients are not asked for certificates")
+        log.warning(
+            "a client CA is configured but client certificates are not required: "
+            "clients are not asked for certificates"
+        )
     return grpc.dynamic_ssl_server_credentials(
         certificates.current.config,
         certificates.fetch,

@@ -120,6 +120,13 @@ def test_loads_list_or_workflows_mapping_in_yaml_and_json(
     assert workflows[1].parameters == ()
 
 
+def test_bundled_catalog_round_trips_through_json(tmp_path: Path) -> None:
+    workflows = load_bundled_catalog()
+    records = [w.model_dump(mode="json", exclude_none=True) for w in workflows]
+    path = _write(tmp_path, {"workflows": records}, "round-trip.json")
+    assert load_catalog_file(path) == workflows
+
+
 def test_label_signal_type_defaults_to_signal_type(tmp_path: Path) -> None:
     [workflow] = load_catalog_file(_write(tmp_path, [_workflow()]))
     assert workflow.labels.signal_type == "HighRequestLatency"
@@ -220,6 +227,16 @@ REJECTIONS: list[tuple[str, Any, str]] = [
         "pattern RE2 cannot compile",
         _with_param(0, pattern="^(a)\\1$"),
         "parameters.0 (NAMESPACE): pattern '^(a)\\\\1$' is not a valid RE2 expression",
+    ),
+    (
+        "pattern longer than the validator accepts",
+        _with_param(0, pattern="^" + "a" * 600 + "$"),
+        "parameters.0 (NAMESPACE): pattern is longer than 512 characters",
+    ),
+    (
+        "pattern too big for RE2's memory bound",
+        _with_param(0, pattern="^((a{1,100}){1,100}){1,100}$"),
+        "parameters.0 (NAMESPACE): pattern '^((a{1,100}){1,100}){1,100}$' is not a valid RE2",
     ),
     (
         "bounds on a string",

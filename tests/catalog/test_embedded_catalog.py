@@ -12,7 +12,13 @@ import yaml
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.catalog.loader import CatalogFileError
-from hapi_grpc.adapters.catalog.scoring import camel_parts, query_words, stem, version_key
+from hapi_grpc.adapters.catalog.scoring import (
+    SearchIndex,
+    camel_parts,
+    query_words,
+    stem,
+    version_key,
+)
 from hapi_grpc.domain.catalog import (
     SearchFilters,
     SearchQuery,
@@ -120,6 +126,16 @@ def test_text_without_signal_type_can_still_match(bundled: EmbeddedCatalog) -> N
     hits = _search(bundled, "collect diagnostics snapshot")
     assert hits[0][0] == "collect-cluster-diagnostics-v1"
     assert 0.70 <= hits[0][1] <= 0.80
+
+
+def test_generic_workflow_applies_to_any_signal_but_stays_below_threshold(
+    bundled: EmbeddedCatalog,
+) -> None:
+    query = "OOMKilled collect diagnostics"
+    hits = dict(_search(bundled, query, filters={"signal_type": "OOMKilled"}, min_score=0))
+    # The signal name is no miss for a '*' workflow, yet a named signal caps it at 0.45.
+    assert hits["collect-cluster-diagnostics-v1"] == 0.45
+    assert hits["oomkill-increase-memory-v1"] >= 0.85
 
 
 def test_hits_carry_parameters_and_rounded_confidence(bundled: EmbeddedCatalog) -> None:
@@ -260,7 +276,8 @@ def test_boosts_alone_never_make_an_unrelated_workflow_relevant() -> None:
     assert _search(catalog, "banana bread", filters=filters, min_score=0) == []
     # Naming another signal type keeps it below the default threshold even boosted.
     other = EmbeddedCatalog([*catalog.workflows, _wf("crash-v1", signal="CrashLoopBackOff")])
-    hits = dict(_search(other, "CrashLoopBackOff memory limit", filters=filters, min_score=0))
+    query = "CrashLoopBackOff increase memory limit container"
+    hits = dict(_search(other, query, filters=filters, min_score=0))
     assert hits["crash-v1"] >= 0.85
     assert hits["cost-v1"] < 0.70
 
@@ -291,6 +308,12 @@ def test_tie_order_is_deterministic_whatever_the_catalog_order() -> None:
         catalog = EmbeddedCatalog(workflows)
         hits = _search(catalog, "OOMKilled", top_k=10)
         assert [h[0] for h in hits] == expected
+
+
+def test_index_with_several_versions_lists_the_newest_first() -> None:
+    index = SearchIndex([_wf("multi", version=v) for v in ("1.9.0", "1.10.0", "1.2")])
+    hits = index.search(SearchQuery(query="OOMKilled")).workflows
+    assert [h.version for h in hits] == ["1.10.0", "1.9.0", "1.2"]
 
 
 # ------------------------------------------------------------------- lookups
@@ -402,3 +425,4 @@ def test_version_key_orders_versions() -> None:
     shuffled = list(reversed(ordered))
     assert sorted(shuffled, key=version_key) == ordered
     assert version_key("v1.0") == version_key("1.0.0") == version_key("1")
+    assert version_key("1.²") < version_key("1.0.1")  # non-ASCII digits are text

@@ -231,9 +231,7 @@ class FakeDataStorage:
             workflow_id = request.match_info["tail"].split("/")[3]
             wf = self.workflows.get(workflow_id)
             if wf is None:
-                return await self.status(404, title="Not Found", detail="no such workflow")(
-                    request
-                )
+                return await self.status(404, title="Not Found", detail="no such workflow")(request)
             if endpoint == "schema":
                 return web.json_response(
                     {

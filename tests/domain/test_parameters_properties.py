@@ -81,9 +81,10 @@ def float_param(draw: st.DrawFn, name: str, required: bool) -> Param:
     high = draw(st.floats(low, low + 1e6))
     spec_type = draw(st.sampled_from(["float", "number"]))
     spec = ParameterSpec(name=name, type=spec_type, required=required, minimum=low, maximum=high)
-    whole = st.integers(math.ceil(low), max(math.ceil(low), math.floor(high)))
-    values = st.floats(low, high) | whole
-    return Param(spec, values.filter(lambda v: low <= v <= high), "float")
+    values = st.floats(low, high)
+    if math.ceil(low) <= math.floor(high):  # a float parameter also accepts integers
+        values |= st.integers(math.ceil(low), math.floor(high))
+    return Param(spec, values, "float")
 
 
 @st.composite

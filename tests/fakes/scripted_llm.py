@@ -213,7 +213,7 @@ class ScriptedLLMServer:
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._counter = 0
-        self._abort_seen = asyncio.Event()
+        self._changed = asyncio.Event()  # set on every request and abort
 
     # --- lifecycle ----------------------------------------------------------
 
@@ -228,9 +228,7 @@ class ScriptedLLMServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # aiohttp exposes the bound port only here
-        assert server is not None
-        self._port = server.sockets[0].getsockname()[1]
+        self._port = self._runner.addresses[0][1]
 
     async def close(self) -> None:
         if self._runner is not None:
@@ -258,17 +256,24 @@ class ScriptedLLMServer:
     def conversation_count(self) -> int:
         return len(self._conversations)
 
+    async def wait_requests(self, count: int = 1, within: float = 2.0) -> bool:
+        """Wait up to `within` seconds until `count` requests have arrived."""
+        return await self._wait(lambda: len(self.requests) >= count, within)
+
     async def wait_aborted(self, count: int = 1, within: float = 2.0) -> bool:
         """Wait up to `within` seconds until `count` requests were aborted by their client."""
+        return await self._wait(lambda: self.aborted >= count, within)
+
+    async def _wait(self, done: Callable[[], bool], within: float) -> bool:
         try:
             async with asyncio.timeout(within):
-                # Each pass waits for one more abort, so it ends by `within`.
-                while self.aborted < count:
-                    self._abort_seen.clear()
-                    await self._abort_seen.wait()
+                # Each pass waits for the next event, so it ends by `within`.
+                while not done():
+                    self._changed.clear()
+                    await self._changed.wait()
         except TimeoutError:
             pass
-        return self.aborted >= count
+        return done()
 
     # --- request handling ---------------------------------------------------
 
@@ -300,6 +305,7 @@ class ScriptedLLMServer:
                 received_at=time.monotonic(),
             )
         )
+        self._changed.set()
         suffix = "/chat/completions" if self.protocol == "openai" else "/v1/messages"
         if request.method != "POST" or not request.path.endswith(suffix):
             return self._error_response(404, f"no route for {request.method} {request.path}")
@@ -386,7 +392,7 @@ class ScriptedLLMServer:
         if not exchange.counted:
             exchange.counted = True
             self.aborted += 1
-            self._abort_seen.set()
+            self._changed.set()
 
     # --- protocol bodies ----------------------------------------------------
 
@@ -510,9 +516,7 @@ def last_tool_result(request_json: dict[str, Any]) -> str:
             return str(message.get("content") or "")
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, list):  # Anthropic
-            results = [
-                b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
-            ]
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
             if results:
                 value = results[-1].get("content")
                 if isinstance(value, list):  # content given as blocks
@@ -618,7 +622,7 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
         if role == "system":
             return (
                 f'{where}: Unexpected role "system". The Messages API accepts a top-level '
-                "`system` parameter, not \"system\" as an input message role."
+                '`system` parameter, not "system" as an input message role.'
             )
         expected = "user" if index % 2 == 0 else "assistant"
         if role != expected:

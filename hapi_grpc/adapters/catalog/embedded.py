@@ -30,7 +30,9 @@ class EmbeddedCatalog:
     endpoint is keyed by id alone.
 
     Returned values are frozen models; `get_workflow` and `get_schema` hand
-    out deep copies, so even their label dictionaries cannot alter the catalog.
+    out deep copies, so even their label dictionaries cannot alter the
+    catalog. Search hits share the catalog's (frozen) parameter specs, which
+    keeps a search well under a millisecond.
     """
 
     def __init__(self, workflows: Sequence[Workflow]) -> None:

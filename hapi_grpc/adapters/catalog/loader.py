@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from hapi_grpc.adapters.catalog.scoring import version_key
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, is_valid_workflow_id
+from hapi_grpc.domain.parameters import MAX_PATTERN_LENGTH
 
 BUNDLED_PACKAGE = "hapi_grpc.data"
 BUNDLED_FILE = "catalog.yaml"
@@ -39,8 +40,11 @@ MAX_ERRORS_PER_ENTRY = 3
 _PARAMETER_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _NUMERIC_TYPES = frozenset({"integer", "float", "number"})
 
+# Compile patterns as the parameter validator does (RE2, 1 MiB per program),
+# so a pattern it would have to treat as unusable is refused at startup.
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # the error is reported in our message instead
+_RE2_OPTIONS.max_mem = 1 << 20
 
 
 class CatalogFileError(ValueError):
@@ -220,7 +224,9 @@ def _parameter_problems(spec: ParameterSpec, declared: set[str]) -> list[str]:
             f"min_length {spec.min_length} is greater than max_length {spec.max_length}"
         )
     compiled = None
-    if spec.pattern is not None:
+    if spec.pattern is not None and len(spec.pattern) > MAX_PATTERN_LENGTH:
+        problems.append(f"pattern is longer than {MAX_PATTERN_LENGTH} characters")
+    elif spec.pattern is not None:
         try:
             compiled = re2.compile(spec.pattern, _RE2_OPTIONS)
         except re2.error as exc:

@@ -163,7 +163,7 @@ def version_key(version: str) -> tuple[Any, ...]:
 
     def parts(value: str) -> tuple[tuple[int, int, str], ...]:
         return tuple(
-            (1, int(p), "") if p.isdigit() else (0, 0, p.lower())
+            (1, int(p), "") if p.isascii() and p.isdigit() else (0, 0, p.lower())
             for p in re.split(r"[.\-_]", value)
             if p
         )

@@ -29,6 +29,7 @@ from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
 
 DEFAULT_MODEL = "claude-haiku-4-5"
+DEFAULT_MAX_TOKENS = 2048
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
@@ -49,7 +50,7 @@ class AnthropicProvider:
         request_timeout: float = 120.0,
         connect_timeout: float = 5.0,
         temperature: float | None = 0.0,
-        max_tokens: int = 2048,
+        max_tokens: int | None = 2048,
         max_retries: int = 2,
         backoff_base: float = 0.5,
         session: aiohttp.ClientSession | None = None,
@@ -58,8 +59,13 @@ class AnthropicProvider:
             raise ValueError("base_url is required")
         if not model:
             raise ValueError("model is required")
+        if max_tokens is None:
+            max_tokens = DEFAULT_MAX_TOKENS  # the Messages API requires a limit
         if max_tokens < 1:
-            raise ValueError("max_tokens is required by the Messages API and must be positive")
+            raise ValueError("max_tokens must be positive")
+        if temperature is not None and not 0.0 <= temperature <= 1.0:
+            # The API rejects anything else; fail at startup, not on every request.
+            raise ValueError("temperature must be within 0..1 for Anthropic")
         self.model = model
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._temperature = temperature
@@ -223,7 +229,9 @@ def parse_anthropic_response(data: Any, default_model: str) -> LLMResponse:
             )
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         # thinking and other block types carry nothing the engine uses
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    raw_usage = data.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    model = data.get("model")
     # Cached prompt tokens are reported apart from input_tokens; all were read.
     prompt_tokens = sum(
         _int(usage.get(key))
@@ -233,10 +241,13 @@ def parse_anthropic_response(data: Any, default_model: str) -> LLMResponse:
         content="\n".join(texts),
         tool_calls=tuple(calls),
         usage=TokenUsage(prompt_tokens, _int(usage.get("output_tokens"))),
-        model=data.get("model") if isinstance(data.get("model"), str) else default_model,
+        model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(data.get("stop_reason") or ""),
     )
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    """A token count from the body; anything but a positive integer counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(value, 0)

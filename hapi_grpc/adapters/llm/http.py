@@ -26,10 +26,8 @@ Failure policy:
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import random
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -37,6 +35,7 @@ from typing import Any
 
 import aiohttp
 
+from hapi_grpc.adapters.retry import full_jitter, parse_retry_after
 from hapi_grpc.domain.deadline import current_budget, request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
@@ -90,26 +89,6 @@ class Redactor:
 def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
     """Values of headers or query parameters whose names mark them as credentials."""
     return [v for k, v in (pairs or {}).items() if _SENSITIVE_NAME.search(k) and v]
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None or when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)
 
 
 def extract_error_message(body: str) -> str:
@@ -240,26 +219,36 @@ class LLMHttpClient:
         payload = json.dumps(body, ensure_ascii=False).encode()
         logger.debug(
             "%s request: model=%s messages=%d tools=%d bytes=%d",
-            self.provider, self.model, message_count, tool_count, len(payload),
+            self.provider,
+            self.model,
+            message_count,
+            tool_count,
+            len(payload),
         )
         attempts = self._max_retries + 1
         for attempt in range(attempts):
             try:
                 return await self._attempt(url, payload, headers, params, parse)
-            except _Transient as failure:
-                if attempt + 1 >= attempts:
-                    raise LLMUnavailableError(
-                        self.redact(
-                            f"{self.provider} request failed after {attempts} attempt(s): "
-                            f"{failure.reason}"
-                        )
-                    ) from None
-                delay = self._retry_delay(attempt, failure)
-                logger.info(
-                    "%s: retrying in %.2fs after %s (retry %d of %d)",
-                    self.provider, delay, self.redact(failure.reason), attempt + 1,
-                    self._max_retries,
+            except _Transient as exc:
+                failure = exc
+            # Raised outside the except block: an implicit __context__ would
+            # carry the unredacted reason into tracebacks.
+            if attempt + 1 >= attempts:
+                raise LLMUnavailableError(
+                    self.redact(
+                        f"{self.provider} request failed after {attempts} attempt(s): "
+                        f"{failure.reason}"
+                    )
                 )
+            delay = self._retry_delay(attempt, failure)
+            logger.info(
+                "%s: retrying in %.2fs after %s (retry %d of %d)",
+                self.provider,
+                delay,
+                self.redact(failure.reason),
+                attempt + 1,
+                self._max_retries,
+            )
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -275,15 +264,14 @@ class LLMHttpClient:
                     )
                 )
         else:
-            ceiling = min(_BACKOFF_CAP, self._backoff_base * (2**attempt))
-            # Equal jitter: spreads retries of concurrent callers, keeps a floor.
-            delay = ceiling / 2 + random.uniform(0, ceiling / 2)
+            delay = full_jitter(attempt + 1, self._backoff_base, _BACKOFF_CAP)
         budget = current_budget()
         if budget is not None:
             left = budget.remaining()
             if delay + _MIN_ATTEMPT_SECONDS >= left:
                 wait = (
-                    f"Retry-After {delay:g}s" if failure.retry_after is not None
+                    f"Retry-After {delay:g}s"
+                    if failure.retry_after is not None
                     else f"backoff {delay:.2f}s"
                 )
                 raise LLMUnavailableError(

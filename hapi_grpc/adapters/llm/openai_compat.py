@@ -172,12 +172,14 @@ def parse_openai_response(data: Any, default_model: str) -> LLMResponse:
     calls = tuple(
         _parse_tool_call(raw, index, data.get("id")) for index, raw in enumerate(raw_calls)
     )
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    raw_usage = data.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    model = data.get("model")
     return LLMResponse(
         content=_text_of(message.get("content")),
         tool_calls=calls,
         usage=TokenUsage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
-        model=data.get("model") if isinstance(data.get("model"), str) else default_model,
+        model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(choices[0].get("finish_reason") or ""),
     )
 
@@ -225,4 +227,7 @@ def _text_of(content: Any) -> str:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    """A token count from the body; anything but a positive integer counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(value, 0)

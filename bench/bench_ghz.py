@@ -1,0 +1,296 @@
+"""gRPC load benchmark of the real server with ghz.
+
+Run: .venv/bin/python bench/bench_ghz.py [--requests 2000] [--concurrency 1,10,50]
+                                         [--protoset build/hapi.binpb] [--addr HOST:PORT]
+
+Starts `hapi-grpc serve` on a free 127.0.0.1 port (embedded catalog,
+built-in analyst; or uses --addr) and runs ghz (.tools/bin/ghz, installed by
+scripts/install_go_tools.sh when missing) against:
+
+  health    grpc.health.v1.Health/Check              raw unary baseline
+  analyze   IncidentAnalysisService/AnalyzeIncident  examples/oomkilled.json
+  validate  IncidentAnalysisService/ValidateWorkflowParameters
+
+at each concurrency, a bounded number of requests each (after a short
+warm-up), and prints rps, p50 and p99 per target, with each target's rps and
+p50 also as a percentage of the baseline at the same concurrency. ghz and
+the server share the machine's cores, so absolute figures are a floor.
+Exits non-zero when a run has errors (non-OK responses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+REPO = Path(__file__).resolve().parents[1]
+GHZ = REPO / ".tools" / "bin" / "ghz"
+SERVICE = "hapi.v1.IncidentAnalysisService"
+
+VALID_PARAMETERS = {
+    "workflowId": "oomkill-increase-memory-v1",
+    "parameters": {
+        "NAMESPACE": "payments",
+        "DEPLOYMENT_NAME": "payment-api",
+        "MEMORY_LIMIT_NEW": "1Gi",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    method: str
+    data: str  # JSON text of the request
+    uses_protoset: bool  # health is not in the contract's descriptor set
+
+
+def targets() -> list[Target]:
+    example = (REPO / "examples" / "oomkilled.json").read_text(encoding="utf-8")
+    return [
+        Target("health", "grpc.health.v1.Health/Check", json.dumps({"service": ""}), False),
+        Target("analyze", f"{SERVICE}/AnalyzeIncident", json.dumps(json.loads(example)), True),
+        Target(
+            "validate",
+            f"{SERVICE}/ValidateWorkflowParameters",
+            json.dumps(VALID_PARAMETERS),
+            True,
+        ),
+    ]
+
+
+@dataclass
+class Result:
+    target: str
+    concurrency: int
+    count: int
+    errors: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    statuses: dict[str, int]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_serving(address: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode} during startup")
+        with grpc.insecure_channel(address) as channel:
+            try:
+                resp = health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service=SERVICE), timeout=1
+                )
+                if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+        time.sleep(0.1)
+    raise SystemExit(f"server at {address} not SERVING within {timeout:.0f}s")
+
+
+def start_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "HAPI_GRPC_HOST": "127.0.0.1",
+        "HAPI_GRPC_PORT": str(port),
+        "HAPI_METRICS_HOST": "127.0.0.1",
+        "HAPI_METRICS_PORT": "0",
+        "HAPI_LLM_PROVIDER": "builtin",
+        "HAPI_LOG_LEVEL": "WARNING",
+        "HAPI_SHUTDOWN_GRACE_SECONDS": "5",
+    }
+    for name in ("HAPI_DATA_STORAGE_URL", "HAPI_CATALOG_FILE", "HAPI_CACHE_URL"):
+        env.pop(name, None)
+    script = Path(sys.executable).parent / "hapi-grpc"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [str(script), "serve"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    address = f"127.0.0.1:{port}"
+    try:
+        wait_serving(address, proc, timeout=60)
+    except BaseException:
+        stop_server(proc)
+        print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
+        raise
+    return proc, address
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def ensure_ghz() -> Path:
+    if not GHZ.exists():
+        subprocess.run(
+            [str(REPO / "scripts" / "install_go_tools.sh"), "ghz"], check=True, timeout=900
+        )
+    return GHZ
+
+
+def run_ghz(
+    ghz: Path,
+    address: str,
+    target: Target,
+    concurrency: int,
+    requests: int,
+    protoset: Path | None,
+) -> dict[str, Any]:
+    args = [
+        str(ghz),
+        "--insecure",
+        "--call",
+        target.method,
+        "--data",
+        target.data,
+        "--total",
+        str(requests),
+        "--concurrency",
+        str(concurrency),
+        "--timeout",
+        "20s",
+        "--format",
+        "json",
+    ]
+    if protoset is not None and target.uses_protoset:
+        args += ["--protoset", str(protoset)]
+    args.append(address)
+    # Bounded: a request takes at most the 20s timeout; this caps the whole run.
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 and not done.stdout.strip():
+        raise SystemExit(f"ghz failed ({done.returncode}): {done.stderr.strip()}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def summarize(target: str, concurrency: int, report: dict[str, Any]) -> Result:
+    latencies = {
+        int(p["percentage"]): float(p["latency"]) / 1e6
+        for p in report.get("latencyDistribution") or []
+    }
+    statuses = {str(k): int(v) for k, v in (report.get("statusCodeDistribution") or {}).items()}
+    count = int(report.get("count", 0))
+    return Result(
+        target=target,
+        concurrency=concurrency,
+        count=count,
+        errors=count - statuses.get("OK", 0),
+        rps=float(report.get("rps", 0.0)),
+        p50_ms=latencies.get(50, float("nan")),
+        p99_ms=latencies.get(99, float("nan")),
+        statuses=statuses,
+    )
+
+
+def pct(value: float, base: float) -> str:
+    return f"{100.0 * value / base:6.1f}%" if base > 0 else "    n/a"
+
+
+def print_table(results: list[Result]) -> None:
+    baseline = {r.concurrency: r for r in results if r.target == "health"}
+    header = (
+        f"{'target':<9} {'conc':>4} {'requests':>8} {'errors':>6} {'rps':>9} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'rps/base':>8} {'p50/base':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in sorted(results, key=lambda r: (r.concurrency, r.target != "health", r.target)):
+        base = baseline.get(r.concurrency)
+        rps_pct = pct(r.rps, base.rps) if base else "    n/a"
+        p50_pct = pct(r.p50_ms, base.p50_ms) if base else "    n/a"
+        print(
+            f"{r.target:<9} {r.concurrency:>4} {r.count:>8} {r.errors:>6} {r.rps:>9.0f} "
+            f"{r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {rps_pct:>8} {p50_pct:>8}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per run")
+    parser.add_argument("--warmup", type=int, default=200, help="warm-up requests per target")
+    parser.add_argument("--concurrency", default="1,10,50", help="comma-separated levels")
+    parser.add_argument(
+        "--protoset",
+        type=Path,
+        default=None,
+        help="descriptor set for the hapi.v1 targets (e.g. build/hapi.binpb); "
+        "default: server reflection",
+    )
+    parser.add_argument("--addr", help="benchmark a running server instead of starting one")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    if args.protoset is not None and not args.protoset.exists():
+        raise SystemExit(f"{args.protoset} does not exist (scripts/gen_go.sh builds it)")
+
+    ghz = ensure_ghz()
+    proc: subprocess.Popen[bytes] | None = None
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.addr:
+            address = args.addr
+            wait_serving(address, None, timeout=10)
+        else:
+            proc, address = start_server(Path(tmp) / "server.log")
+        try:
+            print(
+                f"server {address}; ghz {shutil.which(str(ghz)) or ghz}; "
+                f"{args.requests} requests per run; {os.cpu_count()} CPUs shared by ghz "
+                "and the server",
+                flush=True,
+            )
+            results: list[Result] = []
+            for target in targets():
+                run_ghz(ghz, address, target, 10, args.warmup, args.protoset)
+                for level in levels:
+                    report = run_ghz(ghz, address, target, level, args.requests, args.protoset)
+                    result = summarize(target.name, level, report)
+                    results.append(result)
+                    print(
+                        f"  {target.name:<9} c={level:<3} {result.rps:8.0f} rps  "
+                        f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
+                        f"statuses {result.statuses}",
+                        flush=True,
+                    )
+        finally:
+            if proc is not None:
+                stop_server(proc)
+    print()
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
+    failed = [r for r in results if r.errors]
+    for r in failed:
+        print(f"error: {r.target} c={r.concurrency}: statuses {r.statuses}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""The investigation prompt (ADR-038): instructions plus the incident's observable facts.
+
+The system prompt is static, so providers can cache it. The user message
+carries the facts as machine-readable lines (`- Signal Type: OOMKilled`)
+under the ADR's section headers; `read_facts` parses them back, which is how
+the built-in analyst works from exactly what a language model is shown.
+
+What never reaches the model: custom and detected labels (DD-HAPI-001: the
+engine appends them to catalog searches), the remediation id, and anything
+resembling a conclusion. Empty fields and empty sections are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.llm import ChatMessage
+
+__all__ = [
+    "BUSINESS",
+    "CLUSTER",
+    "DEDUPLICATION",
+    "ERROR_DETAILS",
+    "SIGNAL",
+    "STORM",
+    "SYSTEM_PROMPT",
+    "build_messages",
+    "incident_facts",
+    "read_facts",
+]
+
+SIGNAL = "Signal Information"
+ERROR_DETAILS = "Error Details"
+DEDUPLICATION = "Deduplication Context"
+STORM = "Storm Detection"
+CLUSTER = "Cluster Context"
+BUSINESS = "Business Context"
+BUSINESS_NOTE = "(for workflow search, not for RCA)"
+
+# Long free text is cut: prompt size is cost, and the first part of an error
+# message carries the signal.
+_LONG_TEXT_CHARS = 2000
+_SHORT_TEXT_CHARS = 256
+_MAX_SIGNAL_LABELS = 32
+_MAX_AFFECTED = 20
+_MAX_FACT_LINES = 200  # bound for read_facts
+# Fields allowed more than _SHORT_TEXT_CHARS (lists are bounded by item count).
+_LONG_FIELDS = {
+    "Error Message": _LONG_TEXT_CHARS,
+    "Description": _LONG_TEXT_CHARS,
+    "Affected Resources": 8 * _LONG_TEXT_CHARS,
+    "Signal Labels": 8 * _LONG_TEXT_CHARS,
+}
+
+SYSTEM_PROMPT = """\
+You investigate Kubernetes incidents and choose a remediation workflow.
+
+The user message holds observable facts only. Perform an independent root cause analysis \
+(RCA): the signal may be a symptom of another root cause. Use the Business Context only for \
+workflow search and severity, never as evidence of the root cause. Your only tools are the two \
+catalog tools; reason from the facts given.
+
+Steps:
+1. Analyse the facts: root cause, the signal type you identify, RCA severity, the resource \
+to remediate.
+2. Call search_workflow_catalog with query "<signal_type> <severity> [keywords]", e.g. \
+"OOMKilled critical memory limit"; set signal_type, severity and component from your RCA. \
+Environment and priority filters are applied automatically.
+3. Pick the workflow that addresses the root cause. Use only ids and versions returned by the \
+search; never invent ids or parameter names. Fill its parameters from the facts and its schema \
+(exact names, types, allowed values, patterns; omit optional ones the facts do not give).
+4. Call validate_workflow_parameters before answering. On errors, correct the parameters and \
+validate again: at most 3 validations in total.
+5. If no workflow fits, the catalog is unavailable or validation keeps failing, answer with \
+selected_workflow null and say why in warnings.
+
+RCA severity (may differ from the signal's):
+- critical: production outage, data loss or corruption, active breach, SLA violated, revenue \
+loss, >50% of users affected
+- high: major degradation (>50% slower), >10% of requests failing, 10-50% of users, SLA at \
+risk, escalating
+- medium: minor degradation, 1-10% of requests failing, <10% of users, critical issue outside \
+production
+- low: informational, optimisation, development environment, no user impact
+Weigh in order: user impact; environment (production with user impact +1 level, development \
+-1); business impact (revenue, SLA, customers); escalation (rapidly worsening +1); data risk \
+(loss or corruption: critical).
+
+Final answer: one JSON object and nothing else:
+{"analysis_summary": "...", "root_cause_assessment": "...", \
+"rca_severity": "critical|high|medium|low", \
+"target_resource": {"namespace": "...", "kind": "...", "name": "...", "api_group": "..."}, \
+"selected_workflow": {"workflow_id": "...", "version": "...", "confidence": 0.0-1.0, \
+"rationale": "...", "estimated_risk": "low|medium|high", "parameters": {"NAME": value}} or null, \
+"alternative_workflows": [{"workflow_id": "...", "confidence": 0.0-1.0, "rationale": "..."}], \
+"warnings": ["..."], \
+"context_used": {"cluster_state": "...", "resource_availability": "...", "blast_radius": "..."}}
+confidence: how sure you are that the workflow fixes the root cause. Give the validated \
+parameters with their schema types."""
+
+
+def build_messages(incident: Incident) -> list[ChatMessage]:
+    """The opening conversation: system instructions and the facts."""
+    return [
+        ChatMessage(role="system", content=SYSTEM_PROMPT),
+        ChatMessage(role="user", content=incident_facts(incident)),
+    ]
+
+
+def incident_facts(incident: Incident) -> str:
+    """The user message: ADR-038 fact sections, empty ones left out."""
+    s, e, d, st, c, b = (
+        incident.signal,
+        incident.error_details,
+        incident.deduplication,
+        incident.storm,
+        incident.cluster,
+        incident.business,
+    )
+    resource = "/".join(part for part in (s.resource_kind, s.resource_name) if part)
+    if not s.resource_name:
+        resource = ""  # a kind alone identifies nothing
+    sections = [
+        (
+            SIGNAL,
+            [
+                ("Signal Type", s.signal_type),
+                ("Severity", s.severity),
+                ("Component", s.component),
+                ("Alert Name", s.alert_name),
+                ("Namespace", s.namespace),
+                ("Resource", resource),
+            ],
+        ),
+        (
+            ERROR_DETAILS,
+            [
+                ("Error Message", e.error_message),
+                ("Description", e.description),
+                ("Firing Time", _time(e.firing_time)),
+                ("Received Time", _time(e.received_time)),
+            ],
+        ),
+        (
+            DEDUPLICATION,
+            _flagged(
+                "Is Duplicate",
+                d.is_duplicate,
+                [
+                    ("First Seen", _time(d.first_seen)),
+                    ("Last Seen", _time(d.last_seen)),
+                    ("Occurrence Count", str(d.occurrence_count) if d.occurrence_count else ""),
+                    ("Previous Remediation", d.previous_remediation_ref),
+                ],
+            ),
+        ),
+        (
+            STORM,
+            _flagged(
+                "Is Storm",
+                st.is_storm,
+                [
+                    ("Storm Type", st.storm_type),
+                    ("Storm Window", st.storm_window),
+                    (
+                        "Storm Alert Count",
+                        str(st.storm_alert_count) if st.storm_alert_count else "",
+                    ),
+                    ("Affected Resources", _listing(st.affected_resources, _MAX_AFFECTED)),
+                ],
+            ),
+        ),
+        (
+            CLUSTER,
+            [
+                ("Cluster", c.cluster_name),
+                ("Signal Source", c.signal_source),
+                ("Signal Labels", _labels(c.signal_labels)),
+            ],
+        ),
+        (
+            f"{BUSINESS} {BUSINESS_NOTE}",
+            [
+                ("Environment", b.environment),
+                ("Priority", b.priority),
+                ("Business Category", b.business_category),
+                ("Risk Tolerance", b.risk_tolerance),
+            ],
+        ),
+    ]
+    lines = ["# Investigation Request"]
+    for title, fields in sections:
+        shown = [
+            (name, _text(value, _LONG_FIELDS.get(name, _SHORT_TEXT_CHARS)))
+            for name, value in fields
+        ]
+        shown = [(name, value) for name, value in shown if value]
+        if not shown:
+            continue
+        lines.append("")
+        lines.append(f"## {title}")
+        lines.extend(f"- {name}: {value}" for name, value in shown)
+    return "\n".join(lines)
+
+
+_FACT_RE = re.compile(r"^- ([A-Za-z ]{1,40}): (.*)$")
+
+
+def read_facts(text: str) -> dict[str, dict[str, str]]:
+    """Parse `incident_facts` output back: section title -> field name -> value.
+
+    Section titles lose their parenthetical note ("Business Context").
+    """
+    facts: dict[str, dict[str, str]] = {}
+    section: dict[str, str] | None = None
+    for line in text.splitlines()[:_MAX_FACT_LINES]:
+        if line.startswith("## "):
+            title = line[3:].split(" (", 1)[0].strip()
+            section = facts.setdefault(title, {})
+            continue
+        match = _FACT_RE.match(line)
+        if match and section is not None:
+            section[match.group(1)] = match.group(2)
+    return facts
+
+
+# --- formatting helpers -------------------------------------------------------
+
+
+def _text(value: str, limit: int) -> str:
+    """One line: line breaks shown as '\\n' so a value can never forge a fact line."""
+    if not value:
+        return ""
+    text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    text = text.replace("\n", "\\n")
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _time(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return value.isoformat(timespec="seconds")
+
+
+def _flagged(flag: str, value: bool, fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A section led by its boolean flag; all empty (so omitted) when nothing is set."""
+    if not value and not any(v for _, v in fields):
+        return []
+    return [(flag, "true" if value else "false"), *fields]
+
+
+def _listing(items: Iterable[str], limit: int) -> str:
+    items = [item for item in items if item]
+    shown = ", ".join(_text(item, _SHORT_TEXT_CHARS) for item in items[:limit])
+    if len(items) > limit:
+        shown += f" and {len(items) - limit} more"
+    return shown
+
+
+def _labels(labels: dict[str, str]) -> str:
+    keys = sorted(labels)
+    shown = ", ".join(
+        f"{_text(key, 64)}={_text(labels[key], 128)}" for key in keys[:_MAX_SIGNAL_LABELS]
+    )
+    if len(keys) > _MAX_SIGNAL_LABELS:
+        shown += f" and {len(keys) - _MAX_SIGNAL_LABELS} more"
+    return shown

@@ -4,7 +4,9 @@ Run: python bench/bench_validation.py [--seconds N]
 
 Prints validations per second on one core (this process, one thread) for
 valid inputs, invalid inputs and inputs carrying undeclared parameters, and
-compares the valid-input figure with the 50,000/s target.
+compares the valid-input figure with the 50,000/s target. Rates are given per
+second of wall-clock time and per second of this process's CPU time; the
+verdict uses CPU time, which other load on a shared machine does not distort.
 """
 
 from __future__ import annotations
@@ -73,14 +75,15 @@ INVALID = {
 WITH_UNDECLARED = {**VALID, "GIT_PASSWORD": "hunter2", "GIT_USERNAME": "bot"}
 
 
-def measure(params: Mapping[str, Any], seconds: float) -> float:
-    """Validations per second over about `seconds` of wall-clock time."""
+def measure(params: Mapping[str, Any], seconds: float) -> tuple[float, float]:
+    """(per wall-clock second, per CPU second) over about `seconds` of wall-clock time."""
     validate_parameters(SCHEMA, params)  # compile and warm the caches
     batch = 2_000
     done = 0
     gc.disable()  # collections would add noise unrelated to the validator
     try:
         start = time.perf_counter()
+        cpu_start = time.process_time()
         deadline = start + seconds
         while True:
             for _ in range(batch):
@@ -88,7 +91,8 @@ def measure(params: Mapping[str, Any], seconds: float) -> float:
             done += batch
             now = time.perf_counter()
             if now >= deadline:
-                return done / (now - start)
+                cpu = max(time.process_time() - cpu_start, 1e-9)
+                return done / (now - start), done / cpu
     finally:
         gc.enable()
 
@@ -109,13 +113,17 @@ def main() -> None:
         ("valid + 2 undeclared", WITH_UNDECLARED),
     ]
     results = {}
+    print(f"{'case':<24} {'per wall s':>12} {'per CPU s':>12} {'us (CPU) each':>14}")
     for label, params in cases:
-        rate = measure(params, args.seconds)
-        results[label] = rate
-        print(f"{label:<24} {rate:>12,.0f} validations/s   {1e6 / rate:6.2f} us each")
+        wall_rate, cpu_rate = measure(params, args.seconds)
+        results[label] = cpu_rate
+        print(f"{label:<24} {wall_rate:>12,.0f} {cpu_rate:>12,.0f} {1e6 / cpu_rate:>14.2f}")
     rate = results["valid (8 params)"]
     verdict = "PASS" if rate >= TARGET_PER_SECOND else "BELOW"
-    print(f"target {TARGET_PER_SECOND:,}/s on one core (valid inputs): {verdict}")
+    print(
+        f"target {TARGET_PER_SECOND:,} validations/s on one core (valid inputs):"
+        f" {rate:,.0f}/s {verdict}"
+    )
 
 
 if __name__ == "__main__":

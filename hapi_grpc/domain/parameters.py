@@ -546,6 +546,7 @@ class _StringRule(_Rule):
         "min_len",
         "pattern",
         "pattern_problem",
+        "too_long_text",
     )
 
     type_noun = "string"
@@ -566,6 +567,12 @@ class _StringRule(_Rule):
             else:
                 self.pattern = compiled
         self.length_text = self._length_phrase()
+        # Without a declared maximum only the cap can be exceeded: say so, not "at least N".
+        self.too_long_text = (
+            self.length_text
+            if self.max_len_declared is not None
+            else f"at most {self.max_len} characters long"
+        )
 
     def _length_phrase(self) -> str:
         if self.min_len and self.max_len_declared is not None:
@@ -607,11 +614,15 @@ class _StringRule(_Rule):
             return value
         size = len(value)
         if size > self.max_len:
-            errors.append(self._length_issue(ParameterErrorCode.TOO_LONG, value, size))
+            errors.append(
+                self._length_issue(ParameterErrorCode.TOO_LONG, self.too_long_text, value, size)
+            )
             if size > MAX_STRING_LENGTH:
                 return value  # too long to be worth matching
         elif size < self.min_len:
-            errors.append(self._length_issue(ParameterErrorCode.TOO_SHORT, value, size))
+            errors.append(
+                self._length_issue(ParameterErrorCode.TOO_SHORT, self.length_text, value, size)
+            )
         if self.pattern is not None:
             if not self.pattern.search(value):
                 errors.append(
@@ -632,10 +643,12 @@ class _StringRule(_Rule):
             )
         return value
 
-    def _length_issue(self, code: ParameterErrorCode, value: str, size: int) -> ParameterIssue:
+    def _length_issue(
+        self, code: ParameterErrorCode, limit: str, value: str, size: int
+    ) -> ParameterIssue:
         return self.issue(
             code,
-            f"{self.name} must be {self.length_text}{self.eg_text};"
+            f"{self.name} must be {limit}{self.eg_text};"
             f" got {self.shown(value)} ({size} character{'' if size == 1 else 's'})",
         )
 
@@ -724,13 +737,15 @@ class _IntegerRule(_NumberRule):
         else:
             errors.append(self.wrong_type(value))
             return value
-        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
-            errors.append(self._unsafe_integer(number))
-            return number
         if self.enum_list is not None and not self.check_enum(number, errors):
             return number
         if self.minimum is not None or self.maximum is not None:
+            before = len(errors)
             self.check_bounds(number, errors)
+            if len(errors) > before:
+                return number
+        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+            errors.append(self._unsafe_integer(number))
         return number
 
     def _unsafe_integer(self, number: int) -> ParameterIssue:

@@ -709,6 +709,9 @@ def _hit_summary(hit: SearchHit) -> dict[str, Any]:
     if hit.description:
         out["description"] = _truncate(hit.description, _DESCRIPTION_CHARS)
     out["confidence"] = round(hit.confidence, 4)
+    risk = getattr(hit, "estimated_risk", None)  # present when the catalog model carries it
+    if risk in ("low", "medium", "high"):
+        out["estimated_risk"] = risk
     if hit.parameters is None:
         out["parameters"] = "unknown: call validate_workflow_parameters to learn them"
     else:

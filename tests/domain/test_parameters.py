@@ -580,11 +580,15 @@ def test_echoed_array_is_truncated() -> None:
 
 def test_huge_integer_is_described_not_printed() -> None:
     value = 10**5000
-    outcome = validate_parameters([spec("P", type="integer", maximum=10)], {"P": value})
-    assert codes(outcome) == [("P", Code.ABOVE_MAXIMUM)]
-    assert f"at most {MAX_SAFE_INTEGER}" in outcome.errors[0].message
-    assert "digits" in outcome.errors[0].message
-    assert len(outcome.errors[0].message) < 120
+    bounded = validate_parameters([spec("P", type="integer", maximum=10)], {"P": value})
+    assert codes(bounded) == [("P", Code.ABOVE_MAXIMUM)]
+    assert bounded.errors[0].message == (
+        "P must be at most 10 (e.g. 1); got an integer of about 5001 digits"
+    )
+    unbounded = validate_parameters([spec("P", type="integer")], {"P": value})
+    assert codes(unbounded) == [("P", Code.ABOVE_MAXIMUM)]
+    assert f"at most {MAX_SAFE_INTEGER}" in unbounded.errors[0].message
+    assert len(unbounded.errors[0].message) < 160
 
 
 SECRET_VALUE = "hunter2-Sup3rSecret"
@@ -774,3 +778,16 @@ def test_error_codes_match_the_proto_enum() -> None:
     }
     assert {code.name for code in Code} == proto
     assert all(code.value == code.name for code in Code)
+
+
+def test_sanitized_keeps_only_values_that_passed_their_checks() -> None:
+    schema = [
+        spec("GOOD", type="integer"),
+        spec("BAD", type="integer"),
+        spec("DEP", depends_on=["X"]),
+    ]
+    outcome = validate_parameters(schema, {"GOOD": 2.0, "BAD": "2", "DEP": "d", "EXTRA": 1})
+    assert codes(outcome) == [("BAD", Code.WRONG_TYPE), ("DEP", Code.MISSING_DEPENDENCY)]
+    # DEP's own value is fine; the missing dependency is a fact about the set.
+    assert outcome.sanitized == {"GOOD": 2, "DEP": "d"}
+    assert outcome.stripped == ("EXTRA",)

@@ -216,7 +216,7 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"  - {err.message}")
         if v.stripped_parameters:
             print(f"  stripped undeclared parameters: {', '.join(v.stripped_parameters)}")
-        print("  parameters: " + json.dumps(json_format.MessageToDict(v.sanitized_parameters)))
+        print("  parameters: " + _struct_json(v.sanitized_parameters))
         return 0 if v.valid else 3
 
     return _run_rpc(run)
@@ -242,6 +242,21 @@ def _run_rpc(run: Any) -> int:
         for v in field_violations(exc):
             print(f"  {v.field}: {v.description}", file=sys.stderr)
         return EXIT_RPC_ERROR
+
+
+def _plain(value: Any) -> Any:
+    """Struct numbers are doubles on the wire; show whole numbers as integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _struct_json(struct: Any) -> str:
+    return json.dumps(_plain(json_format.MessageToDict(struct)), sort_keys=True)
 
 
 def _to_json(message: Any) -> str:
@@ -284,7 +299,7 @@ def _print_result(result: Any) -> None:
         s = result.selected_workflow
         print(f"workflow:    {s.workflow_id} {s.version} (confidence {s.confidence:.2f}, "
               f"risk {_enum(s, 'estimated_risk')})")
-        print("parameters:  " + json.dumps(json_format.MessageToDict(s.parameters), sort_keys=True))
+        print("parameters:  " + _struct_json(s.parameters))
     else:
         print("workflow:    none selected")
     for alt in result.alternative_workflows:

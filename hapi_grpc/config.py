@@ -112,6 +112,8 @@ class Settings(BaseModel):
             raise ValueError("auth_mode=static needs auth_tokens_file")
         if self.llm_provider != "builtin" and not self.llm_model:
             raise ValueError(f"llm_provider={self.llm_provider} needs llm_model")
+        if self.llm_provider == "anthropic" and (self.llm_temperature or 0) > 1:
+            raise ValueError("llm_temperature must be at most 1 for the anthropic provider")
         if self.llm_provider == "openai" and not self.llm_base_url:
             raise ValueError("llm_provider=openai needs llm_base_url (e.g. https://api.openai.com/v1)")
         return self

@@ -56,14 +56,17 @@ RATE_REFRESH_INTERVAL = 1.0
 KEY_VERSION = 1
 
 
+# Canonical JSON; one encoder instance, because json.dumps with options
+# builds a new encoder per call, which is a third of a cache hit's key cost.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+
+
 def cache_key(kind: Kind, base_url: str, request: Mapping[str, Any]) -> str:
     """Stable key of one catalog question: sha256 of its canonical JSON."""
-    canonical = json.dumps(
-        {"v": KEY_VERSION, "kind": kind, "base_url": base_url, "request": request},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
+    canonical = _CANONICAL.encode(
+        {"v": KEY_VERSION, "kind": kind, "base_url": base_url, "request": request}
     )
     return f"{kind}:{hashlib.sha256(canonical.encode()).hexdigest()}"
 

@@ -35,7 +35,12 @@ Semantics (BR-HAPI-191 and the Data Storage contract):
   error already says it). A dependency the schema does not declare can never
   be satisfied, since undeclared parameters are stripped.
 - Undeclared parameters are stripped and logged by name (never by value).
-- Schema defaults are not injected: the executor applies them.
+- The sanitized output keeps only values that passed their own checks, so it
+  is always safe to serialise. Schema defaults are not injected: the executor
+  applies them.
+- Messages name the parameter, what is allowed and an example, and echo at
+  most a short escaped prefix of the offending value; values of parameters
+  whose names look secret (`is_secret_name`) are shown as REDACTED.
 
 Errors come in schema order; within a parameter, in the order of the checks.
 """

@@ -26,6 +26,10 @@ PROTOS = REPO / "protos" / "hapi" / "v1"
 OOMKILLED = EXAMPLES / "oomkilled.json"
 
 
+# grpcurl prints responses with the proto field names (remediation_id); it
+# reads requests in either form.
+
+
 def run(
     args: list[str], *, stdin: Path | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
@@ -116,11 +120,11 @@ def test_analyze_incident_from_example(grpcurl: list[str], hapi_server: ServerPr
     )
     result = json.loads(out)["result"]
     incident = json.loads(OOMKILLED.read_text())["incident"]
-    assert result["remediationId"] == incident["remediationId"]
-    selected = result["selectedWorkflow"]
-    assert selected["workflowId"].startswith("oomkill-")
+    assert result["remediation_id"] == incident["remediationId"]
+    selected = result["selected_workflow"]
+    assert selected["workflow_id"].startswith("oomkill-")
     assert selected["parameters"]["NAMESPACE"] == incident["signal"]["namespace"]
-    assert not result.get("needsHumanReview", False)
+    assert not result.get("needs_human_review", False)
 
 
 def test_invalid_example_is_invalid_argument(
@@ -146,9 +150,9 @@ def test_validate_workflow_parameters(grpcurl: list[str], hapi_server: ServerPro
         },
     }
     out = json.loads(ok(run([*grpcurl, "-d", json.dumps(valid), hapi_server.address, method])))
-    assert out["workflowId"] == "oomkill-increase-memory-v1"
+    assert out["workflow_id"] == "oomkill-increase-memory-v1"
     assert out["validation"]["valid"] is True
-    assert out["validation"]["sanitizedParameters"] == valid["parameters"]
+    assert out["validation"]["sanitized_parameters"] == valid["parameters"]
 
     invalid = {**valid, "parameters": {**valid["parameters"], "MEMORY_LIMIT_NEW": "2 gigabytes"}}
     out = json.loads(ok(run([*grpcurl, "-d", json.dumps(invalid), hapi_server.address, method])))
@@ -176,7 +180,7 @@ def test_protoset_instead_of_reflection(
             stdin=OOMKILLED,
         )
     )
-    assert json.loads(out)["result"]["selectedWorkflow"]["workflowId"]
+    assert json.loads(out)["result"]["selected_workflow"]["workflow_id"]
 
 
 def test_health_probe_serving(go_tools: Path, hapi_server: ServerProcess) -> None:

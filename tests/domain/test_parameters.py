@@ -509,6 +509,7 @@ def test_self_dependency_is_ignored() -> None:
             "abcd",
             ["at most 3 characters long", "(e.g. 'abc')", "(4 characters)"],
         ),
+        ({"min_length": 2}, "a" * 5000, ["at most 4096 characters long", "(5000 characters)"]),
         (
             {"min_length": 2, "max_length": 4},
             "a",

@@ -44,6 +44,11 @@ _DEPLOYMENT_POD_RE = re.compile(r"^(?P<name>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}
 _MEMORY_LIMIT_RE = re.compile(
     r"limit\D{0,24}?(?P<value>\d{1,6})\s?(?P<unit>Ki|Mi|Gi|Ti)\b", re.IGNORECASE
 )
+_GOOD_REVISION_RE = re.compile(
+    r"revision (?P<after>\d{1,9}) (?:was|is) (?:healthy|good|working|stable)"
+    r"|(?:last good|known good|healthy|previous) revision (?P<before>\d{1,9})",
+    re.IGNORECASE,
+)
 _SUGGESTED_RE = re.compile(r"did you mean '(?P<value>[^']{1,200})'")
 _EXAMPLE_RE = re.compile(r"\(e\.g\. (?P<value>'[^']{0,200}'|-?\d+(?:\.\d+)?|true|false)\)")
 
@@ -198,6 +203,8 @@ class _Turn:
             return f.kind or None
         if name == "MEMORY_LIMIT_NEW":
             return _raised_memory_limit(f.error_text)
+        if name in ("REVISION", "TARGET_REVISION", "ROLLBACK_REVISION"):
+            return _good_revision(f.error_text)
         if kind and f.name and name == f"{kind.upper()}_NAME":
             return f.name
         if name == "DEPLOYMENT_NAME" and kind == "pod":
@@ -373,6 +380,14 @@ def _from_text(name: str, text: str) -> str | None:
         re.IGNORECASE,
     )
     return match.group("value") if match else None
+
+
+def _good_revision(text: str) -> int | None:
+    """A revision the error text calls good ('revision 6 was healthy'); never a guess."""
+    match = _GOOD_REVISION_RE.search(text[:4000])
+    if match is None:
+        return None
+    return int(match.group("after") or match.group("before"))
 
 
 def _raised_memory_limit(text: str) -> str | None:

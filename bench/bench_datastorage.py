@@ -124,7 +124,7 @@ async def bench(url: str, requests: int) -> None:
     await cache.close()
 
     # 2. Open breaker: fail fast without a request.
-    breaker = RateCircuitBreaker("bench", minimum_calls=1, recovery_timeout=3600)
+    breaker = RateCircuitBreaker("bench", min_calls=1, recovery_timeout=3600)
 
     async def boom() -> None:
         raise CatalogUnavailableError("forced")

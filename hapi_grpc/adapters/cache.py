@@ -216,7 +216,7 @@ class CatalogCache:
                 ) from None
         finally:
             flight.waiters -= 1
-            if flight.waiters == 0 and not flight.task.done():
+            if False:
                 # Nobody wants the answer any more: abort the request, and
                 # forget the flight so a new caller starts a fresh one.
                 if self._inflight.get(key) is flight:

@@ -1,8 +1,8 @@
 """A failure-rate circuit breaker for downstream services (BR-HAPI-047).
 
 Policy (from the seed): the breaker opens when, within a sliding window of
-`window` seconds (5 minutes), at least `minimum_calls` logical calls finished
-and at least `failure_rate_threshold` (50 %) of them failed. While open it
+`window_seconds` (5 minutes), at least `min_calls` logical calls finished and
+at least `failure_ratio` (50 %) of them failed. While open it
 fails fast without touching the network. After `recovery_timeout` seconds it
 goes half-open and admits at most `half_open_max_calls` concurrent probes
 (other callers fail fast); a successful probe closes it with an empty window,
@@ -78,35 +78,35 @@ class RateCircuitBreaker:
     probe slots are taken. `clock` (monotonic seconds) drives both the window
     and the recovery timeout, so tests can move time without sleeping.
     Window entries are kept in `buckets` time buckets, so memory stays bounded
-    and an outcome leaves the window between `window` and
-    `window + window / buckets` seconds after it was recorded.
+    and an outcome leaves the window between `window_seconds` and
+    `window_seconds * (1 + 1 / buckets)` seconds after it was recorded.
     """
 
     def __init__(
         self,
         name: str = "datastorage",
         *,
-        failure_rate_threshold: float = 0.5,
-        window: float = 300.0,
-        minimum_calls: int = 10,
+        failure_ratio: float = 0.5,
+        window_seconds: float = 300.0,
+        min_calls: int = 10,
         recovery_timeout: float = 30.0,
         half_open_max_calls: int = 1,
         buckets: int = 60,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not 0.0 < failure_rate_threshold <= 1.0:
-            raise ValueError("failure_rate_threshold must be in (0, 1]")
-        if window <= 0 or recovery_timeout <= 0:
-            raise ValueError("window and recovery_timeout must be positive")
-        if minimum_calls < 1 or half_open_max_calls < 1 or buckets < 1:
-            raise ValueError("minimum_calls, half_open_max_calls and buckets must be >= 1")
+        if not 0.0 < failure_ratio <= 1.0:
+            raise ValueError("failure_ratio must be in (0, 1]")
+        if window_seconds <= 0 or recovery_timeout <= 0:
+            raise ValueError("window_seconds and recovery_timeout must be positive")
+        if min_calls < 1 or half_open_max_calls < 1 or buckets < 1:
+            raise ValueError("min_calls, half_open_max_calls and buckets must be >= 1")
         self.name = name
-        self._threshold = failure_rate_threshold
-        self._window = window
-        self._minimum_calls = minimum_calls
+        self._threshold = failure_ratio
+        self._window = window_seconds
+        self._minimum_calls = min_calls
         self._recovery_timeout = recovery_timeout
         self._half_open_max = half_open_max_calls
-        self._bucket_width = window / buckets
+        self._bucket_width = window_seconds / buckets
         self._clock = clock
 
         # [bucket_start, calls, failures], oldest first; at most buckets + 1 long.
@@ -183,7 +183,8 @@ class RateCircuitBreaker:
         ctx = brk.context
         if ctx.state == OpenedState.name:
             if self._clock() < self._opened_at + self._recovery_timeout:
-                raise self._fail_fast("open")
+                left = self._opened_at + self._recovery_timeout - self._clock()
+                raise self._fail_fast(f"next probe in {left:.1f}s")
             # Take the first probe slot before publishing, so no caller that
             # runs while the event is handled can slip in beyond the limit.
             self._reason = f"recovery timeout of {self._recovery_timeout:g}s elapsed"
@@ -194,14 +195,14 @@ class RateCircuitBreaker:
             return True
         if ctx.state == HalfOpenedState.name:
             if self._probes >= self._half_open_max:
-                raise self._fail_fast("half-open and its probe slots are taken")
+                raise self._fail_fast("half-open, probe in flight")
             self._probes += 1
             return True
         return False
 
     def _fail_fast(self, why: str) -> CatalogUnavailableError:
         return CatalogUnavailableError(
-            f"{self.name} circuit breaker open ({why}); not calling the service"
+            f"{self.name} circuit breaker open ({why}); the service was not called"
         )
 
     def _release(self, generation: int, probe: bool) -> None:

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 from pydantic import ValidationError
 
+from hapi_grpc.adapters import cache as cache_module
 from hapi_grpc.adapters.cache import CatalogCache, cache_key, search_key, workflow_key
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog, DataStorageHTTPError
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
@@ -124,7 +125,20 @@ async def test_hit_makes_no_request(ds: FakeDataStorage, make_catalog: MakeCatal
     assert ds.count() == 1
     assert lookups("search", "hit") == hits + 1
     assert lookups("search", "miss") == misses + 1
-    assert REGISTRY.get_sample_value("holmesgpt_playbook_tool_call_cache_hit_rate") > 0
+
+
+async def test_hit_rate_gauge_catches_up_after_the_last_lookup(
+    ds: FakeDataStorage, make_catalog: MakeCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "RATE_REFRESH_INTERVAL", 0.05)
+    catalog = make_catalog()
+    for _ in range(4):  # one miss, then hits inside one refresh interval
+        await catalog.search(QUERY)
+    await asyncio.sleep(0.1)
+    hits = sum(lookups(kind, "hit") for kind in ("search", "schema", "workflow"))
+    misses = sum(lookups(kind, "miss") for kind in ("search", "schema", "workflow"))
+    gauge = REGISTRY.get_sample_value("holmesgpt_playbook_tool_call_cache_hit_rate")
+    assert gauge == pytest.approx(hits / (hits + misses))
 
 
 async def test_different_filters_and_labels_are_different_entries(
@@ -212,7 +226,7 @@ async def test_memory_backend_is_bounded(ds: FakeDataStorage, make_catalog: Make
 async def test_cache_serves_hits_while_the_breaker_is_open(
     ds: FakeDataStorage, make_catalog: MakeCatalog
 ) -> None:
-    breaker = RateCircuitBreaker("cache-open", minimum_calls=1)
+    breaker = RateCircuitBreaker("cache-open", min_calls=1)
     catalog = make_catalog(breaker=breaker)
     await catalog.search(QUERY)
     ds.script("schema", ds.status(500))
@@ -271,8 +285,9 @@ async def test_a_cancelled_waiter_does_not_cancel_the_shared_fetch(
 async def test_the_fetch_is_aborted_when_every_waiter_left(
     ds: FakeDataStorage, make_catalog: MakeCatalog
 ) -> None:
-    catalog = make_catalog()
-    ds.script("search", ds.slow(5.0))
+    # Timeouts far beyond the test, so only the cancellation can end the request.
+    catalog = make_catalog(request_timeout=30.0)
+    ds.script("search", ds.slow(20.0))
     tasks = [asyncio.create_task(catalog.search(QUERY)) for _ in range(3)]
     for _ in range(200):
         if ds.count():
@@ -281,7 +296,7 @@ async def test_the_fetch_is_aborted_when_every_waiter_left(
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.wait_for(ds.aborted_event.wait(), 2.0)
+    await asyncio.wait_for(ds.aborted_event.wait(), 1.0)
     # A new caller starts a fresh fetch rather than joining the cancelled one.
     assert (await catalog.search(QUERY)).total_results == 1
     assert ds.count() == 2

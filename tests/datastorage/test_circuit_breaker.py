@@ -99,21 +99,21 @@ async def test_opens_on_the_tenth_call_at_fifty_percent() -> None:
 
 
 async def test_success_does_not_open_it() -> None:
-    breaker = make(Clock(), minimum_calls=2)
+    breaker = make(Clock(), min_calls=2)
     await run(breaker, fail)
     await run(breaker, ok)  # 1 of 2 failed, but a success never trips
     assert breaker.state == "closed"
 
 
 async def test_threshold_is_configurable_without_float_surprises() -> None:
-    breaker = make(Clock(), failure_rate_threshold=0.3)
+    breaker = make(Clock(), failure_ratio=0.3)
     await run(breaker, ok, 7)
     await run(breaker, fail, 3)  # exactly 30 %
     assert breaker.state == "open"
 
 
 async def test_open_fails_fast_without_calling() -> None:
-    breaker = make(Clock(), minimum_calls=2)
+    breaker = make(Clock(), min_calls=2)
     await run(breaker, fail, 2)
     calls = 0
 
@@ -130,7 +130,7 @@ async def test_open_fails_fast_without_calling() -> None:
 
 async def test_half_open_lets_one_probe_through_and_closes_on_success() -> None:
     clock = Clock()
-    breaker = make(clock, minimum_calls=2, recovery_timeout=30)
+    breaker = make(clock, min_calls=2, recovery_timeout=30)
     await run(breaker, fail, 2)
     clock.advance(29.9)
     with pytest.raises(CatalogUnavailableError):
@@ -158,7 +158,7 @@ async def test_half_open_lets_one_probe_through_and_closes_on_success() -> None:
 
 async def test_failed_probe_reopens() -> None:
     clock = Clock()
-    breaker = make(clock, minimum_calls=2, recovery_timeout=30)
+    breaker = make(clock, min_calls=2, recovery_timeout=30)
     await run(breaker, fail, 2)
     clock.advance(30)
     await run(breaker, fail)
@@ -173,7 +173,7 @@ async def test_failed_probe_reopens() -> None:
 
 async def test_half_open_probe_limit_is_configurable() -> None:
     clock = Clock()
-    breaker = make(clock, minimum_calls=2, half_open_max_calls=2)
+    breaker = make(clock, min_calls=2, half_open_max_calls=2)
     await run(breaker, fail, 2)
     clock.advance(30)
     release = asyncio.Event()
@@ -193,7 +193,7 @@ async def test_half_open_probe_limit_is_configurable() -> None:
 
 async def test_cancelled_probe_frees_its_slot_and_keeps_half_open() -> None:
     clock = Clock()
-    breaker = make(clock, minimum_calls=2)
+    breaker = make(clock, min_calls=2)
     await run(breaker, fail, 2)
     clock.advance(30)
 
@@ -209,7 +209,7 @@ async def test_cancelled_probe_frees_its_slot_and_keeps_half_open() -> None:
 
 async def test_failures_older_than_the_window_drop_out() -> None:
     clock = Clock()
-    breaker = make(clock, window=300)
+    breaker = make(clock, window_seconds=300)
     await run(breaker, fail, 9)
     clock.advance(300 + 300 / 60)  # the window plus one bucket
     assert breaker.window_counts() == (0, 0)
@@ -219,7 +219,7 @@ async def test_failures_older_than_the_window_drop_out() -> None:
 
 async def test_failures_inside_the_window_still_count() -> None:
     clock = Clock()
-    breaker = make(clock, window=300)
+    breaker = make(clock, window_seconds=300)
     await run(breaker, fail, 5)
     clock.advance(290)
     await run(breaker, ok, 4)
@@ -233,7 +233,7 @@ async def test_failures_inside_the_window_still_count() -> None:
     [BudgetExhaustedError("deadline"), InvalidRequestError("bad id")],
 )
 async def test_own_deadline_and_refused_requests_are_not_counted(exc: Exception) -> None:
-    breaker = make(Clock(), minimum_calls=1)
+    breaker = make(Clock(), min_calls=1)
 
     async def raises() -> str:
         raise exc
@@ -246,7 +246,7 @@ async def test_own_deadline_and_refused_requests_are_not_counted(exc: Exception)
 
 
 async def test_cancellation_is_not_counted() -> None:
-    breaker = make(Clock(), minimum_calls=1)
+    breaker = make(Clock(), min_calls=1)
     task = asyncio.create_task(breaker.call(lambda: asyncio.sleep(10, "late")))
     await asyncio.sleep(0)
     task.cancel()
@@ -256,7 +256,7 @@ async def test_cancellation_is_not_counted() -> None:
 
 
 async def test_not_found_counts_as_a_healthy_answer() -> None:
-    breaker = make(Clock(), minimum_calls=1)
+    breaker = make(Clock(), min_calls=1)
 
     async def missing() -> str:
         raise WorkflowNotFoundError("x")
@@ -268,7 +268,7 @@ async def test_not_found_counts_as_a_healthy_answer() -> None:
 
 async def test_outcomes_of_calls_admitted_before_opening_are_ignored() -> None:
     clock = Clock()
-    breaker = make(clock, minimum_calls=2)
+    breaker = make(clock, min_calls=2)
     release_straggler = asyncio.Event()
     release_probe = asyncio.Event()
 
@@ -300,7 +300,7 @@ async def test_state_changes_are_exported_and_logged(caplog: pytest.LogCaptureFi
     clock = Clock()
     name = "export-test"
     before = {s: transitions(name, s) for s in ("open", "half_open", "closed")}
-    breaker = make(clock, name=name, minimum_calls=2)
+    breaker = make(clock, name=name, min_calls=2)
     assert gauge(name) == 0
     with caplog.at_level(logging.INFO, logger="hapi_grpc.adapters.circuit_breaker"):
         await run(breaker, fail, 2)
@@ -335,10 +335,10 @@ async def test_state_changes_are_exported_and_logged(caplog: pytest.LogCaptureFi
 
 def test_rejects_nonsense_settings() -> None:
     for kwargs in (
-        {"failure_rate_threshold": 0},
-        {"failure_rate_threshold": 1.5},
-        {"minimum_calls": 0},
-        {"window": 0},
+        {"failure_ratio": 0},
+        {"failure_ratio": 1.5},
+        {"min_calls": 0},
+        {"window_seconds": 0},
         {"recovery_timeout": 0},
         {"half_open_max_calls": 0},
     ):
@@ -353,7 +353,7 @@ QUERY = SearchQuery(query="OOMKilled critical")
 
 async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
     clock = Clock()
-    breaker = RateCircuitBreaker("ds-open", minimum_calls=2, clock=clock)
+    breaker = RateCircuitBreaker("ds-open", min_calls=2, clock=clock)
     catalog = DataStorageCatalog(ds.url, max_retries=0, breaker=breaker)
     try:
         ds.script("search", ds.status(500), ds.status(500))
@@ -376,7 +376,7 @@ async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
 
 
 async def test_retries_of_one_call_count_once(ds: FakeDataStorage) -> None:
-    breaker = RateCircuitBreaker("ds-once", minimum_calls=10, clock=Clock())
+    breaker = RateCircuitBreaker("ds-once", min_calls=10, clock=Clock())
     catalog = DataStorageCatalog(
         ds.url, max_retries=2, backoff_base=0.001, backoff_max=0.002, breaker=breaker
     )

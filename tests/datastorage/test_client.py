@@ -140,7 +140,7 @@ async def test_404_is_not_found_and_not_retried(
 async def test_404_does_not_count_as_a_breaker_failure(
     ds: FakeDataStorage, make_catalog: MakeCatalog
 ) -> None:
-    breaker = RateCircuitBreaker(minimum_calls=2)
+    breaker = RateCircuitBreaker(min_calls=2)
     catalog = make_catalog(breaker=breaker)
     for _ in range(5):
         with pytest.raises(WorkflowNotFoundError):
@@ -478,9 +478,10 @@ async def test_spent_budget_sends_nothing(ds: FakeDataStorage, make_catalog: Mak
 async def test_cancellation_aborts_the_request_and_is_not_a_failure(
     ds: FakeDataStorage, make_catalog: MakeCatalog
 ) -> None:
-    breaker = RateCircuitBreaker(minimum_calls=1)
-    catalog = make_catalog(breaker=breaker)
-    ds.script("search", ds.slow(5.0))
+    breaker = RateCircuitBreaker(min_calls=1)
+    # Timeouts far beyond the test, so only the cancellation can end the request.
+    catalog = make_catalog(breaker=breaker, request_timeout=30.0)
+    ds.script("search", ds.slow(20.0))
     task = asyncio.create_task(catalog.search(QUERY))
     for _ in range(200):  # wait until the request is in the server's hands
         if ds.count():
@@ -489,7 +490,7 @@ async def test_cancellation_aborts_the_request_and_is_not_a_failure(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(ds.aborted_event.wait(), 2.0)
+    await asyncio.wait_for(ds.aborted_event.wait(), 1.0)
     assert [r.endpoint for r in ds.aborted] == ["search"]
     assert breaker.window_counts() == (0, 0)
     assert breaker.state == "closed"

@@ -1,7 +1,7 @@
 """gRPC load benchmark of the real server with ghz.
 
 Run: .venv/bin/python bench/bench_ghz.py [--requests 2000] [--concurrency 1,10,50]
-                                         [--protoset build/hapi.binpb] [--addr HOST:PORT]
+                                         [--addr HOST:PORT] [--json out.json]
 
 Starts `hapi-grpc serve` on a free 127.0.0.1 port (embedded catalog,
 built-in analyst; or uses --addr) and runs ghz (.tools/bin/ghz, installed by
@@ -15,6 +15,11 @@ at each concurrency, a bounded number of requests each (after a short
 warm-up), and prints rps, p50 and p99 per target, with each target's rps and
 p50 also as a percentage of the baseline at the same concurrency. ghz and
 the server share the machine's cores, so absolute figures are a floor.
+
+ghz resolves methods from descriptor sets, not server reflection (the
+server's reflection does not resolve method symbols): build/hapi.binpb
+(rebuilt with buf) for hapi.v1, and one written from the installed
+grpc_health package for grpc.health.v1.
 Exits non-zero when a run has errors (non-OK responses).
 """
 
@@ -23,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,21 +61,51 @@ class Target:
     name: str
     method: str
     data: str  # JSON text of the request
-    uses_protoset: bool  # health is not in the contract's descriptor set
+    protoset: Path
 
 
-def targets() -> list[Target]:
+def targets(hapi_protoset: Path, health_protoset: Path) -> list[Target]:
     example = (REPO / "examples" / "oomkilled.json").read_text(encoding="utf-8")
     return [
-        Target("health", "grpc.health.v1.Health/Check", json.dumps({"service": ""}), False),
-        Target("analyze", f"{SERVICE}/AnalyzeIncident", json.dumps(json.loads(example)), True),
+        Target(
+            "health", "grpc.health.v1.Health/Check", json.dumps({"service": ""}), health_protoset
+        ),
+        Target(
+            "analyze",
+            f"{SERVICE}/AnalyzeIncident",
+            json.dumps(json.loads(example)),
+            hapi_protoset,
+        ),
         Target(
             "validate",
             f"{SERVICE}/ValidateWorkflowParameters",
             json.dumps(VALID_PARAMETERS),
-            True,
+            hapi_protoset,
         ),
     ]
+
+
+def build_hapi_protoset() -> Path:
+    """build/hapi.binpb from the current protos (as scripts/gen_go.sh builds it)."""
+    out = REPO / "build" / "hapi.binpb"
+    subprocess.run([str(REPO / "scripts" / "fetch_protos.sh")], check=True, timeout=300)
+    out.parent.mkdir(exist_ok=True)
+    buf = Path(sys.executable).parent / "buf"
+    subprocess.run(
+        [str(buf), "build", "-o", str(out), "--path", "protos/hapi/v1"],
+        cwd=REPO,
+        check=True,
+        timeout=300,
+    )
+    return out
+
+
+def write_health_protoset(path: Path) -> Path:
+    """A descriptor set of grpc/health/v1/health.proto from the installed package."""
+    proto = descriptor_pb2.FileDescriptorProto()
+    health_pb2.DESCRIPTOR.CopyToProto(proto)
+    path.write_bytes(descriptor_pb2.FileDescriptorSet(file=[proto]).SerializeToString())
+    return path
 
 
 @dataclass
@@ -157,12 +192,7 @@ def ensure_ghz() -> Path:
 
 
 def run_ghz(
-    ghz: Path,
-    address: str,
-    target: Target,
-    concurrency: int,
-    requests: int,
-    protoset: Path | None,
+    ghz: Path, address: str, target: Target, concurrency: int, requests: int
 ) -> dict[str, Any]:
     args = [
         str(ghz),
@@ -179,10 +209,10 @@ def run_ghz(
         "20s",
         "--format",
         "json",
+        "--protoset",
+        str(target.protoset),
+        address,
     ]
-    if protoset is not None and target.uses_protoset:
-        args += ["--protoset", str(protoset)]
-    args.append(address)
     # Bounded: a request takes at most the 20s timeout; this caps the whole run.
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if done.returncode != 0 and not done.stdout.strip():
@@ -237,23 +267,15 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000, help="requests per run")
     parser.add_argument("--warmup", type=int, default=200, help="warm-up requests per target")
     parser.add_argument("--concurrency", default="1,10,50", help="comma-separated levels")
-    parser.add_argument(
-        "--protoset",
-        type=Path,
-        default=None,
-        help="descriptor set for the hapi.v1 targets (e.g. build/hapi.binpb); "
-        "default: server reflection",
-    )
     parser.add_argument("--addr", help="benchmark a running server instead of starting one")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    if args.protoset is not None and not args.protoset.exists():
-        raise SystemExit(f"{args.protoset} does not exist (scripts/gen_go.sh builds it)")
-
     ghz = ensure_ghz()
+    hapi_protoset = build_hapi_protoset()
     proc: subprocess.Popen[bytes] | None = None
     with tempfile.TemporaryDirectory() as tmp:
+        health_protoset = write_health_protoset(Path(tmp) / "health.binpb")
         if args.addr:
             address = args.addr
             wait_serving(address, None, timeout=10)
@@ -261,16 +283,16 @@ def main() -> int:
             proc, address = start_server(Path(tmp) / "server.log")
         try:
             print(
-                f"server {address}; ghz {shutil.which(str(ghz)) or ghz}; "
+                f"server {address}; ghz {ghz}; "
                 f"{args.requests} requests per run; {os.cpu_count()} CPUs shared by ghz "
                 "and the server",
                 flush=True,
             )
             results: list[Result] = []
-            for target in targets():
-                run_ghz(ghz, address, target, 10, args.warmup, args.protoset)
+            for target in targets(hapi_protoset, health_protoset):
+                run_ghz(ghz, address, target, 10, args.warmup)
                 for level in levels:
-                    report = run_ghz(ghz, address, target, level, args.requests, args.protoset)
+                    report = run_ghz(ghz, address, target, level, args.requests)
                     result = summarize(target.name, level, report)
                     results.append(result)
                     print(

@@ -426,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         versions = _versions(args.versions)
     except ImportError:
-        print("kubernetes-validate is not installed: pip install kubernetes-validate", file=sys.stderr)
+        print(
+            "kubernetes-validate is not installed: pip install kubernetes-validate", file=sys.stderr
+        )
         return 2
     root = Path(args.directory)
     if not root.is_dir():

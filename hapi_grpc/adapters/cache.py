@@ -64,11 +64,11 @@ _CANONICAL = json.JSONEncoder(
 
 
 def cache_key(kind: Kind, base_url: str, request: Mapping[str, Any]) -> str:
-    """Stable key of one catalog question: sha256 of its canonical JSON."""
+    """Stable key of one catalog question: sha256 (hex) of its canonical JSON."""
     canonical = _CANONICAL.encode(
         {"v": KEY_VERSION, "kind": kind, "base_url": base_url, "request": request}
     )
-    return f"{kind}:{hashlib.sha256(canonical.encode()).hexdigest()}"
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def search_key(base_url: str, query: SearchQuery) -> str:
@@ -161,7 +161,10 @@ class CatalogCache:
         waits any more. The shared fetch runs under the budget of the caller
         that started it.
         """
-        text = await self._get(kind, key)
+        # The kind is part of the stored key, so answers of different shapes
+        # can never be mixed up, whatever key the caller passes.
+        full = f"{self._prefix}{kind}:{key}"
+        text = await self._get(kind, full)
         if text is not None:
             try:
                 value = model.model_validate_json(text)
@@ -170,16 +173,16 @@ class CatalogCache:
                 log.debug("ignoring unparsable cache entry for %s", kind)
             else:
                 self._count(kind, "hit")
-                if self._lru is not None and self._prefix + key in self._lru:
-                    self._lru.move_to_end(self._prefix + key)
+                if self._lru is not None and full in self._lru:
+                    self._lru.move_to_end(full)
                 return value
             self._count(kind, "miss")
-        flight = self._inflight.get(key)
+        flight = self._inflight.get(full)
         if flight is None:
-            task = asyncio.get_running_loop().create_task(self._fill(kind, key, fetch))
-            flight = self._inflight[key] = _Flight(task)
-            task.add_done_callback(functools.partial(self._landed, key))
-        return model.model_validate_json(await self._wait(key, flight))
+            task = asyncio.get_running_loop().create_task(self._fill(full, fetch))
+            flight = self._inflight[full] = _Flight(task)
+            task.add_done_callback(functools.partial(self._landed, full))
+        return model.model_validate_json(await self._wait(full, flight))
 
     async def close(self) -> None:
         """Release the backend's connections."""
@@ -193,13 +196,13 @@ class CatalogCache:
 
     # -- single flight -------------------------------------------------------------
 
-    async def _fill(self, kind: Kind, key: str, fetch: Callable[[], Awaitable[M]]) -> str:
+    async def _fill(self, full: str, fetch: Callable[[], Awaitable[M]]) -> str:
         value = await fetch()
         text = value.model_dump_json()
-        await self._set(key, text)
+        await self._set(full, text)
         return text
 
-    async def _wait(self, key: str, flight: _Flight) -> str:
+    async def _wait(self, full: str, flight: _Flight) -> str:
         flight.waiters += 1
         try:
             budget = current_budget()
@@ -216,28 +219,28 @@ class CatalogCache:
                 ) from None
         finally:
             flight.waiters -= 1
-            if False:
+            if flight.waiters == 0 and not flight.task.done():
                 # Nobody wants the answer any more: abort the request, and
                 # forget the flight so a new caller starts a fresh one.
-                if self._inflight.get(key) is flight:
-                    del self._inflight[key]
+                if self._inflight.get(full) is flight:
+                    del self._inflight[full]
                 flight.task.cancel()
 
-    def _landed(self, key: str, task: asyncio.Task[str]) -> None:
-        flight = self._inflight.get(key)
+    def _landed(self, full: str, task: asyncio.Task[str]) -> None:
+        flight = self._inflight.get(full)
         if flight is not None and flight.task is task:
-            del self._inflight[key]
+            del self._inflight[full]
         if not task.cancelled():
             task.exception()  # retrieved: waiters got it, or nobody was left to
 
     # -- backend access that never raises -------------------------------------------
 
-    async def _get(self, kind: Kind, key: str) -> str | None:
+    async def _get(self, kind: Kind, full: str) -> str | None:
         if self._bypass_until and time.monotonic() < self._bypass_until:
             self._count(kind, "error")
             return None
         try:
-            value = await self._backend.get(self._prefix + key)
+            value = await self._backend.get(full)
         except Exception as exc:
             self._degraded("lookup", exc)
             self._count(kind, "error")
@@ -247,10 +250,9 @@ class CatalogCache:
             return None
         return str(value)
 
-    async def _set(self, key: str, text: str) -> None:
+    async def _set(self, full: str, text: str) -> None:
         if self._bypass_until and time.monotonic() < self._bypass_until:
             return
-        full = self._prefix + key
         try:
             await self._backend.set(full, text, ttl=self._ttl)
             if self._lru is not None:

@@ -11,11 +11,11 @@ a failed probe re-opens it.
 Why purgatory is not used as-is: `purgatory` counts *consecutive* failures,
 treats excluded exceptions as successes (a cancelled probe would close the
 breaker), lets every concurrent caller through when half-open, and reads the
-wall clock itself. So this module keeps the window, the probe limit and the
-clock, and uses purgatory for what it does well: the closed / open /
-half-open state objects and their transitions (its threshold is 1, so one
-*reported* failure opens it and we report only the policy's verdicts), the
-exclusion of what is not a failure, and its event bus, whose synchronous
+wall clock itself. So this module keeps the window, the probe limit, the
+clock and the decision of what counts as a failure, and uses purgatory for
+what it does well: the closed / open / half-open state objects and their
+transitions (its threshold is 1, so one *reported* failure opens it, and only
+the policy's verdicts are reported) and its event bus, whose synchronous
 listener exports every state change to logs and Prometheus.
 """
 

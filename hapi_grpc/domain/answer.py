@@ -32,6 +32,7 @@ __all__ = [
 # Bounds: the model's text is untrusted input.
 MAX_ANSWER_CHARS = 200_000
 _MAX_CANDIDATES = 64
+_MAX_RESCANS = 8
 _MAX_TEXT_CHARS = 4000
 _MAX_WARNINGS = 20
 _MAX_ALTERNATIVES = 10
@@ -121,33 +122,75 @@ def _loads_object(text: str) -> dict[str, Any] | None:
 def _balanced_objects(text: str) -> list[dict[str, Any]]:
     """Outermost `{...}` spans that parse, left to right.
 
-    A span that does not parse is searched again from its next '{', so an
-    object inside unparseable braces is still found. At most _MAX_CANDIDATES
-    spans are tried, which bounds the work on hostile input.
+    One pass pairs the braces (string state taken from the first '{'); a
+    span that does not parse is replaced by the spans nested in it. If that
+    finds nothing, a few rescans from later '{' recover from a stray quote in
+    the prose. Both steps are bounded, whatever the input.
     """
-    found: list[dict[str, Any]] = []
-    start = text.find("{")
-    tries = 0
-    while start != -1 and tries < _MAX_CANDIDATES:
-        tries += 1
+    first = text.find("{")
+    if first == -1:
+        return []
+    found = _parse_spans(text, _brace_spans(text, first))
+    if found:
+        return found
+    start = text.find("{", first + 1)
+    for _ in range(_MAX_RESCANS):
+        if start == -1:
+            break
         end = _matching_brace(text, start)
-        if end is None:
-            start = text.find("{", start + 1)
-            continue
-        obj = _loads_object(text[start : end + 1])
+        if end is not None:
+            obj = _loads_object(text[start : end + 1])
+            if obj is not None:
+                return [obj]
+        start = text.find("{", start + 1)
+    return []
+
+
+def _brace_spans(text: str, start: int) -> list[tuple[int, int]]:
+    """(open, close) index pairs of the balanced braces from `start`, by open index."""
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            spans.append((stack.pop(), i))
+    spans.sort()
+    return spans
+
+
+def _parse_spans(text: str, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    covered_until = -1
+    tries = 0
+    for open_at, close_at in spans:
+        if open_at <= covered_until:
+            continue  # inside an object already found
+        if tries >= _MAX_CANDIDATES:
+            break
+        tries += 1
+        obj = _loads_object(text[open_at : close_at + 1])
         if obj is not None:
             found.append(obj)
-            start = text.find("{", end + 1)
-        else:
-            start = text.find("{", start + 1)
+            covered_until = close_at
     return found
 
 
 def _matching_brace(text: str, start: int) -> int | None:
     """Index of the '}' closing the '{' at `start`, skipping JSON strings."""
     depth = 0
-    in_string = False
-    escaped = False
+    in_string = escaped = False
     for i in range(start, len(text)):
         ch = text[i]
         if in_string:

@@ -5,6 +5,7 @@ and health during shutdown."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import signal
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import json_format
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hapi.v1 import service_pb2, service_pb2_grpc
 
 from tests.contract.conftest import EXAMPLES, REPO, SERVICE, ServerProcess
@@ -143,6 +145,8 @@ def test_analyze_incident_from_example(grpcurl: list[str], hapi_server: ServerPr
     selected = pick(result, "selected_workflow")
     assert pick(selected, "workflow_id").startswith("oomkill-")
     assert selected["parameters"]["NAMESPACE"] == incident["signal"]["namespace"]
+    if pick(selected, "workflow_id") == "oomkill-increase-memory-v1":
+        assert re.fullmatch(r"[0-9]+(Ki|Mi|Gi|Ti)", selected["parameters"]["MEMORY_LIMIT_NEW"])
     assert not has(result, "needs_human_review") or not pick(result, "needs_human_review")
 
 
@@ -259,6 +263,8 @@ def test_health_probe_fails_once_shutdown_begins(
     start_server: Callable[[dict[str, str] | None], ServerProcess],
     hanging_llm: HangingHTTPServer,
 ) -> None:
+    """SIGTERM with an investigation in flight: health flips to NOT_SERVING for
+    watchers, a fresh probe fails while the server drains, the server exits 0."""
     probe = str(go_tools / "grpc_health_probe")
     server: ServerProcess = start_server(
         {
@@ -290,12 +296,29 @@ def test_health_probe_fails_once_shutdown_begins(
 
     consumer = threading.Thread(target=consume, daemon=True)
     consumer.start()
+    # A Health.Watch opened before the shutdown sees the flip to NOT_SERVING.
+    statuses: queue.Queue[int] = queue.Queue()
+    watch = health_pb2_grpc.HealthStub(channel).Watch(
+        health_pb2.HealthCheckRequest(service=SERVICE), timeout=30
+    )
+
+    def follow() -> None:
+        try:
+            for update in watch:
+                statuses.put(int(update.status))
+        except grpc.RpcError:
+            pass
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
     try:
+        assert statuses.get(timeout=10) == health_pb2.HealthCheckResponse.SERVING
         assert hanging_llm.connected.wait(timeout=20), (
             f"the investigation never called the model:\n{server.log()}"
         )
         server.proc.send_signal(signal.SIGTERM)
         began = time.monotonic()
+        assert statuses.get(timeout=5) == health_pb2.HealthCheckResponse.NOT_SERVING
         codes: list[int] = []
         while time.monotonic() - began < 10:
             result = run([probe, addr, f"-service={SERVICE}", "-connect-timeout=1s"], timeout=10)
@@ -312,8 +335,12 @@ def test_health_probe_fails_once_shutdown_begins(
         assert codes[-1] in (2, 3, 4), codes
         code = server.terminate()
         assert code == 0, f"exit code {code} after SIGTERM:\n{server.log()}"
+        consumer.join(timeout=10)
+        assert outcome, "the in-flight stream did not end when the server exited"
     finally:
         stream.cancel()
+        watch.cancel()
         consumer.join(timeout=10)
+        follower.join(timeout=10)
         channel.close()
     assert run([probe, addr, "-connect-timeout=1s"], timeout=10).returncode != 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -14,7 +16,7 @@ from hapi_grpc.adapters import cache as cache_module
 from hapi_grpc.adapters.cache import CatalogCache, cache_key, search_key, workflow_key
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog, DataStorageHTTPError
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.domain.catalog import SearchFilters, SearchQuery, SearchResult
+from hapi_grpc.domain.catalog import SearchFilters, SearchQuery, SearchResult, WorkflowSchema
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 
@@ -108,7 +110,7 @@ def test_key_is_stable_and_independent_of_dict_order() -> None:
     )
     # Pinned: a shared Redis must see the same key from every replica and release.
     assert cache_key("schema", BASE, {"workflow_id": "x"}) == (
-        "schema:00419a2e04785ad4731d9dfaa14035fbba593faead5c9c2be30db7419a226cd1"
+        "00419a2e04785ad4731d9dfaa14035fbba593faead5c9c2be30db7419a226cd1"
     )
 
 
@@ -202,11 +204,11 @@ async def test_returned_models_are_frozen_and_private(
 
 
 async def test_ttl_expiry_refetches(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:
-    catalog = make_catalog(CatalogCache(ttl=0.2))
+    catalog = make_catalog(CatalogCache(ttl=0.5))
     await catalog.search(QUERY)
     await catalog.search(QUERY)
     assert ds.count() == 1
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.6)
     await catalog.search(QUERY)
     assert ds.count() == 2
 
@@ -269,7 +271,7 @@ async def test_a_cancelled_waiter_does_not_cancel_the_shared_fetch(
     ds: FakeDataStorage, make_catalog: MakeCatalog
 ) -> None:
     catalog = make_catalog()
-    ds.script("search", ds.slow(0.3))
+    ds.script("search", ds.slow(1.0))
     first = asyncio.create_task(catalog.search(QUERY))
     second = asyncio.create_task(catalog.search(QUERY))
     await asyncio.sleep(0.1)
@@ -339,3 +341,56 @@ def test_rejects_unknown_backends_without_echoing_the_url() -> None:
     assert "pw" not in str(info.value)
     with pytest.raises(ValueError):
         CatalogCache(ttl=0)
+
+
+async def test_an_entry_that_no_longer_parses_is_refetched() -> None:
+    # e.g. written by a replica running an older release into a shared Redis
+    cache = CatalogCache()
+
+    async def old_shape() -> SearchResult:
+        return SearchResult(total_results=1)
+
+    async def new_shape() -> WorkflowSchema:
+        return WorkflowSchema(workflow_id="wf")
+
+    # A SearchResult stored where a WorkflowSchema is now expected.
+    await cache.get_or_fetch("schema", "k", SearchResult, old_shape)  # type: ignore[arg-type]
+    misses = lookups("schema", "miss")
+    value = await cache.get_or_fetch("schema", "k", WorkflowSchema, new_shape)
+    assert value.workflow_id == "wf"
+    assert lookups("schema", "miss") == misses + 1
+    # overwritten: the next read is a hit
+    assert (await cache.get_or_fetch("schema", "k", WorkflowSchema, old_shape)).workflow_id == "wf"
+    await cache.close()
+
+
+async def test_a_silent_redis_costs_one_short_timeout_then_is_bypassed(
+    ds: FakeDataStorage, make_catalog: MakeCatalog
+) -> None:
+    # Accepts connections and reads, never answers: a hung Redis.
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(4096):
+                pass
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    errors = lookups("search", "error")
+    try:
+        catalog = make_catalog(
+            CatalogCache(f"redis://127.0.0.1:{port}/0", op_timeout=0.2, error_cooldown=5.0)
+        )
+        started = time.monotonic()
+        assert (await catalog.search(QUERY)).total_results == 1
+        first = time.monotonic() - started
+        started = time.monotonic()
+        for _ in range(5):
+            assert (await catalog.search(QUERY)).total_results == 1
+        rest = time.monotonic() - started
+    finally:
+        server.close()
+    assert 0.15 < first < 1.0  # one lookup timed out; the store was skipped
+    assert rest < 0.5  # bypassed during the cool-down
+    assert ds.count() == 6
+    assert lookups("search", "error") == errors + 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -96,7 +97,9 @@ def search(query: str = "OOMKilled critical", **extra: Any) -> LLMResponse:
 
 
 def validate(parameters: dict[str, Any], workflow_id: str = OOM_ID) -> LLMResponse:
-    return tool("validate_workflow_parameters", {"workflow_id": workflow_id, "parameters": parameters})
+    return tool(
+        "validate_workflow_parameters", {"workflow_id": workflow_id, "parameters": parameters}
+    )
 
 
 def answer_json(
@@ -163,7 +166,9 @@ class ScriptedLLM:
         self.cancelled = 0
         self.closed = False
 
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolDefinition]) -> LLMResponse:
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+    ) -> LLMResponse:
         index = min(len(self.calls), len(self.steps) - 1)
         self.calls.append(list(messages))
         self.tools.append(list(tools))
@@ -188,11 +193,17 @@ class ScriptedLLM:
         return [json.loads(m.content) for m in self.calls[call] if m.role == "tool"]
 
 
+@functools.cache
+def bundled_catalog() -> EmbeddedCatalog:
+    """The bundled catalog, loaded once (it is immutable, so sharing it is safe)."""
+    return EmbeddedCatalog.from_file(None)
+
+
 class RecordingCatalog:
     """Wraps a catalog and records every query and schema lookup."""
 
     def __init__(self, inner: WorkflowCatalog | None = None) -> None:
-        self.inner = inner or EmbeddedCatalog.from_file(None)
+        self.inner = inner or bundled_catalog()
         self.queries: list[SearchQuery] = []
         self.schemas: list[str] = []
 
@@ -290,7 +301,7 @@ def all_text_sent(llm: ScriptedLLM) -> str:
 
 async def test_search_validate_answer_selects_the_validated_workflow() -> None:
     catalog = RecordingCatalog()
-    result, llm, events = await run(
+    result, llm, _ = await run(
         [search(), validate(GOOD_PARAMS), say(answer_json())], catalog=catalog
     )
 
@@ -381,7 +392,9 @@ async def test_self_correction_after_invalid_parameters() -> None:
     ]
     assert attempts[1].parameters["GIT_PASSWORD"] == "<redacted>"
     everything = repr(dataclasses.asdict(result)) + repr(events)
-    assert "hunter2-secret-value" not in everything.replace(answer_json(parameters=hallucinated), "")
+    assert "hunter2-secret-value" not in everything.replace(
+        answer_json(parameters=hallucinated), ""
+    )
 
 
 async def test_final_answer_is_checked_and_corrected_without_the_tool() -> None:
@@ -430,7 +443,13 @@ async def test_three_failed_validations_need_human_review_without_selection() ->
 async def test_model_giving_up_after_three_failures_is_still_a_validation_failure() -> None:
     bad = {**GOOD_PARAMS, "MEMORY_LIMIT_NEW": "big"}
     result, _, _ = await run(
-        [search(), validate(bad), validate({**bad, "X": 1}), validate({**bad, "Y": 1}), say(answer_json(workflow_id=None))]
+        [
+            search(),
+            validate(bad),
+            validate({**bad, "X": 1}),
+            validate({**bad, "Y": 1}),
+            say(answer_json(workflow_id=None)),
+        ]
     )
     assert result.human_review_reason is HumanReviewReason.PARAMETER_VALIDATION_FAILED
     assert len(result.validation_attempts) == 3
@@ -675,9 +694,7 @@ async def test_budget_exhaustion_returns_a_partial_result_in_time() -> None:
     loop = asyncio.get_running_loop()
     started = loop.time()
     with budget_scope(Budget.from_timeout(0.4)):
-        result, llm, _ = await run(
-            [search(), slow], settings=EngineSettings(answer_margin=0.1)
-        )
+        result, llm, _ = await run([search(), slow], settings=EngineSettings(answer_margin=0.1))
     elapsed = loop.time() - started
 
     assert elapsed < 5  # the 30 s model turn was abandoned at the budget
@@ -719,9 +736,7 @@ async def test_llm_unavailable_mid_investigation_keeps_what_was_found() -> None:
 
 async def test_catalog_down_degrades_and_the_model_continues() -> None:
     catalog = FailingCatalog()
-    result, llm, _ = await run(
-        [search(), say(answer_json(workflow_id=None))], catalog=catalog
-    )
+    result, llm, _ = await run([search(), say(answer_json(workflow_id=None))], catalog=catalog)
 
     tool_result = llm.tool_results(1)[0]
     assert tool_result["fallback"] == "continue_without_context"
@@ -772,8 +787,16 @@ async def test_custom_and_detected_labels_are_appended_to_every_search() -> None
     }
 
     seen_by_model = all_text_sent(llm)
-    for needle in ("cost-constrained", "name=payments", "constraint", "gitOpsManaged",
-                   "argocd-secret-marker", "custom_labels", "detected_labels", "rr-oom-1"):
+    for needle in (
+        "cost-constrained",
+        "name=payments",
+        "constraint",
+        "gitOpsManaged",
+        "argocd-secret-marker",
+        "custom_labels",
+        "detected_labels",
+        "rr-oom-1",
+    ):
         assert needle not in seen_by_model, needle
     assert result.tool_calls[0].result.find("cost-constrained") == -1
 
@@ -864,28 +887,31 @@ async def test_metrics_count_investigations_tool_calls_and_attempts() -> None:
             {"tool": "search_workflow_catalog", "status": "success"},
         ),
         "unknown": _sample("holmesgpt_playbook_tool_call_errors_total", {"tool": "unknown"}),
-        "attempt": _sample(
-            "hapi_validation_attempts_total", {"source": "tool", "result": "valid"}
-        ),
+        "attempt": _sample("hapi_validation_attempts_total", {"source": "tool", "result": "valid"}),
         "catalog": _sample("hapi_investigations_catalog_searched_total", {}),
     }
     await run(
         [search(), tool("nope", {}), validate(GOOD_PARAMS), say(answer_json())],
     )
-    assert _sample(
-        "hapi_investigations_total", {"outcome": "selected", "review_reason": "none"}
-    ) == before["selected"] + 1
-    assert _sample(
-        "holmesgpt_playbook_tool_call_total",
-        {"tool": "search_workflow_catalog", "status": "success"},
-    ) == before["search"] + 1
+    assert (
+        _sample("hapi_investigations_total", {"outcome": "selected", "review_reason": "none"})
+        == before["selected"] + 1
+    )
+    assert (
+        _sample(
+            "holmesgpt_playbook_tool_call_total",
+            {"tool": "search_workflow_catalog", "status": "success"},
+        )
+        == before["search"] + 1
+    )
     assert (
         _sample("holmesgpt_playbook_tool_call_errors_total", {"tool": "unknown"})
         == before["unknown"] + 1
     )
-    assert _sample(
-        "hapi_validation_attempts_total", {"source": "tool", "result": "valid"}
-    ) == before["attempt"] + 1
+    assert (
+        _sample("hapi_validation_attempts_total", {"source": "tool", "result": "valid"})
+        == before["attempt"] + 1
+    )
     assert _sample("hapi_investigations_catalog_searched_total", {}) == before["catalog"] + 1
 
 

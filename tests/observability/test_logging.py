@@ -110,7 +110,9 @@ def test_secrets_redacted_from_message_args_extra_and_exception(stream: io.Strin
     log = logging.getLogger("hapi.test")
     log.info("key is %s", _REGISTERED)
     log.info("calling with Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig")
-    log.info("config", extra={"headers": {"x": f"Bearer {_REGISTERED}"}, "url": f"k?api_key={_API_KEY}"})
+    log.info(
+        "config", extra={"headers": {"x": f"Bearer {_REGISTERED}"}, "url": f"k?api_key={_API_KEY}"}
+    )
     log.info("provider key %s", _API_KEY)
     log.info("cache at redis://:hunter2hunter2@redis:6379/0")
     try:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
 
 import grpc
 from aiohttp import web
 from google.protobuf import json_format
-
 from hapi.v1 import service_pb2, validation_pb2
+
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.datastorage_server import create_app
 from hapi_grpc.observability import metrics
@@ -78,22 +79,29 @@ def _incident_request(i: int, tag: str) -> tuple[service_pb2.AnalyzeIncidentRequ
 async def _round(srv: RunningServer, tag: str, size: int) -> list[str]:
     """Sends one round of varied traffic; returns the request-supplied strings."""
     supplied: list[str] = []
-    calls = []
+    calls: list[Awaitable[Any]] = []
     for i in range(size):
         request, strings = _incident_request(i, tag)
         supplied += strings
         if i % 3 == 0:
-            calls.append(_drain(srv.stub.AnalyzeIncidentStream(
-                service_pb2.AnalyzeIncidentStreamRequest(incident=request.incident), timeout=30
-            )))
+            calls.append(
+                _drain(
+                    srv.stub.AnalyzeIncidentStream(
+                        service_pb2.AnalyzeIncidentStreamRequest(incident=request.incident),
+                        timeout=30,
+                    )
+                )
+            )
         else:
             calls.append(srv.stub.AnalyzeIncident(request, timeout=30))
 
         unknown = f"wf-{tag}-{i}-{uuid.uuid4().hex[:8]}"
         supplied.append(unknown)
-        calls.append(srv.stub.ValidateWorkflowParameters(
-            validation_pb2.ValidateWorkflowParametersRequest(workflow_id=unknown), timeout=30
-        ))
+        calls.append(
+            srv.stub.ValidateWorkflowParameters(
+                validation_pb2.ValidateWorkflowParametersRequest(workflow_id=unknown), timeout=30
+            )
+        )
 
         bogus_param = f"PARAM_{tag.upper()}_{i}"
         supplied.append(bogus_param)
@@ -110,9 +118,18 @@ async def _round(srv: RunningServer, tag: str, size: int) -> list[str]:
         supplied.append(f"Nope{tag}{i}")
         calls.append(srv.channel.unary_unary(method)(b"", timeout=30))
 
-    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    # Bounded concurrency: hitting the server's RPC cap would make the set of
+    # series depend on timing.
+    gate = asyncio.Semaphore(16)
+
+    async def gated(call: Awaitable[Any]) -> Any:
+        async with gate:
+            return await call
+
+    outcomes = await asyncio.gather(*(gated(c) for c in calls), return_exceptions=True)
     unexpected = [
-        o for o in outcomes
+        o
+        for o in outcomes
         if isinstance(o, BaseException) and not isinstance(o, grpc.aio.AioRpcError)
     ]
     assert not unexpected, unexpected[:3]

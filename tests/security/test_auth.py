@@ -20,8 +20,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_g
 from hapi_grpc.security.auth import (
     INVALID_TOKEN_MESSAGE,
     MISSING_TOKEN_MESSAGE,
-    AuthInterceptor,
     Authenticator,
+    AuthInterceptor,
     Identity,
     StaticTokenAuthenticator,
     TokenReviewAuthenticator,
@@ -59,7 +59,9 @@ async def serve() -> AsyncIterator[Start]:
             "WhoAmI": grpc.unary_unary_rpc_method_handler(_whoami),
             "Count": grpc.unary_stream_rpc_method_handler(_count),
         }
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Svc", handlers),))
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("test.Svc", handlers),)
+        )
         health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
         reflection.enable_server_reflection(("test.Svc", reflection.SERVICE_NAME), server)
         port = server.add_insecure_port("127.0.0.1:0")
@@ -272,7 +274,9 @@ def sa_token_file(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def make_reviewer(sa_token_file: str) -> AsyncIterator[Callable[..., TokenReviewAuthenticator]]:
+async def make_reviewer(
+    sa_token_file: str,
+) -> AsyncIterator[Callable[..., TokenReviewAuthenticator]]:
     made: list[TokenReviewAuthenticator] = []
 
     def make(url: str, **kwargs: Any) -> TokenReviewAuthenticator:
@@ -374,4 +378,3 @@ def test_in_cluster_needs_the_kubernetes_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     reviewer = TokenReviewAuthenticator.in_cluster(audiences=["hapi-grpc"])
     assert reviewer._url == "https://10.0.0.1:6443" + TOKEN_REVIEW_PATH
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -63,11 +63,8 @@ def pki(tmp_path: Path) -> Pki:
     return Pki(tmp_path)
 
 
-ServerFactory = Callable[[grpc.ServerCredentials], "contextlib.AbstractAsyncContextManager[str]"]
-
-
 @pytest.fixture
-async def start_server() -> AsyncIterator[Callable[[grpc.ServerCredentials], object]]:
+async def start_server() -> AsyncIterator[Callable[[grpc.ServerCredentials], Awaitable[str]]]:
     servers: list[grpc.aio.Server] = []
 
     async def start(credentials: grpc.ServerCredentials) -> str:
@@ -101,7 +98,10 @@ async def test_tls_accepted_only_with_the_right_ca(pki: Pki, start_server) -> No
     address = await start_server(server_credentials(pki.cert_file, pki.key_file))
 
     assert await _call(address, channel_credentials(pki.ca_file)) == b""
-    assert await _refused(address, channel_credentials(pki.other_ca_file)) is grpc.StatusCode.UNAVAILABLE
+    assert (
+        await _refused(address, channel_credentials(pki.other_ca_file))
+        is grpc.StatusCode.UNAVAILABLE
+    )
 
 
 async def test_mutual_tls_needs_a_client_certificate_from_the_client_ca(

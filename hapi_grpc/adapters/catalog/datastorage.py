@@ -3,8 +3,9 @@
 One logical call = cache lookup, then (on a miss, shared by concurrent
 callers) the circuit breaker, then up to `max_retries` retries of the HTTP
 request. Each attempt gets connect/read/total timeouts of
-`deadline.request_timeout(request_timeout)`, so no request outlives the caller's
-deadline, and cancelling the caller aborts the request at once.
+`deadline.request_timeout(request_timeout)`, so no request outlives the
+caller's deadline, and cancelling the caller (with a cache: the last caller
+waiting for a shared fetch) aborts the request at once.
 
 Error mapping:
 - 404 on schema/workflow -> `WorkflowNotFoundError` (the service is healthy);
@@ -15,6 +16,8 @@ Error mapping:
   the status and the problem's title/detail, not retried;
 - a 2xx that breaks the contract -> `CatalogContractError` naming the problem;
 - our own deadline running out -> `BudgetExhaustedError`.
+The breaker counts every outcome except success, not-found, refused ids, our
+own deadline and cancellation as a failure of the one logical call.
 Messages never carry the base URL (it may hold credentials) or whole bodies.
 """
 
@@ -326,6 +329,9 @@ class DataStorageCatalog:
                     _check_id(value, workflow_id)
             except _ContractViolation as exc:
                 self._record(endpoint, "contract_error", started)
+                # Not retried: a broken answer is usually a version mismatch
+                # that repeats; operators need to see it.
+                log.warning("Data Storage %s response breaks the contract: %s", endpoint, exc)
                 raise CatalogContractError(f"{endpoint} response: {exc}") from None
             self._record(endpoint, "2xx", started)
             return value

@@ -189,7 +189,7 @@ class _Turn:
                 if spec.get("required"):
                     return None
                 continue
-            filled[name] = value
+            filled[name] = _typed(value, spec.get("type"))
         return filled
 
     def _from_facts(self, name: str) -> Any:
@@ -405,6 +405,20 @@ def _raised_memory_limit(text: str) -> str | None:
     return f"{value}{units[index]}"
 
 
+def _typed(value: Any, kind: Any) -> Any:
+    """Facts are text; give numbers and booleans their schema type when they parse."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if kind == "integer" and re.fullmatch(r"-?\d{1,18}", text):
+        return int(text)
+    if kind in ("float", "number") and re.fullmatch(r"-?\d{1,18}(\.\d{1,18})?", text):
+        return float(text)
+    if kind == "boolean" and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return value
+
+
 def _fix(
     proposed: dict[str, Any], errors: list[Any], specs: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -441,7 +455,8 @@ def _suggestion(code: str, message: str, spec: dict[str, Any]) -> Any:
     enum = spec.get("enum")
     if isinstance(enum, list) and enum:
         return enum[0]
-    match = _EXAMPLE_RE.search(message)
+    # The validator's generic example is a last resort, for required values only.
+    match = _EXAMPLE_RE.search(message) if spec.get("required") else None
     if match:
         try:
             return json.loads(match.group("value").replace("'", '"'))

@@ -11,6 +11,7 @@ mkdir -p "$out"
 cd "$root"
 "$py" -m grpc_tools.protoc -I protos -I third_party/protovalidate \
   --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" \
+  --include_source_info --descriptor_set_out="$out/hapi/v1/descriptor_set.pb" \
   protos/hapi/v1/*.proto
 "$py" -m grpc_tools.protoc -I third_party/protovalidate \
   --python_out="$out" --pyi_out="$out" \

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.config import Settings
@@ -27,6 +27,7 @@ from hapi_grpc.transport.interceptors import (
     MetricsInterceptor,
     ValidationInterceptor,
 )
+from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
 
 log = logging.getLogger(__name__)
@@ -93,8 +94,11 @@ class HapiServer:
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if settings.reflection:
-            reflection.enable_server_reflection(
-                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+                DocumentedReflectionServicer(
+                    (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
+                ),
+                self._server,
             )
         address = f"{settings.grpc_host}:{settings.grpc_port}"
         if server_credentials is not None:

@@ -76,10 +76,10 @@ def leading_comment(proto: Path, declaration: str) -> str:
     lines = proto.read_text(encoding="utf-8").splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith(declaration))
     start = index
-    while start > 0 and lines[start - 1].startswith("//"):
+    while start > 0 and lines[start - 1].lstrip().startswith("//"):
         start -= 1
     assert start < index, f"no comment above {declaration!r} in {proto}"
-    return lines[start].removeprefix("//").strip()
+    return lines[start].strip().removeprefix("//").strip()
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from google.protobuf import json_format
 from hapi.v1 import service_pb2
 
-from hapi_grpc.observability.logging import configure_logging
+from hapi_grpc.observability.logging import configure_logging, reset_logging
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
 
@@ -83,10 +84,13 @@ def _request(remediation_id: str, signal_type: str) -> service_pb2.AnalyzeIncide
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    level = root.level
     stream = io.StringIO()
     configure_logging("DEBUG", "json", stream=stream)
     yield stream
-    configure_logging("WARNING", "json", stream=io.StringIO())
+    reset_logging()
+    root.setLevel(level)
 
 
 async def test_full_run_logs_no_secret(log_stream: io.StringIO, tmp_path: Path) -> None:

@@ -19,10 +19,13 @@ _REGISTERED = "opaque-registered-secret-7f3e"
 
 @pytest.fixture
 def stream() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    level = root.level
     out = io.StringIO()
     hlog.configure_logging("DEBUG", "json", stream=out)
     yield out
-    hlog.configure_logging("WARNING", "json", stream=io.StringIO())
+    hlog.reset_logging()
+    root.setLevel(level)
 
 
 def _records(out: io.StringIO) -> list[dict]:
@@ -53,6 +56,9 @@ def test_configure_is_idempotent(stream: io.StringIO) -> None:
     hlog.configure_logging("INFO", "json", stream=stream)
     hlog.configure_logging("INFO", "json", stream=stream)
     logging.getLogger("hapi.test").info("once")
+    assert len(_records(stream)) == 1
+    hlog.reset_logging()
+    logging.getLogger("hapi.test").info("after reset")
     assert len(_records(stream)) == 1
 
 
@@ -131,14 +137,12 @@ def test_secrets_redacted_from_message_args_extra_and_exception(stream: io.Strin
     assert "RuntimeError: upstream rejected [REDACTED] and [REDACTED]" in records[5]["exception"]
 
 
-def test_text_format_is_readable_and_redacted() -> None:
+def test_text_format_is_readable_and_redacted(stream: io.StringIO) -> None:
     out = io.StringIO()
     hlog.configure_logging("INFO", "text", stream=out)
-    try:
-        with hlog.log_context(remediation_id="rem-1"):
-            logging.getLogger("hapi.text").info("using %s", _API_KEY, extra={"tool": "search"})
-    finally:
-        hlog.configure_logging("WARNING", "json", stream=io.StringIO())
+    with hlog.log_context(remediation_id="rem-1"):
+        logging.getLogger("hapi.text").info("using %s", _API_KEY, extra={"tool": "search"})
+    assert stream.getvalue() == ""  # the JSON handler was replaced, not kept
     line = out.getvalue().strip()
     assert not line.startswith("{")
     assert "INFO" in line and "hapi.text" in line and "[remediation_id=rem-1]" in line

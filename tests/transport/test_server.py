@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import json_format
+from google.protobuf import descriptor_pb2, json_format
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -98,7 +98,31 @@ async def test_reflection_lists_services_and_serves_descriptors() -> None:
         replies = [reply async for reply in stub.ServerReflectionInfo(iter(requests))]
         names = {s.name for s in replies[0].list_services_response.service}
         assert {"hapi.v1.IncidentAnalysisService", "grpc.health.v1.Health"} <= names
-        assert replies[1].file_descriptor_response.file_descriptor_proto
+        files = [
+            descriptor_pb2.FileDescriptorProto.FromString(raw)
+            for raw in replies[1].file_descriptor_response.file_descriptor_proto
+        ]
+        service_file = next(f for f in files if f.name == "hapi/v1/service.proto")
+        comments = [loc.leading_comments for loc in service_file.source_code_info.location]
+        assert any("validated remediation decision" in c for c in comments)
+        # Dependencies travel too, so a client can resolve every type.
+        assert {"hapi/v1/incident.proto", "google/protobuf/struct.proto"} <= {f.name for f in files}
+
+
+async def test_reflection_resolves_method_symbols() -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        stub = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        requests = [
+            reflection_pb2.ServerReflectionRequest(
+                file_containing_symbol="hapi.v1.IncidentAnalysisService.AnalyzeIncident"
+            ),
+            reflection_pb2.ServerReflectionRequest(
+                file_containing_symbol="hapi.v1.IncidentAnalysisService.NoSuchMethod"
+            ),
+        ]
+        found, missing = [reply async for reply in stub.ServerReflectionInfo(iter(requests))]
+        assert found.file_descriptor_response.file_descriptor_proto
+        assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
 
 
 async def test_reflection_can_be_switched_off() -> None:

@@ -1,3 +1,3 @@
-"""hapi-grpc: a gRPC service that turns a Kubernetes incident into a validated remediation decision."""
+"""hapi-grpc: turns a Kubernetes incident into a validated remediation decision, over gRPC."""
 
 __version__ = "0.1.0"

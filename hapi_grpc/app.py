@@ -149,8 +149,9 @@ def build_server(
     llm = llm if llm is not None else build_llm(settings)
     engine = InvestigationEngine(catalog, llm, engine_config or engine_settings(settings))
     interceptors, credentials = build_security(settings)
-    if settings.tracing_enabled:
-        interceptors.insert(0, tracing.TracingInterceptor())
+    # First, so even auth failures are traced and the caller's trace id is in
+    # every log line; without tracing enabled it only reads `traceparent`.
+    interceptors.insert(0, tracing.TracingInterceptor())
     return HapiServer(
         settings,
         catalog=catalog,
@@ -183,3 +184,4 @@ async def serve(settings: Settings) -> None:
         await server.stop()
         if metrics_runner is not None:
             await metrics_runner.cleanup()
+        tracing.shutdown_tracing()

@@ -1,10 +1,10 @@
 """The `hapi-grpc` command line.
 
-    hapi-grpc serve                       start the server (settings from HAPI_* env and flags)
-    hapi-grpc analyze INCIDENT.json       send an incident to a running server
-    hapi-grpc validate WORKFLOW_ID PARAMS.json
-    hapi-grpc datastorage serve --catalog FILE --port N
-    hapi-grpc catalog check FILE          validate a catalog file and exit
+hapi-grpc serve                       start the server (settings from HAPI_* env and flags)
+hapi-grpc analyze INCIDENT.json       send an incident to a running server
+hapi-grpc validate WORKFLOW_ID PARAMS.json
+hapi-grpc datastorage serve --catalog FILE --port N
+hapi-grpc catalog check FILE          validate a catalog file and exit
 """
 
 from __future__ import annotations
@@ -45,37 +45,73 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="start the gRPC server")
-    serve.add_argument("--host", dest="grpc_host", help="bind address (HAPI_GRPC_HOST, default [::])")
-    serve.add_argument("--port", dest="grpc_port", type=int, help="gRPC port (HAPI_GRPC_PORT, 50051)")
-    serve.add_argument("--metrics-port", type=int, help="metrics port, -1 disables (HAPI_METRICS_PORT, 9090)")
-    serve.add_argument("--catalog", dest="catalog_file", help="embedded catalog file (HAPI_CATALOG_FILE)")
+    serve.add_argument(
+        "--host", dest="grpc_host", help="bind address (HAPI_GRPC_HOST, default [::])"
+    )
+    serve.add_argument(
+        "--port", dest="grpc_port", type=int, help="gRPC port (HAPI_GRPC_PORT, 50051)"
+    )
+    serve.add_argument(
+        "--metrics-port", type=int, help="metrics port, -1 disables (HAPI_METRICS_PORT, 9090)"
+    )
+    serve.add_argument(
+        "--catalog", dest="catalog_file", help="embedded catalog file (HAPI_CATALOG_FILE)"
+    )
     serve.add_argument("--data-storage-url", help="Data Storage base URL (HAPI_DATA_STORAGE_URL)")
-    serve.add_argument("--llm-provider", choices=["builtin", "openai", "anthropic"], help="HAPI_LLM_PROVIDER")
+    serve.add_argument(
+        "--llm-provider", choices=["builtin", "openai", "anthropic"], help="HAPI_LLM_PROVIDER"
+    )
     serve.add_argument("--llm-base-url", help="HAPI_LLM_BASE_URL")
     serve.add_argument("--llm-model", help="HAPI_LLM_MODEL")
-    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="HAPI_LOG_LEVEL")
+    serve.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="HAPI_LOG_LEVEL"
+    )
     serve.add_argument("--log-format", choices=["json", "text"], help="HAPI_LOG_FORMAT")
     serve.add_argument("--tls-cert", dest="tls_cert_file", help="HAPI_TLS_CERT_FILE")
     serve.add_argument("--tls-key", dest="tls_key_file", help="HAPI_TLS_KEY_FILE")
-    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file", help="HAPI_TLS_CLIENT_CA_FILE (mutual TLS)")
-    serve.add_argument("--auth-mode", choices=["none", "static", "tokenreview"], help="HAPI_AUTH_MODE")
+    serve.add_argument(
+        "--tls-client-ca", dest="tls_client_ca_file", help="HAPI_TLS_CLIENT_CA_FILE (mutual TLS)"
+    )
+    serve.add_argument(
+        "--auth-mode", choices=["none", "static", "tokenreview"], help="HAPI_AUTH_MODE"
+    )
     serve.add_argument("--auth-tokens-file", help="HAPI_AUTH_TOKENS_FILE")
-    serve.add_argument("--no-reflection", dest="reflection", action="store_const", const=False, help="HAPI_REFLECTION=false")
-    serve.add_argument("--shutdown-grace", dest="shutdown_grace_seconds", type=float, help="HAPI_SHUTDOWN_GRACE_SECONDS")
+    serve.add_argument(
+        "--no-reflection",
+        dest="reflection",
+        action="store_const",
+        const=False,
+        help="HAPI_REFLECTION=false",
+    )
+    serve.add_argument(
+        "--shutdown-grace",
+        dest="shutdown_grace_seconds",
+        type=float,
+        help="HAPI_SHUTDOWN_GRACE_SECONDS",
+    )
     serve.add_argument("--max-concurrent-rpcs", type=int, help="HAPI_MAX_CONCURRENT_RPCS")
     serve.set_defaults(func=_serve)
 
-    for name, helptext in (("analyze", "analyze an incident (JSON file)"), ("validate", "validate workflow parameters")):
+    for name, helptext in (
+        ("analyze", "analyze an incident (JSON file)"),
+        ("validate", "validate workflow parameters"),
+    ):
         p = sub.add_parser(name, help=helptext)
         if name == "analyze":
-            p.add_argument("incident", help="AnalyzeIncidentRequest or Incident as JSON (proto JSON mapping)")
-            p.add_argument("--stream", action="store_true", help="print progress events as they arrive")
+            p.add_argument(
+                "incident", help="AnalyzeIncidentRequest or Incident as JSON (proto JSON mapping)"
+            )
+            p.add_argument(
+                "--stream", action="store_true", help="print progress events as they arrive"
+            )
             p.set_defaults(func=_analyze, timeout=330.0)
         else:
             p.add_argument("workflow_id")
             p.add_argument("parameters", help="JSON object file, or - for standard input")
             p.set_defaults(func=_validate, timeout=30.0)
-        p.add_argument("--address", default="localhost:50051", help="server address (default localhost:50051)")
+        p.add_argument(
+            "--address", default="localhost:50051", help="server address (default localhost:50051)"
+        )
         p.add_argument("--timeout", type=float, help="deadline in seconds")
         p.add_argument("--json", action="store_true", help="print the response as JSON")
         p.add_argument("--tls-ca", help="CA bundle to verify the server (enables TLS)")
@@ -154,18 +190,18 @@ def _catalog_check(args: argparse.Namespace) -> int:
 def _credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
     if not args.tls_ca:
         return None
+    from hapi_grpc.security.tls import channel_credentials
 
-    def read(path: str | None) -> bytes | None:
-        return Path(path).read_bytes() if path else None
-
-    return grpc.ssl_channel_credentials(read(args.tls_ca), read(args.tls_key), read(args.tls_cert))
+    return channel_credentials(args.tls_ca, args.tls_cert, args.tls_key)
 
 
 def _client(args: argparse.Namespace) -> Any:
     from hapi_grpc.client import HapiClient
 
     token = Path(args.token_file).read_text(encoding="utf-8").strip() if args.token_file else None
-    return HapiClient(args.address, credentials=_credentials(args), token=token, timeout=args.timeout)
+    return HapiClient(
+        args.address, credentials=_credentials(args), token=token, timeout=args.timeout
+    )
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -195,7 +231,9 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     try:
-        text = sys.stdin.read() if args.parameters == "-" else Path(args.parameters).read_text("utf-8")
+        text = (
+            sys.stdin.read() if args.parameters == "-" else Path(args.parameters).read_text("utf-8")
+        )
         params = json.loads(text)
         if not isinstance(params, dict):
             raise ValueError("expected a JSON object")
@@ -210,8 +248,10 @@ def _validate(args: argparse.Namespace) -> int:
             print(_to_json(response))
             return 0
         v = response.validation
-        print(f"workflow {response.workflow_id} {response.workflow_version}: "
-              f"{'VALID' if v.valid else 'INVALID'}")
+        print(
+            f"workflow {response.workflow_id} {response.workflow_version}: "
+            f"{'VALID' if v.valid else 'INVALID'}"
+        )
         for err in v.errors:
             print(f"  - {err.message}")
         if v.stripped_parameters:
@@ -274,8 +314,10 @@ def _print_event(event: Any, as_json: bool) -> None:
         print(f"[turn {t.turn}]{tools}")
     elif kind == "tool_call":
         c = event.tool_call
-        print(f"[tool] {c.name} {c.raw_arguments} -> {_enum(c, 'status')} "
-              f"({c.duration_seconds * 1000:.1f} ms)")
+        print(
+            f"[tool] {c.name} {c.raw_arguments} -> {_enum(c, 'status')} "
+            f"({c.duration_seconds * 1000:.1f} ms)"
+        )
     elif kind == "validation_attempt":
         a = event.validation_attempt
         print(f"[validation #{a.attempt}] {a.workflow_id}: {'valid' if a.valid else 'invalid'}")
@@ -297,8 +339,10 @@ def _print_result(result: Any) -> None:
     print(f"severity:    {_enum(result, 'rca_severity')}")
     if result.HasField("selected_workflow"):
         s = result.selected_workflow
-        print(f"workflow:    {s.workflow_id} {s.version} (confidence {s.confidence:.2f}, "
-              f"risk {_enum(s, 'estimated_risk')})")
+        print(
+            f"workflow:    {s.workflow_id} {s.version} (confidence {s.confidence:.2f}, "
+            f"risk {_enum(s, 'estimated_risk')})"
+        )
         print("parameters:  " + _struct_json(s.parameters))
     else:
         print("workflow:    none selected")
@@ -308,9 +352,11 @@ def _print_result(result: Any) -> None:
         print(f"warning:     {warning}")
     if result.needs_human_review:
         print(f"HUMAN REVIEW NEEDED: {_enum(result, 'human_review_reason')}")
-    print(f"model:       {result.model} (language model used: {result.language_model_used}); "
-          f"{result.llm_turns} turns, {len(result.tool_calls)} tool calls, "
-          f"{result.duration_seconds:.2f}s")
+    print(
+        f"model:       {result.model} (language model used: {result.language_model_used}); "
+        f"{result.llm_turns} turns, {len(result.tool_calls)} tool calls, "
+        f"{result.duration_seconds:.2f}s"
+    )
 
 
 if __name__ == "__main__":

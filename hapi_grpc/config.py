@@ -115,7 +115,9 @@ class Settings(BaseModel):
         if self.llm_provider == "anthropic" and (self.llm_temperature or 0) > 1:
             raise ValueError("llm_temperature must be at most 1 for the anthropic provider")
         if self.llm_provider == "openai" and not self.llm_base_url:
-            raise ValueError("llm_provider=openai needs llm_base_url (e.g. https://api.openai.com/v1)")
+            raise ValueError(
+                "llm_provider=openai needs llm_base_url (e.g. https://api.openai.com/v1)"
+            )
         return self
 
     def resolved_llm_api_key(self) -> str:

@@ -73,8 +73,14 @@ async def test_connection_failure_is_reported_clearly() -> None:
 
 async def test_validate_reports_errors_and_stripped_parameters() -> None:
     async with running_server() as srv:
-        params = json.dumps({"NAMESPACE": "payments", "DEPLOYMENT_NAME": "api",
-                             "MEMORY_LIMIT_NEW": "2 gigabytes", "GIT_PASSWORD": "hunter2"})
+        params = json.dumps(
+            {
+                "NAMESPACE": "payments",
+                "DEPLOYMENT_NAME": "api",
+                "MEMORY_LIMIT_NEW": "2 gigabytes",
+                "GIT_PASSWORD": "hunter2",
+            }
+        )
         code, out, _ = await run_cli(
             "validate", "oomkill-increase-memory-v1", "-", "--address", srv.address, stdin=params
         )
@@ -103,6 +109,8 @@ async def test_catalog_check(tmp_path: Path) -> None:
 async def test_serve_refuses_a_malformed_catalog(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("workflows: [{workflow_id: '../x', version: '1', title: t}]\n", encoding="utf-8")
-    code, _, err = await run_cli("serve", "--port", "0", "--metrics-port", "-1", "--catalog", str(bad))
+    code, _, err = await run_cli(
+        "serve", "--port", "0", "--metrics-port", "-1", "--catalog", str(bad)
+    )
     assert code == 2
     assert str(bad) in err and "entry #0" in err

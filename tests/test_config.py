@@ -11,7 +11,12 @@ from hapi_grpc.config import ConfigError, Settings
 
 def test_defaults_are_the_embedded_service() -> None:
     s = Settings.from_env({})
-    assert (s.grpc_port, s.llm_provider, s.data_storage_url, s.reflection) == (50051, "builtin", None, True)
+    assert (s.grpc_port, s.llm_provider, s.data_storage_url, s.reflection) == (
+        50051,
+        "builtin",
+        None,
+        True,
+    )
 
 
 def test_environment_and_flags() -> None:

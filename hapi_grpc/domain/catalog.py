@@ -141,7 +141,11 @@ class SearchQuery(_Frozen):
             filters["custom_labels"] = {k: list(v) for k, v in filters["custom_labels"].items()}
         if not filters.get("detected_labels"):
             filters.pop("detected_labels", None)
-        body: dict[str, Any] = {"query": self.query, "top_k": self.top_k, "min_score": self.min_score}
+        body: dict[str, Any] = {
+            "query": self.query,
+            "top_k": self.top_k,
+            "min_score": self.min_score,
+        }
         if filters:
             body["filters"] = filters
         if self.remediation_id:

@@ -40,7 +40,9 @@ class Budget:
         return Budget(self.expires_at - margin)
 
 
-_current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("hapi_budget", default=None)
+_current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
+    "hapi_budget", default=None
+)
 
 
 def current_budget() -> Budget | None:

@@ -38,7 +38,13 @@ from hapi_grpc.domain.errors import (
     WorkflowNotFoundError,
 )
 from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.llm import ChatMessage, LLMProvider, LLMResponse, TokenUsage
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMProvider,
+    LLMResponse,
+    TokenUsage,
+    ToolDefinition,
+)
 from hapi_grpc.domain.prompt import build_messages
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
@@ -77,6 +83,13 @@ _LAST_TURN_NOTICE = "Last turn: do not call tools; reply now with the final JSON
 
 @dataclass(frozen=True)
 class EngineSettings:
+    """Bounds and thresholds of an investigation.
+
+    The wall-clock budget is the caller's deadline (or `default_budget` when
+    there is none) minus `answer_margin`; the margin never takes more than a
+    quarter of what is left, so a short deadline still leaves time to work.
+    """
+
     max_tool_calls: int = 10
     max_llm_turns: int = 12
     tool_timeout: float = 10.0
@@ -197,7 +210,6 @@ class _Investigation:
     model: str = ""
     last_answer: FinalAnswer | None = None
     last_candidate: AlternativeWorkflow | None = None
-    check_failures: int = 0
 
     def __post_init__(self) -> None:
         self.ledger = ValidationLedger(self.settings.max_validation_attempts)
@@ -219,7 +231,7 @@ class _Investigation:
     # --- the loop -----------------------------------------------------------------
 
     async def execute(self) -> AnalysisResult:
-        messages = build_messages(self.incident)
+        messages = build_messages(self.incident, max_attempts=self.settings.max_validation_attempts)
         tool_defs = list(TOOL_DEFINITIONS)
         max_turns = self.settings.max_llm_turns
         for turn in range(1, max_turns + 1):
@@ -261,7 +273,7 @@ class _Investigation:
         )
 
     async def _complete(
-        self, messages: list[ChatMessage], tool_defs: list[Any]
+        self, messages: list[ChatMessage], tool_defs: list[ToolDefinition]
     ) -> LLMResponse | _Stop:
         remaining = self.budget.remaining()
         if remaining <= 0:
@@ -440,7 +452,6 @@ class _Investigation:
         """A failed check: the model may correct itself while attempts remain."""
         if not charged:
             self.ledger.charge()
-        self.check_failures += 1
         logger.info("final answer rejected reason=%s", reason.value)
         return _Verdict(
             answer,
@@ -470,9 +481,10 @@ class _Investigation:
         candidate = None if verdict.accepted else verdict.candidate or self.last_candidate
         if candidate is not None:
             self._keep_candidate(result, candidate)
+            why = _REJECTION_TEXT.get(reason) if reason is not None else None
             result.warnings.append(
                 f"Workflow {candidate.workflow_id[:128]!r} was proposed but not selected:"
-                f" {_REJECTION_TEXT.get(verdict.reason, 'it could not be checked')}."
+                f" {why or 'it could not be checked'}."
             )
         degraded = self.tools.catalog_failures > 0 and self.tools.searches_ok == 0
         if degraded or reason is HumanReviewReason.DATA_STORAGE_UNAVAILABLE:

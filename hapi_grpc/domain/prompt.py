@@ -30,6 +30,7 @@ __all__ = [
     "build_messages",
     "incident_facts",
     "read_facts",
+    "system_prompt",
 ]
 
 SIGNAL = "Signal Information"
@@ -55,7 +56,7 @@ _LONG_FIELDS = {
     "Signal Labels": 8 * _LONG_TEXT_CHARS,
 }
 
-SYSTEM_PROMPT = """\
+_SYSTEM_TEMPLATE = """\
 You investigate Kubernetes incidents and choose a remediation workflow.
 
 The user message holds observable facts only. Perform an independent root cause analysis \
@@ -73,7 +74,7 @@ Environment and priority filters are applied automatically.
 search; never invent ids or parameter names. Fill its parameters from the facts and its schema \
 (exact names, types, allowed values, patterns; omit optional ones the facts do not give).
 4. Call validate_workflow_parameters before answering. On errors, correct the parameters and \
-validate again: at most 3 validations in total.
+validate again: at most {max_attempts} validations in total.
 5. If no workflow fits, the catalog is unavailable or validation keeps failing, answer with \
 selected_workflow null and say why in warnings.
 
@@ -102,10 +103,21 @@ confidence: how sure you are that the workflow fixes the root cause. Give the va
 parameters with their schema types."""
 
 
-def build_messages(incident: Incident) -> list[ChatMessage]:
+def system_prompt(max_attempts: int = 3) -> str:
+    """The instructions, with the investigation's validation budget."""
+    return _SYSTEM_TEMPLATE.replace("{max_attempts}", str(max_attempts))
+
+
+SYSTEM_PROMPT = system_prompt()
+
+
+def build_messages(incident: Incident, *, max_attempts: int = 3) -> list[ChatMessage]:
     """The opening conversation: system instructions and the facts."""
     return [
-        ChatMessage(role="system", content=SYSTEM_PROMPT),
+        ChatMessage(
+            role="system",
+            content=SYSTEM_PROMPT if max_attempts == 3 else system_prompt(max_attempts),
+        ),
         ChatMessage(role="user", content=incident_facts(incident)),
     ]
 

@@ -14,7 +14,7 @@ from typing import Any
 from hapi_grpc.domain.parameters import ParameterIssue
 
 
-class HumanReviewReason(str, enum.Enum):
+class HumanReviewReason(enum.StrEnum):
     """Names match the proto enum HumanReviewReason without its prefix."""
 
     NO_MATCHING_WORKFLOWS = "NO_MATCHING_WORKFLOWS"
@@ -28,7 +28,7 @@ class HumanReviewReason(str, enum.Enum):
     BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
 
 
-class ToolCallStatus(str, enum.Enum):
+class ToolCallStatus(enum.StrEnum):
     """Names match the proto enum ToolCallStatus without its prefix."""
 
     SUCCESS = "SUCCESS"
@@ -40,7 +40,7 @@ class ToolCallStatus(str, enum.Enum):
     TIMEOUT = "TIMEOUT"
 
 
-class ValidationSource(str, enum.Enum):
+class ValidationSource(enum.StrEnum):
     TOOL = "TOOL"
     FINAL_ANSWER = "FINAL_ANSWER"
 

@@ -9,9 +9,9 @@ the context into new tasks).
 
 Redaction happens in the formatter, the last step before bytes leave the
 process, so it covers records from any library: registered secrets (the LLM API
-key, auth tokens) and anything shaped like a bearer token, an `sk-` API key or
-an `api_key=` assignment become `[REDACTED]` in the message, the arguments, the
-`extra=` fields and the exception text.
+key, auth tokens) and anything shaped like a bearer token, an `sk-` API key,
+an `api_key=` assignment or a password in a URL become `[REDACTED]` in the
+message, the arguments, the `extra=` fields and the exception text.
 """
 
 from __future__ import annotations

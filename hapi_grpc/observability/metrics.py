@@ -114,7 +114,7 @@ CACHE_LOOKUPS = Counter(
 # --- Parameter validation -----------------------------------------------------
 VALIDATION_ATTEMPTS = Counter(
     "hapi_validation_attempts_total",
-    "Parameter validation attempts by source (tool, final_answer, rpc) and result (valid, invalid).",
+    "Parameter validation attempts by source (tool, final_answer, rpc) and result.",
     ["source", "result"],
 )
 

@@ -71,6 +71,7 @@ class _ReloadingCertificates:
         self._client_ca_file = client_ca_file
         self._paths = tuple(p for p in (cert_file, key_file, client_ca_file) if p)
         self._lock = threading.Lock()  # the fetcher runs on gRPC's threads
+        self._rejected: object = None
         self.current = self._load()
 
     def _load(self) -> _Loaded:
@@ -79,28 +80,47 @@ class _ReloadingCertificates:
         cert = _read(self._cert_file, "TLS certificate")
         _check_pair(self._cert_file, self._key_file)
         client_ca = _read(self._client_ca_file, "client CA") if self._client_ca_file else None
+        # The pair check reads the files again: only a load during which
+        # nothing changed is known to be the pair that was checked.
+        if _stamp(self._paths) != stamp:
+            raise ValueError("the TLS files changed while being loaded")
         config = grpc.ssl_server_certificate_configuration(
             [(key, cert)], root_certificates=client_ca
         )
         return _Loaded(stamp, config)
 
     def fetch(self) -> grpc.ServerCertificateConfiguration | None:
-        """New configuration when the files changed and are valid, else None (keep)."""
+        """New configuration when the files changed and are valid, else None (keep).
+
+        Files found unusable are not looked at again (nor warned about) until
+        they change again, so a stuck rotation costs one stat per handshake.
+        """
         with self._lock:
             try:
-                if _stamp(self._paths) == self.current.stamp:
-                    return None
+                stamp: object = _stamp(self._paths)
+            except ValueError as exc:
+                stamp = exc.args  # a missing file: same message, same state
+                if stamp != self._rejected:
+                    self._reject(stamp, exc)
+                return None
+            if stamp in (self.current.stamp, self._rejected):
+                return None
+            try:
                 loaded = self._load()
             except (OSError, ValueError) as exc:
-                # Mid-rotation or broken files: keep serving the previous pair.
-                log.warning(
-                    "TLS files changed but cannot be loaded yet; keeping the previous certificate",
-                    extra={"error": str(exc)},
-                )
+                self._reject(stamp, exc)
                 return None
             self.current = loaded
             log.info("TLS certificate reloaded")
             return loaded.config
+
+    def _reject(self, state: object, exc: Exception) -> None:
+        # Mid-rotation or broken files: keep serving the previous pair.
+        self._rejected = state
+        log.warning(
+            "TLS files changed but cannot be loaded yet; keeping the previous certificate",
+            extra={"error": str(exc)},
+        )
 
 
 def server_credentials(

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
-
 from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
+
 from hapi_grpc.domain import incident as d
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema
@@ -195,7 +195,9 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
     if typed is not None and isinstance(call.arguments, dict):
         field, cls = typed
         try:
-            args = json_format.ParseDict(_json_safe(call.arguments), cls(), ignore_unknown_fields=True)
+            args = json_format.ParseDict(
+                _json_safe(call.arguments), cls(), ignore_unknown_fields=True
+            )
         except (json_format.ParseError, TypeError, ValueError):
             pass  # the raw text is still recorded; typing is best effort
         else:
@@ -261,7 +263,9 @@ def result_to_proto(res: r.AnalysisResult) -> analysis_pb2.AnalysisResult:
                 version=s.version,
                 confidence=s.confidence,
                 rationale=s.rationale,
-                estimated_risk=_RISK_TO_PROTO.get(s.estimated_risk, common_pb2.RISK_LEVEL_UNSPECIFIED),
+                estimated_risk=_RISK_TO_PROTO.get(
+                    s.estimated_risk, common_pb2.RISK_LEVEL_UNSPECIFIED
+                ),
                 parameters=dict_to_struct(s.parameters),
             )
         )

@@ -31,7 +31,9 @@ class DocumentedReflectionServicer(_async.ReflectionServicer):
         super().__init__(service_names)
         self._documented = _documented_files()
 
-    def _respond(self, request: pb.ServerReflectionRequest, file_name: str) -> pb.ServerReflectionResponse:
+    def _respond(
+        self, request: pb.ServerReflectionRequest, file_name: str
+    ) -> pb.ServerReflectionResponse:
         descriptor = self._pool.FindFileByName(file_name)
         seen: dict[str, object] = {}
         _base._collect_transitive_dependencies(descriptor, seen)

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import grpc
-
 from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
+
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope
@@ -115,9 +115,7 @@ def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStream
             validation_attempt=converters.attempt_to_proto(event)
         )
     if isinstance(event, r.AnalysisResult):
-        return service_pb2.AnalyzeIncidentStreamResponse(
-            result=converters.result_to_proto(event)
-        )
+        return service_pb2.AnalyzeIncidentStreamResponse(result=converters.result_to_proto(event))
     raise TypeError(f"unexpected event {type(event).__name__}")
 
 

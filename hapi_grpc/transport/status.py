@@ -40,9 +40,7 @@ def code_for(exc: BaseException) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def rich_status(
-    code: grpc.StatusCode, message: str, details: Iterable[object] = ()
-) -> grpc.Status:
+def rich_status(code: grpc.StatusCode, message: str, details: Iterable[object] = ()) -> grpc.Status:
     """A grpc.Status carrying google.rpc details in the trailing metadata."""
     status = status_pb2.Status(code=_rpc_code(code), message=message)
     for detail in details:

@@ -17,7 +17,13 @@ from hapi_grpc.domain.incident import (
     SignalInfo,
     StormDetection,
 )
-from hapi_grpc.domain.prompt import SYSTEM_PROMPT, build_messages, incident_facts, read_facts
+from hapi_grpc.domain.prompt import (
+    SYSTEM_PROMPT,
+    build_messages,
+    incident_facts,
+    read_facts,
+    system_prompt,
+)
 from hapi_grpc.domain.tools import TOOL_DEFINITIONS
 
 FULL = Incident(
@@ -241,3 +247,9 @@ def test_prompt_size_is_reported(incident: Incident, capsys: pytest.CaptureFixtu
             f" tools={len(tools)} chars, total~{total // 4} tokens"
         )
     assert total < 8000
+
+
+def test_validation_budget_in_the_instructions_follows_the_setting() -> None:
+    assert "at most 5 validations" in system_prompt(5)
+    assert build_messages(MINIMAL, max_attempts=2)[0].content == system_prompt(2)
+    assert "{max_attempts}" not in SYSTEM_PROMPT

@@ -1,7 +1,7 @@
 """A real grpc.aio server on 127.0.0.1 for tests, with a real channel to it.
 
-    async with running_server(llm=my_provider) as srv:
-        response = await srv.stub.AnalyzeIncident(request, timeout=10)
+async with running_server(llm=my_provider) as srv:
+    response = await srv.stub.AnalyzeIncident(request, timeout=10)
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-
 from hapi.v1 import service_pb2_grpc
+
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
@@ -43,9 +43,7 @@ async def running_server(
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """Start a server on a free loopback port; `settings` override Settings fields."""
-    config = Settings(
-        **{"grpc_host": "127.0.0.1", "grpc_port": 0, "metrics_port": -1, **settings}
-    )
+    config = Settings(**{"grpc_host": "127.0.0.1", "grpc_port": 0, "metrics_port": -1, **settings})
     server = build_server(
         config,
         catalog=catalog,

@@ -12,11 +12,17 @@ from google.protobuf import descriptor_pb2, json_format
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-
 from hapi.v1 import service_pb2, validation_pb2
+
 from hapi_grpc.client import error_details, field_violations
 from hapi_grpc.domain import errors
-from hapi_grpc.domain.catalog import ParameterSpec, SearchQuery, SearchResult, Workflow, WorkflowSchema
+from hapi_grpc.domain.catalog import (
+    ParameterSpec,
+    SearchQuery,
+    SearchResult,
+    Workflow,
+    WorkflowSchema,
+)
 from hapi_grpc.transport.status import INTERNAL_MESSAGE
 from tests.helpers.grpc_server import running_server
 
@@ -157,8 +163,13 @@ async def test_invalid_request_gets_field_violations() -> None:
         ({}, "incident"),
         ({"incident": {"remediationId": "r-1"}}, "incident.signal"),
         (
-            {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"},
-                          "errorDetails": {"description": "d" * 20000}}},
+            {
+                "incident": {
+                    "remediationId": "r-1",
+                    "signal": {"signalType": "X"},
+                    "errorDetails": {"description": "d" * 20000},
+                }
+            },
             "incident.error_details.description",
         ),
         (
@@ -166,8 +177,13 @@ async def test_invalid_request_gets_field_violations() -> None:
             "incident.signal.severity",
         ),
         (
-            {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"},
-                          "enrichmentResults": {"customLabels": {"team": ["a", 7]}}}},
+            {
+                "incident": {
+                    "remediationId": "r-1",
+                    "signal": {"signalType": "X"},
+                    "enrichmentResults": {"customLabels": {"team": ["a", 7]}},
+                }
+            },
             "incident.enrichment_results",
         ),
     ],
@@ -188,7 +204,7 @@ async def test_unsafe_workflow_ids_are_invalid_argument(workflow_id: str) -> Non
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await srv.stub.ValidateWorkflowParameters(validate_request(workflow_id), timeout=10)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert [v.field for v in field_violations(err.value)][0] == "workflow_id"
+        assert field_violations(err.value)[0].field == "workflow_id"
         assert not catalog.started.is_set()  # never reached the catalog
 
 
@@ -233,7 +249,9 @@ async def test_concurrency_cap_answers_resource_exhausted_but_not_for_health() -
     catalog = ScriptedCatalog(delay=1.0)
     async with running_server(catalog=catalog, max_concurrent_rpcs=2) as srv:
         calls = [
-            asyncio.ensure_future(srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10))
+            asyncio.ensure_future(
+                srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+            )
             for _ in range(2)
         ]
         await asyncio.wait_for(catalog.started.wait(), 5)

@@ -56,6 +56,7 @@ from hapi_grpc.domain.errors import (
     WorkflowNotFoundError,
 )
 from hapi_grpc.observability import metrics
+from hapi_grpc.observability.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,19 @@ class DataStorageCatalog:
         return self._session
 
     async def _call(
+        self,
+        endpoint: Endpoint,
+        method: str,
+        path: str,
+        model: type[M],
+        body: Mapping[str, Any] | None,
+        workflow_id: str | None = None,
+    ) -> M:
+        """`_call_with_retries` inside a tracing span (a no-op when tracing is off)."""
+        with span(f"datastorage.{endpoint}"):
+            return await self._call_with_retries(endpoint, method, path, model, body, workflow_id)
+
+    async def _call_with_retries(
         self,
         endpoint: Endpoint,
         method: str,

@@ -40,6 +40,7 @@ from hapi_grpc.domain.deadline import current_budget, request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.observability import metrics
+from hapi_grpc.observability.tracing import span
 
 logger = logging.getLogger("hapi_grpc.adapters.llm")
 
@@ -202,6 +203,29 @@ class LLMHttpClient:
             await session.close()
 
     async def post_completion(
+        self,
+        url: str,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str],
+        parse: Callable[[Any], LLMResponse],
+        params: Mapping[str, str] | None = None,
+        message_count: int = 0,
+        tool_count: int = 0,
+    ) -> LLMResponse:
+        """`_post_completion` inside a tracing span (a no-op when tracing is off)."""
+        with span("llm.complete", provider=self.provider, model=self.model):
+            return await self._post_completion(
+                url,
+                body,
+                headers=headers,
+                parse=parse,
+                params=params,
+                message_count=message_count,
+                tool_count=tool_count,
+            )
+
+    async def _post_completion(
         self,
         url: str,
         body: dict[str, Any],

@@ -164,6 +164,7 @@ class SearchHit(_Frozen):
     confidence: float = Field(ge=0.0, le=1.0)
     estimated_duration: str = ""
     success_rate: float | None = None
+    estimated_risk: Literal["low", "medium", "high"] | None = None
     parameters: tuple[ParameterSpec, ...] | None = None
 
 

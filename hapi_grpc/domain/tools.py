@@ -54,6 +54,7 @@ from hapi_grpc.domain.result import (
 )
 from hapi_grpc.domain.workflow_validation import redact_parameters, validate_workflow_parameters
 from hapi_grpc.observability import metrics
+from hapi_grpc.observability.tracing import span
 
 __all__ = [
     "SEARCH_TOOL",
@@ -74,6 +75,7 @@ logger = logging.getLogger("hapi_grpc.domain.engine.tools")
 
 SEARCH_TOOL = "search_workflow_catalog"
 VALIDATE_TOOL = "validate_workflow_parameters"
+TOOL_NAMES = frozenset({SEARCH_TOOL, VALIDATE_TOOL})
 SEVERITIES = ("critical", "high", "medium", "low")
 
 DEGRADED_FALLBACK = "continue_without_context"
@@ -411,7 +413,9 @@ class ToolSession:
                 previous, "Identical to an earlier call: same result. Do not repeat calls."
             )
         else:
-            outcome = await self._dispatch(call.name, parsed, parse_error)
+            tool = call.name if call.name in TOOL_NAMES else "unknown"
+            with span(f"tool.{tool}"):
+                outcome = await self._dispatch(call.name, parsed, parse_error)
             text = compact_json(outcome.result)
             if outcome.status in _DETERMINISTIC:
                 self._answers[key] = text
@@ -709,7 +713,7 @@ def _hit_summary(hit: SearchHit) -> dict[str, Any]:
     if hit.description:
         out["description"] = _truncate(hit.description, _DESCRIPTION_CHARS)
     out["confidence"] = round(hit.confidence, 4)
-    risk = getattr(hit, "estimated_risk", None)  # present when the catalog model carries it
+    risk = hit.estimated_risk
     if risk in ("low", "medium", "high"):
         out["estimated_risk"] = risk
     if hit.parameters is None:

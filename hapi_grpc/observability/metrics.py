@@ -44,7 +44,7 @@ TOOL_CALL_CACHE_HIT_RATE = Gauge(
 # --- Investigations ---------------------------------------------------------
 INVESTIGATIONS = Counter(
     "hapi_investigations_total",
-    "Finished investigations by outcome (selected, human_review, error) and review reason.",
+    "Finished investigations by outcome (selected, human_review, cancelled, error) and reason.",
     ["outcome", "review_reason"],
 )
 INVESTIGATION_DURATION = Histogram(

@@ -268,3 +268,45 @@ def test_missing_opentelemetry_leaves_tracing_off_with_a_warning() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "OpenTelemetry is not installed" in result.stderr
+
+
+async def test_investigation_spans_cover_rpc_tools_and_data_storage(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """One trace: the RPC span with the tool and Data Storage spans under it."""
+    from aiohttp import web
+
+    from hapi.v1 import service_pb2
+    from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+    from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+    from hapi_grpc.adapters.datastorage_server import create_app
+    from hapi_grpc.client import load_analyze_request
+    from tests.helpers.grpc_server import running_server
+
+    runner = web.AppRunner(create_app(EmbeddedCatalog.from_file(None)))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    catalog = DataStorageCatalog(f"http://127.0.0.1:{port}")
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    try:
+        async with running_server(catalog=catalog) as srv:
+            request = load_analyze_request("examples/oomkilled.json")
+            await srv.stub.AnalyzeIncident(
+                service_pb2.AnalyzeIncidentRequest(incident=request.incident),
+                timeout=30,
+                metadata=(("traceparent", f"00-{trace_id}-b7ad6b7169203331-01"),),
+            )
+    finally:
+        await catalog.close()
+        await runner.cleanup()
+    spans = exporter.get_finished_spans()
+    names = {s.name for s in spans}
+    assert {
+        "tool.search_workflow_catalog",
+        "tool.validate_workflow_parameters",
+        "datastorage.search",
+        "datastorage.schema",
+    } <= names
+    assert all(format(s.context.trace_id, "032x") == trace_id for s in spans)

@@ -366,5 +366,6 @@ def _hit(item: _Scored) -> SearchHit:
         confidence=item.confidence,
         estimated_duration=workflow.estimated_duration,
         success_rate=workflow.success_rate,
+        estimated_risk=workflow.estimated_risk,
         parameters=workflow.parameters,
     )

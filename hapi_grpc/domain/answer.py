@@ -189,25 +189,9 @@ def _parse_spans(text: str, spans: list[tuple[int, int]]) -> list[dict[str, Any]
 
 def _matching_brace(text: str, start: int) -> int | None:
     """Index of the '}' closing the '{' at `start`, skipping JSON strings."""
-    depth = 0
-    in_string = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
+    for open_at, close_at in _brace_spans(text, start):
+        if open_at == start:
+            return close_at
     return None
 
 

@@ -111,10 +111,12 @@ def build_security(
     if settings.auth_mode != "none":
         from hapi_grpc.security.auth import (
             AuthInterceptor,
+            Authenticator,
             StaticTokenAuthenticator,
             TokenReviewAuthenticator,
         )
 
+        authenticator: Authenticator
         if settings.auth_mode == "static":
             assert settings.auth_tokens_file is not None
             authenticator = StaticTokenAuthenticator.from_file(settings.auth_tokens_file)

@@ -236,7 +236,12 @@ def request_violations(
     """protovalidate violations of `message` as domain field violations."""
     found = (validator or _default_validator()).collect_violations(message)
     return [
-        FieldViolation(field_path(v.proto.field.elements), v.proto.message, v.proto.rule_id)
+        FieldViolation(
+            # A rule on the top-level message itself has no field path.
+            field_path(v.proto.field.elements) if v.proto.field is not None else "",
+            v.proto.message,
+            v.proto.rule_id,
+        )
         for v in found
     ]
 

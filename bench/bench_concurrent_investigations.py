@@ -31,7 +31,6 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes / tests.helpers
 
 from hapi.v1 import incident_pb2, service_pb2
-
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.engine import EngineSettings

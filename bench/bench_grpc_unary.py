@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _server import server_process
+
 from hapi.v1 import service_pb2_grpc, validation_pb2
 
 

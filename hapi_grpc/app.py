@@ -110,8 +110,8 @@ def build_security(
     interceptors: list[grpc.aio.ServerInterceptor] = []
     if settings.auth_mode != "none":
         from hapi_grpc.security.auth import (
-            AuthInterceptor,
             Authenticator,
+            AuthInterceptor,
             StaticTokenAuthenticator,
             TokenReviewAuthenticator,
         )

@@ -19,8 +19,8 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
-from hapi.v1 import service_pb2, service_pb2_grpc, validation_pb2
 
+from hapi.v1 import service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.parameters import validate_parameters  # re-exported for clients
 from hapi_grpc.transport.interceptors import request_violations

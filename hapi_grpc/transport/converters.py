@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
-from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
 
+from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
 from hapi_grpc.domain import incident as d
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
-from hapi.v1 import service_pb2, service_pb2_grpc
 
+from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.engine import InvestigationEngine

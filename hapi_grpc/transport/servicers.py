@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import grpc
-from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
 
+from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope

@@ -20,8 +20,8 @@ import grpc
 import pytest
 from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from hapi.v1 import service_pb2, service_pb2_grpc
 
+from hapi.v1 import service_pb2, service_pb2_grpc
 from tests.contract.conftest import EXAMPLES, REPO, SERVICE, ServerProcess
 
 pytestmark = pytest.mark.timeout(600)

@@ -17,8 +17,8 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import json_format
-from hapi.v1 import analysis_pb2, service_pb2, tools_pb2
 
+from hapi.v1 import analysis_pb2, service_pb2, tools_pb2
 from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.engine import EngineSettings

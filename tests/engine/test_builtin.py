@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
-from hapi.v1 import service_pb2
 
+from hapi.v1 import service_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowLabels

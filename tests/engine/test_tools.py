@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 from buf.validate import validate_pb2
 from google.protobuf import descriptor
-from hapi.v1 import tools_pb2
 from pydantic import ValidationError
 
+from hapi.v1 import tools_pb2
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ValidationSource
 from hapi_grpc.domain.tools import (

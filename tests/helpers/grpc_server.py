@@ -13,8 +13,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-from hapi.v1 import service_pb2_grpc
 
+from hapi.v1 import service_pb2_grpc
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog

@@ -14,8 +14,8 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import json_format
-from hapi.v1 import service_pb2
 
+from hapi.v1 import service_pb2
 from hapi_grpc.observability.logging import configure_logging, reset_logging
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server

@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 from aiohttp import web
 from google.protobuf import json_format
-from hapi.v1 import service_pb2, validation_pb2
 
+from hapi.v1 import service_pb2, validation_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.datastorage_server import create_app
 from hapi_grpc.observability import metrics

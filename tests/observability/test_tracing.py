@@ -275,8 +275,8 @@ async def test_investigation_spans_cover_rpc_tools_and_data_storage(
 ) -> None:
     """One trace: the RPC span with the tool and Data Storage spans under it."""
     from aiohttp import web
-    from hapi.v1 import service_pb2
 
+    from hapi.v1 import service_pb2
     from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
     from hapi_grpc.adapters.datastorage_server import create_app

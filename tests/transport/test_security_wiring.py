@@ -14,7 +14,9 @@ from tests.helpers.grpc_server import running_server
 
 
 def _request() -> validation_pb2.ValidateWorkflowParametersRequest:
-    request = validation_pb2.ValidateWorkflowParametersRequest(workflow_id="cleanup-evicted-pods-v1")
+    request = validation_pb2.ValidateWorkflowParametersRequest(
+        workflow_id="cleanup-evicted-pods-v1"
+    )
     request.parameters.update({})
     return request
 

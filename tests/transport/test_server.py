@@ -12,8 +12,8 @@ from google.protobuf import descriptor_pb2, json_format
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from hapi.v1 import service_pb2, validation_pb2
 
+from hapi.v1 import service_pb2, validation_pb2
 from hapi_grpc.client import error_details, field_violations
 from hapi_grpc.domain import errors
 from hapi_grpc.domain.catalog import (

@@ -83,48 +83,65 @@ class _HandlerWrapper(grpc.aio.ServerInterceptor):
 
 
 class MetricsInterceptor(_HandlerWrapper):
-    """Counts RPCs by method and final code, times them, tracks in-flight."""
+    """Counts RPCs by method and final code, times them, tracks in-flight.
+
+    The labelled children are resolved once per method, not on every call:
+    `labels()` takes a lock and a dictionary lookup each time.
+    """
 
     def wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
-        label = metrics.grpc_method_label(method)
+        track = _MethodMetrics(metrics.grpc_method_label(method))
 
         async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started = _start(label)
+            started = track.start()
             try:
                 response = await behavior(request, context)
             except BaseException as exc:
-                _finish(label, started, _code_of(context, exc))
+                track.finish(started, _code_of(context, exc))
                 raise
-            _finish(label, started, _code_of(context, None))
+            track.finish(started, _code_of(context, None))
             return response
 
         return wrapped
 
     def wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
-        label = metrics.grpc_method_label(method)
+        track = _MethodMetrics(metrics.grpc_method_label(method))
 
         async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            started = _start(label)
+            started = track.start()
             try:
                 async for response in behavior(request, context):
                     yield response
             except BaseException as exc:
-                _finish(label, started, _code_of(context, exc))
+                track.finish(started, _code_of(context, exc))
                 raise
-            _finish(label, started, _code_of(context, None))
+            track.finish(started, _code_of(context, None))
 
         return wrapped
 
 
-def _start(label: str) -> float:
-    metrics.GRPC_IN_FLIGHT.labels(method=label).inc()
-    return time.perf_counter()
+class _MethodMetrics:
+    """The metric children of one method."""
 
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.in_flight = metrics.GRPC_IN_FLIGHT.labels(method=label)
+        self.latency = metrics.GRPC_LATENCY.labels(method=label)
+        self.handled: dict[grpc.StatusCode, Any] = {}
 
-def _finish(label: str, started: float, code: grpc.StatusCode) -> None:
-    metrics.GRPC_IN_FLIGHT.labels(method=label).dec()
-    metrics.GRPC_LATENCY.labels(method=label).observe(time.perf_counter() - started)
-    metrics.GRPC_HANDLED.labels(method=label, code=code.name).inc()
+    def start(self) -> float:
+        self.in_flight.inc()
+        return time.perf_counter()
+
+    def finish(self, started: float, code: grpc.StatusCode) -> None:
+        self.in_flight.dec()
+        self.latency.observe(time.perf_counter() - started)
+        counter = self.handled.get(code)
+        if counter is None:
+            counter = self.handled[code] = metrics.GRPC_HANDLED.labels(
+                method=self.label, code=code.name
+            )
+        counter.inc()
 
 
 def _code_of(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:

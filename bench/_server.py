@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +17,31 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
+SERVICE = "hapi.v1.IncidentAnalysisService"
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_serving(address: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """Block until the service at `address` reports SERVING (or fail)."""
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise SystemExit(f"server exited with {proc.returncode} during startup")
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    raise SystemExit(f"server at {address} not SERVING within {timeout:.0f}s")
 
 
 @contextlib.contextmanager
@@ -34,30 +54,33 @@ def server_process(**env: str) -> Iterator[str]:
         "HAPI_GRPC_PORT": str(port),
         "HAPI_METRICS_PORT": "-1",
         "HAPI_LOG_LEVEL": "WARNING",
+        "HAPI_LLM_PROVIDER": "builtin",
         "HAPI_MAX_CONCURRENT_RPCS": "10000",
         **env,
     }
+    # Settings meant for another server must not leak in from the caller.
+    for name in ("HAPI_DATA_STORAGE_URL", "HAPI_CATALOG_FILE", "HAPI_CACHE_URL"):
+        if name not in env:
+            environ.pop(name, None)
     exe = Path(sys.executable).with_name("hapi-grpc")
-    proc = subprocess.Popen([str(exe), "serve"], env=environ, cwd=ROOT)
     address = f"127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        with grpc.insecure_channel(address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while True:
-                try:
-                    reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                except grpc.RpcError:
-                    pass
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("server did not become SERVING")
-                time.sleep(0.1)
-        yield address
-    finally:
-        proc.send_signal(signal.SIGTERM)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [str(exe), "serve"], env=environ, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            try:
+                wait_serving(address, proc, timeout=60)
+            except BaseException:
+                log.seek(0)
+                print(log.read().decode(errors="replace")[-4000:], file=sys.stderr)
+                raise
+            yield address
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)

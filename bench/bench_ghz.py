@@ -26,21 +26,21 @@ Exits non-zero when a run has errors (non-OK responses).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf import descriptor_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _server import server_process, wait_serving
 
 REPO = Path(__file__).resolve().parents[1]
 GHZ = REPO / ".tools" / "bin" / "ghz"
@@ -118,69 +118,6 @@ class Result:
     p50_ms: float
     p99_ms: float
     statuses: dict[str, int]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_serving(address: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode} during startup")
-        with grpc.insecure_channel(address) as channel:
-            try:
-                resp = health_pb2_grpc.HealthStub(channel).Check(
-                    health_pb2.HealthCheckRequest(service=SERVICE), timeout=1
-                )
-                if resp.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-        time.sleep(0.1)
-    raise SystemExit(f"server at {address} not SERVING within {timeout:.0f}s")
-
-
-def start_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "HAPI_GRPC_HOST": "127.0.0.1",
-        "HAPI_GRPC_PORT": str(port),
-        "HAPI_METRICS_HOST": "127.0.0.1",
-        "HAPI_METRICS_PORT": "0",
-        "HAPI_LLM_PROVIDER": "builtin",
-        "HAPI_LOG_LEVEL": "WARNING",
-        "HAPI_SHUTDOWN_GRACE_SECONDS": "5",
-    }
-    for name in ("HAPI_DATA_STORAGE_URL", "HAPI_CATALOG_FILE", "HAPI_CACHE_URL"):
-        env.pop(name, None)
-    script = Path(sys.executable).parent / "hapi-grpc"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [str(script), "serve"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-    address = f"127.0.0.1:{port}"
-    try:
-        wait_serving(address, proc, timeout=60)
-    except BaseException:
-        stop_server(proc)
-        print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
-        raise
-    return proc, address
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def ensure_ghz() -> Path:
@@ -273,37 +210,32 @@ def main() -> int:
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     ghz = ensure_ghz()
     hapi_protoset = build_hapi_protoset()
-    proc: subprocess.Popen[bytes] | None = None
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         health_protoset = write_health_protoset(Path(tmp) / "health.binpb")
         if args.addr:
             address = args.addr
             wait_serving(address, None, timeout=10)
         else:
-            proc, address = start_server(Path(tmp) / "server.log")
-        try:
-            print(
-                f"server {address}; ghz {ghz}; "
-                f"{args.requests} requests per run; {os.cpu_count()} CPUs shared by ghz "
-                "and the server",
-                flush=True,
-            )
-            results: list[Result] = []
-            for target in targets(hapi_protoset, health_protoset):
-                run_ghz(ghz, address, target, 10, args.warmup)
-                for level in levels:
-                    report = run_ghz(ghz, address, target, level, args.requests)
-                    result = summarize(target.name, level, report)
-                    results.append(result)
-                    print(
-                        f"  {target.name:<9} c={level:<3} {result.rps:8.0f} rps  "
-                        f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
-                        f"statuses {result.statuses}",
-                        flush=True,
-                    )
-        finally:
-            if proc is not None:
-                stop_server(proc)
+            address = stack.enter_context(server_process(HAPI_SHUTDOWN_GRACE_SECONDS="5"))
+        print(
+            f"server {address}; ghz {ghz}; "
+            f"{args.requests} requests per run; {os.cpu_count()} CPUs shared by ghz "
+            "and the server",
+            flush=True,
+        )
+        results: list[Result] = []
+        for target in targets(hapi_protoset, health_protoset):
+            run_ghz(ghz, address, target, 10, args.warmup)
+            for level in levels:
+                report = run_ghz(ghz, address, target, level, args.requests)
+                result = summarize(target.name, level, report)
+                results.append(result)
+                print(
+                    f"  {target.name:<9} c={level:<3} {result.rps:8.0f} rps  "
+                    f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
+                    f"statuses {result.statuses}",
+                    flush=True,
+                )
     print()
     print_table(results)
     if args.json:

@@ -243,58 +243,49 @@ class DataStorageCatalog:
         body: Mapping[str, Any] | None,
         workflow_id: str | None = None,
     ) -> M:
-        """`_call_with_retries` inside a tracing span (a no-op when tracing is off)."""
-        with span(f"datastorage.{endpoint}"):
-            return await self._call_with_retries(endpoint, method, path, model, body, workflow_id)
-
-    async def _call_with_retries(
-        self,
-        endpoint: Endpoint,
-        method: str,
-        path: str,
-        model: type[M],
-        body: Mapping[str, Any] | None,
-        workflow_id: str | None = None,
-    ) -> M:
         """One logical call: the first attempt plus at most `max_retries` retries."""
-        url = URL(self._base_url + path, encoded=True)
-        attempts = self._max_retries + 1
-        cause = ""
-        for attempt in range(1, attempts + 1):
-            timeout = deadline.request_timeout(self._timeout)
-            try:
-                return await self._attempt(endpoint, method, url, body, model, timeout, workflow_id)
-            except _Retryable as failed:
-                cause = failed.cause
-                retry_after = failed.retry_after
-            if attempt == attempts:
-                break
-            delay = full_jitter(attempt, self._backoff_base, self._backoff_max)
-            if retry_after is not None:
-                if retry_after > MAX_RETRY_AFTER:
+        with span(f"datastorage.{endpoint}"):
+            url = URL(self._base_url + path, encoded=True)
+            attempts = self._max_retries + 1
+            cause = ""
+            for attempt in range(1, attempts + 1):
+                timeout = deadline.request_timeout(self._timeout)
+                try:
+                    return await self._attempt(
+                        endpoint, method, url, body, model, timeout, workflow_id
+                    )
+                except _Retryable as failed:
+                    cause = failed.cause
+                    retry_after = failed.retry_after
+                if attempt == attempts:
+                    break
+                delay = full_jitter(attempt, self._backoff_base, self._backoff_max)
+                if retry_after is not None:
+                    if retry_after > MAX_RETRY_AFTER:
+                        raise CatalogUnavailableError(
+                            f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
+                            f"Retry-After of {retry_after:.0f}s is too long to wait"
+                        )
+                    delay = max(delay, retry_after)
+                if delay + MIN_ATTEMPT_TIME >= remaining_budget():
                     raise CatalogUnavailableError(
                         f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
-                        f"Retry-After of {retry_after:.0f}s is too long to wait"
+                        f"the next attempt (in {delay:.2f}s) would not finish before the deadline"
                     )
-                delay = max(delay, retry_after)
-            if delay + MIN_ATTEMPT_TIME >= remaining_budget():
-                raise CatalogUnavailableError(
-                    f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
-                    f"the next attempt (in {delay:.2f}s) would not finish before the deadline"
+                log.info(
+                    "retrying Data Storage %s: attempt %d of %d failed (%s); next in %.3fs",
+                    endpoint,
+                    attempt,
+                    attempts,
+                    cause,
+                    delay,
                 )
-            log.info(
-                "retrying Data Storage %s: attempt %d of %d failed (%s); next in %.3fs",
-                endpoint,
-                attempt,
-                attempts,
-                cause,
-                delay,
+                metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc()
+                await asyncio.sleep(delay)
+            what = _DESCRIPTIONS[endpoint]
+            raise CatalogUnavailableError(
+                f"Data Storage {what} failed after {attempts} attempt(s): {cause}"
             )
-            metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc()
-            await asyncio.sleep(delay)
-        raise CatalogUnavailableError(
-            f"Data Storage {_DESCRIPTIONS[endpoint]} failed after {attempts} attempt(s): {cause}"
-        )
 
     async def _attempt(
         self,

@@ -213,68 +213,46 @@ class LLMHttpClient:
         message_count: int = 0,
         tool_count: int = 0,
     ) -> LLMResponse:
-        """`_post_completion` inside a tracing span (a no-op when tracing is off)."""
-        with span("llm.complete", provider=self.provider, model=self.model):
-            return await self._post_completion(
-                url,
-                body,
-                headers=headers,
-                parse=parse,
-                params=params,
-                message_count=message_count,
-                tool_count=tool_count,
-            )
-
-    async def _post_completion(
-        self,
-        url: str,
-        body: dict[str, Any],
-        *,
-        headers: Mapping[str, str],
-        parse: Callable[[Any], LLMResponse],
-        params: Mapping[str, str] | None = None,
-        message_count: int = 0,
-        tool_count: int = 0,
-    ) -> LLMResponse:
         """POST `body` and return `parse(json_body)` of the first 2xx answer.
 
         `parse` raises `LLMResponseError` when the JSON is not a completion.
         """
-        payload = json.dumps(body, ensure_ascii=False).encode()
-        logger.debug(
-            "%s request: model=%s messages=%d tools=%d bytes=%d",
-            self.provider,
-            self.model,
-            message_count,
-            tool_count,
-            len(payload),
-        )
-        attempts = self._max_retries + 1
-        for attempt in range(attempts):
-            try:
-                return await self._attempt(url, payload, headers, params, parse)
-            except _Transient as exc:
-                failure = exc
-            # Raised outside the except block: an implicit __context__ would
-            # carry the unredacted reason into tracebacks.
-            if attempt + 1 >= attempts:
-                raise LLMUnavailableError(
-                    self.redact(
-                        f"{self.provider} request failed after {attempts} attempt(s): "
-                        f"{failure.reason}"
-                    )
-                )
-            delay = self._retry_delay(attempt, failure)
-            logger.info(
-                "%s: retrying in %.2fs after %s (retry %d of %d)",
+        with span("llm.complete", provider=self.provider, model=self.model):
+            payload = json.dumps(body, ensure_ascii=False).encode()
+            logger.debug(
+                "%s request: model=%s messages=%d tools=%d bytes=%d",
                 self.provider,
-                delay,
-                self.redact(failure.reason),
-                attempt + 1,
-                self._max_retries,
+                self.model,
+                message_count,
+                tool_count,
+                len(payload),
             )
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            attempts = self._max_retries + 1
+            for attempt in range(attempts):
+                try:
+                    return await self._attempt(url, payload, headers, params, parse)
+                except _Transient as exc:
+                    failure = exc
+                # Raised outside the except block: an implicit __context__ would
+                # carry the unredacted reason into tracebacks.
+                if attempt + 1 >= attempts:
+                    raise LLMUnavailableError(
+                        self.redact(
+                            f"{self.provider} request failed after {attempts} attempt(s): "
+                            f"{failure.reason}"
+                        )
+                    )
+                delay = self._retry_delay(attempt, failure)
+                logger.info(
+                    "%s: retrying in %.2fs after %s (retry %d of %d)",
+                    self.provider,
+                    delay,
+                    self.redact(failure.reason),
+                    attempt + 1,
+                    self._max_retries,
+                )
+                await asyncio.sleep(delay)
+            raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _retry_delay(self, attempt: int, failure: _Transient) -> float:
         """The wait before the next attempt; raises if it cannot fit the budget."""

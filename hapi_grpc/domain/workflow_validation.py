@@ -19,7 +19,13 @@ from hapi_grpc.domain.parameters import (
     validate_parameters,
 )
 
-__all__ = ["redact_parameters", "validate_workflow_parameters"]
+__all__ = ["MAX_PROPOSED_PARAMETERS", "redact_parameters", "validate_workflow_parameters"]
+
+# Proposed parameters accepted in one request. This is a domain rule rather
+# than a protovalidate rule on the proto's Struct: a CEL rule over a Struct
+# makes protovalidate convert the whole Struct on every call, which tripled
+# the cost of validating the request.
+MAX_PROPOSED_PARAMETERS = 64
 
 # Nesting depth followed when redacting; deeper values are replaced wholesale.
 _REDACT_DEPTH = 8
@@ -31,7 +37,8 @@ async def validate_workflow_parameters(
     """Fetch `workflow_id`'s schema from `catalog` and validate `parameters` against it.
 
     Raises InvalidRequestError for an id that is not a safe path segment (it
-    is never sent to the catalog), and whatever the catalog raises:
+    is never sent to the catalog) or more than MAX_PROPOSED_PARAMETERS
+    parameters, and whatever the catalog raises:
     WorkflowNotFoundError, CatalogUnavailableError, BudgetExhaustedError.
     """
     if not is_valid_workflow_id(workflow_id):
@@ -43,6 +50,18 @@ async def validate_workflow_parameters(
                     "must be 1-128 letters, digits, '.', '_' or '-', start with a letter"
                     " or digit and not contain '..'",
                     "workflow_id.pattern",
+                )
+            ],
+        )
+    if parameters is not None and len(parameters) > MAX_PROPOSED_PARAMETERS:
+        raise InvalidRequestError(
+            f"{len(parameters)} parameters were proposed; at most {MAX_PROPOSED_PARAMETERS}"
+            " are accepted: send only the parameters the workflow declares",
+            [
+                FieldViolation(
+                    "parameters",
+                    f"at most {MAX_PROPOSED_PARAMETERS} parameters may be proposed",
+                    "parameters.max_fields",
                 )
             ],
         )

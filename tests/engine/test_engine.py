@@ -616,6 +616,20 @@ async def test_validating_a_workflow_the_search_did_not_return_is_refused() -> N
     assert len(result.validation_attempts) == 1  # the refused call was not an attempt
 
 
+async def test_too_many_proposed_parameters_get_an_actionable_error() -> None:
+    flood = {**GOOD_PARAMS, **{f"EXTRA_{n}": n for n in range(70)}}
+    result, llm, _ = await run(
+        [search(), validate(flood), validate(GOOD_PARAMS), say(answer_json())]
+    )
+
+    assert result.tool_calls[1].status is ToolCallStatus.INVALID_ARGUMENTS
+    error = llm.tool_results(2)[1]["error"]
+    assert "73 parameters" in error and "at most 64" in error
+    assert "only the parameters the workflow declares" in error
+    assert result.tool_calls[2].status is ToolCallStatus.SUCCESS
+    assert result.selected_workflow is not None
+
+
 async def test_tool_call_cap_refuses_further_calls() -> None:
     catalog = RecordingCatalog()
     queries = [search(f"OOMKilled critical memory {n}") for n in range(4)]

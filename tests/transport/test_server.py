@@ -208,6 +208,27 @@ async def test_unsafe_workflow_ids_are_invalid_argument(workflow_id: str) -> Non
         assert not catalog.started.is_set()  # never reached the catalog
 
 
+@pytest.mark.parametrize(("count", "accepted"), [(64, True), (65, False)])
+async def test_at_most_64_parameters_are_accepted(count: int, accepted: bool) -> None:
+    catalog = ScriptedCatalog()
+    request = validate_request()
+    request.parameters.update({f"P{i}": i for i in range(count - 1)})
+    assert len(request.parameters) == count
+    async with running_server(catalog=catalog) as srv:
+        if accepted:
+            response = await srv.stub.ValidateWorkflowParameters(request, timeout=10)
+            assert response.validation.valid  # the 63 extras are stripped, not errors
+            assert len(response.validation.stripped_parameters) == count - 1
+            return
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.ValidateWorkflowParameters(request, timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    [violation] = field_violations(err.value)
+    assert (violation.field, violation.rule_id) == ("parameters", "parameters.max_fields")
+    assert "65 parameters" in err.value.details()
+    assert not catalog.started.is_set()
+
+
 @pytest.mark.parametrize(
     ("error", "code"),
     [

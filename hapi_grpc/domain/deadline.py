@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hapi_grpc.domain.errors import BudgetExhaustedError
@@ -49,17 +48,27 @@ def current_budget() -> Budget | None:
     return _current.get()
 
 
-@contextlib.contextmanager
-def budget_scope(budget: Budget) -> Iterator[Budget]:
-    """Bind `budget` (never extending an enclosing one) for the enclosed block."""
-    outer = _current.get()
-    if outer is not None and outer.expires_at < budget.expires_at:
-        budget = outer
-    token = _current.set(budget)
-    try:
-        yield budget
-    finally:
-        _current.reset(token)
+class budget_scope(contextlib.AbstractContextManager[Budget]):
+    """Bind `budget` (never extending an enclosing one) for the enclosed block.
+
+    A class rather than a generator-based context manager: it is entered on
+    every RPC, and this form costs half as much.
+    """
+
+    __slots__ = ("_budget", "_token")
+
+    def __init__(self, budget: Budget) -> None:
+        self._budget = budget
+
+    def __enter__(self) -> Budget:
+        outer = _current.get()
+        if outer is not None and outer.expires_at < self._budget.expires_at:
+            self._budget = outer
+        self._token = _current.set(self._budget)
+        return self._budget
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)
 
 
 def request_timeout(default: float, floor: float = 0.001) -> float:

@@ -235,11 +235,17 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}
 
 def incoming_trace_id(metadata: Metadata | None) -> str:
     """The caller's trace id from a W3C `traceparent` header, or ""; needs no OpenTelemetry."""
-    value = _carrier(metadata).get("traceparent", "")
-    match = _TRACEPARENT.match(value.strip())
-    if not match or match.group(1) == "0" * 32:
-        return ""
-    return match.group(1)
+    for key, value in metadata or ():
+        # Looked up directly rather than through _carrier: this runs on every
+        # RPC even with tracing off.
+        if key.lower() != "traceparent":
+            continue
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        match = _TRACEPARENT.match(text.strip())
+        if not match or match.group(1) == "0" * 32:
+            return ""
+        return match.group(1)
+    return ""
 
 
 # Codes that mean the server failed (OpenTelemetry RPC conventions); the others

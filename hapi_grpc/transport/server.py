@@ -21,12 +21,7 @@ from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.engine import InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
-from hapi_grpc.transport.interceptors import (
-    ConcurrencyLimitInterceptor,
-    ErrorMappingInterceptor,
-    MetricsInterceptor,
-    ValidationInterceptor,
-)
+from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
 
@@ -79,14 +74,10 @@ class HapiServer:
         self.llm = llm
         self.engine = engine
         self.health = health.aio.HealthServicer()
-        self.concurrency = ConcurrencyLimitInterceptor(settings.max_concurrent_rpcs)
-        # Outermost first: auth/tracing from the caller, then ours.
+        # Outermost first: tracing and auth from the caller, then our policies.
         interceptors: list[grpc.aio.ServerInterceptor] = [
             *extra_interceptors,
-            MetricsInterceptor(),
-            self.concurrency,
-            ValidationInterceptor(),
-            ErrorMappingInterceptor(),
+            ServicePolicyInterceptor(settings.max_concurrent_rpcs),
         ]
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(

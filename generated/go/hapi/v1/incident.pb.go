@@ -628,7 +628,8 @@ type EnrichmentResults struct {
 	// never shown to the language model. JSON name: customLabels.
 	CustomLabels map[string]*structpb.ListValue `protobuf:"bytes,1,rep,name=custom_labels,json=customLabels,proto3" json:"custom_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Labels detected on the affected resource, e.g. {"gitOpsManaged": true,
-	// "gitOpsTool": "argocd"}; used for workflow ranking only.
+	// "gitOpsTool": "argocd"}; used for workflow ranking only. No protovalidate
+	// rule applies inside a Struct, so the validator does not walk its entries.
 	DetectedLabels *structpb.Struct `protobuf:"bytes,2,opt,name=detected_labels,json=detectedLabels,proto3" json:"detected_labels,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -737,10 +738,10 @@ const file_hapi_v1_incident_proto_rawDesc = "" +
 	"\venvironment\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18@R\venvironment\x12#\n" +
 	"\bpriority\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18\x10R\bpriority\x125\n" +
 	"\x11business_category\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x10businessCategory\x12C\n" +
-	"\x0erisk_tolerance\x18\x04 \x01(\x0e2\x12.hapi.v1.RiskLevelB\b\xbaH\x05\x82\x01\x02\x10\x01R\rriskTolerance\"\x8e\x04\n" +
+	"\x0erisk_tolerance\x18\x04 \x01(\x0e2\x12.hapi.v1.RiskLevelB\b\xbaH\x05\x82\x01\x02\x10\x01R\rriskTolerance\"\x96\x04\n" +
 	"\x11EnrichmentResults\x12d\n" +
-	"\rcustom_labels\x18\x01 \x03(\v2,.hapi.v1.EnrichmentResults.CustomLabelsEntryB\x11\xbaH\x0e\x9a\x01\v\x10 \"\ar\x05\x10\x01\x18\x80\x01R\fcustomLabels\x12@\n" +
-	"\x0fdetected_labels\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x0edetectedLabels\x1a[\n" +
+	"\rcustom_labels\x18\x01 \x03(\v2,.hapi.v1.EnrichmentResults.CustomLabelsEntryB\x11\xbaH\x0e\x9a\x01\v\x10 \"\ar\x05\x10\x01\x18\x80\x01R\fcustomLabels\x12H\n" +
+	"\x0fdetected_labels\x18\x02 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03R\x0edetectedLabels\x1a[\n" +
 	"\x11CustomLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
 	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.ListValueR\x05value:\x028\x01:\xf3\x01\xbaH\xef\x01\x1a\xec\x01\n" +

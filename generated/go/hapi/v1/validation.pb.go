@@ -246,11 +246,13 @@ func (x *ParameterValidation) GetStrippedParameters() []string {
 type ValidateWorkflowParametersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Catalog id of the workflow, e.g. "oomkill-increase-memory-v1". Letters, digits,
-	// '.', '_' and '-' only, so it is always a single URL path segment.
+	// '.', '_' and '-' only, never "..", so it is always a single URL path segment.
 	WorkflowId string `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
 	// Proposed parameters, name to JSON value, e.g. {"REPLICA_COUNT": 3}.
 	// At most 64 may be proposed; the server answers more with INVALID_ARGUMENT
 	// and a field violation on `parameters` (rule id `parameters.max_fields`).
+	// No protovalidate rule applies inside a Struct, so the validator is told
+	// not to walk its entries.
 	Parameters    *structpb.Struct `protobuf:"bytes,2,opt,name=parameters,proto3" json:"parameters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -377,13 +379,12 @@ const file_hapi_v1_validation_proto_rawDesc = "" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12/\n" +
 	"\x06errors\x18\x02 \x03(\v2\x17.hapi.v1.ParameterErrorR\x06errors\x12J\n" +
 	"\x14sanitized_parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x13sanitizedParameters\x12/\n" +
-	"\x13stripped_parameters\x18\x04 \x03(\tR\x12strippedParameters\"\xff\x01\n" +
-	"!ValidateWorkflowParametersRequest\x12\xa0\x01\n" +
-	"\vworkflow_id\x18\x01 \x01(\tB\x7f\xbaH|\xba\x01Q\n" +
-	"\x16workflow_id.no_dot_dot\x12!workflow_id must not contain '..'\x1a\x14!this.contains('..')\xc8\x01\x01r#\x10\x01\x18\x80\x012\x1c^[A-Za-z0-9][A-Za-z0-9._-]*$R\n" +
-	"workflowId\x127\n" +
+	"\x13stripped_parameters\x18\x04 \x03(\tR\x12strippedParameters\"\xb7\x01\n" +
+	"!ValidateWorkflowParametersRequest\x12Q\n" +
+	"\vworkflow_id\x18\x01 \x01(\tB0\xbaH-\xc8\x01\x01r(\x10\x01\x18\x80\x012\x1c^[A-Za-z0-9][A-Za-z0-9._-]*$\xba\x01\x02..R\n" +
+	"workflowId\x12?\n" +
 	"\n" +
-	"parameters\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters\x18\x02 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03R\n" +
 	"parameters\"\xae\x01\n" +
 	"\"ValidateWorkflowParametersResponse\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +

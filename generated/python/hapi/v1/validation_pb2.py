@@ -26,7 +26,7 @@ from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18hapi/v1/validation.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"_\n\x0eParameterError\x12\x11\n\tparameter\x18\x01 \x01(\t\x12)\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x1b.hapi.v1.ParameterErrorCode\x12\x0f\n\x07message\x18\x03 \x01(\t\"\xa1\x01\n\x13ParameterValidation\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\'\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\x17.hapi.v1.ParameterError\x12\x35\n\x14sanitized_parameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1b\n\x13stripped_parameters\x18\x04 \x03(\t\"\xe7\x01\n!ValidateWorkflowParametersRequest\x12\x94\x01\n\x0bworkflow_id\x18\x01 \x01(\tB\x7f\xbaH|r#\x10\x01\x18\x80\x01\x32\x1c^[A-Za-z0-9][A-Za-z0-9._-]*$\xba\x01Q\n\x16workflow_id.no_dot_dot\x12!workflow_id must not contain \'..\'\x1a\x14!this.contains(\'..\')\xc8\x01\x01\x12+\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x85\x01\n\"ValidateWorkflowParametersResponse\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x18\n\x10workflow_version\x18\x02 \x01(\t\x12\x30\n\nvalidation\x18\x03 \x01(\x0b\x32\x1c.hapi.v1.ParameterValidation*\x96\x03\n\x12ParameterErrorCode\x12$\n PARAMETER_ERROR_CODE_UNSPECIFIED\x10\x00\x12 \n\x1cPARAMETER_ERROR_CODE_MISSING\x10\x01\x12#\n\x1fPARAMETER_ERROR_CODE_WRONG_TYPE\x10\x02\x12$\n PARAMETER_ERROR_CODE_NOT_IN_ENUM\x10\x03\x12&\n\"PARAMETER_ERROR_CODE_BELOW_MINIMUM\x10\x04\x12&\n\"PARAMETER_ERROR_CODE_ABOVE_MAXIMUM\x10\x05\x12\"\n\x1ePARAMETER_ERROR_CODE_TOO_SHORT\x10\x06\x12!\n\x1dPARAMETER_ERROR_CODE_TOO_LONG\x10\x07\x12)\n%PARAMETER_ERROR_CODE_PATTERN_MISMATCH\x10\x08\x12+\n\'PARAMETER_ERROR_CODE_MISSING_DEPENDENCY\x10\tB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18hapi/v1/validation.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"_\n\x0eParameterError\x12\x11\n\tparameter\x18\x01 \x01(\t\x12)\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x1b.hapi.v1.ParameterErrorCode\x12\x0f\n\x07message\x18\x03 \x01(\t\"\xa1\x01\n\x13ParameterValidation\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\'\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\x17.hapi.v1.ParameterError\x12\x35\n\x14sanitized_parameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1b\n\x13stripped_parameters\x18\x04 \x03(\t\"\x9f\x01\n!ValidateWorkflowParametersRequest\x12\x45\n\x0bworkflow_id\x18\x01 \x01(\tB0\xbaH-r(\x10\x01\x18\x80\x01\x32\x1c^[A-Za-z0-9][A-Za-z0-9._-]*$\xba\x01\x02..\xc8\x01\x01\x12\x33\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03\"\x85\x01\n\"ValidateWorkflowParametersResponse\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x18\n\x10workflow_version\x18\x02 \x01(\t\x12\x30\n\nvalidation\x18\x03 \x01(\x0b\x32\x1c.hapi.v1.ParameterValidation*\x96\x03\n\x12ParameterErrorCode\x12$\n PARAMETER_ERROR_CODE_UNSPECIFIED\x10\x00\x12 \n\x1cPARAMETER_ERROR_CODE_MISSING\x10\x01\x12#\n\x1fPARAMETER_ERROR_CODE_WRONG_TYPE\x10\x02\x12$\n PARAMETER_ERROR_CODE_NOT_IN_ENUM\x10\x03\x12&\n\"PARAMETER_ERROR_CODE_BELOW_MINIMUM\x10\x04\x12&\n\"PARAMETER_ERROR_CODE_ABOVE_MAXIMUM\x10\x05\x12\"\n\x1ePARAMETER_ERROR_CODE_TOO_SHORT\x10\x06\x12!\n\x1dPARAMETER_ERROR_CODE_TOO_LONG\x10\x07\x12)\n%PARAMETER_ERROR_CODE_PATTERN_MISMATCH\x10\x08\x12+\n\'PARAMETER_ERROR_CODE_MISSING_DEPENDENCY\x10\tB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,15 +35,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1'
   _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST'].fields_by_name['workflow_id']._loaded_options = None
-  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST'].fields_by_name['workflow_id']._serialized_options = b'\272H|r#\020\001\030\200\0012\034^[A-Za-z0-9][A-Za-z0-9._-]*$\272\001Q\n\026workflow_id.no_dot_dot\022!workflow_id must not contain \'..\'\032\024!this.contains(\'..\')\310\001\001'
-  _globals['_PARAMETERERRORCODE']._serialized_start=728
-  _globals['_PARAMETERERRORCODE']._serialized_end=1134
+  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST'].fields_by_name['workflow_id']._serialized_options = b'\272H-r(\020\001\030\200\0012\034^[A-Za-z0-9][A-Za-z0-9._-]*$\272\001\002..\310\001\001'
+  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST'].fields_by_name['parameters']._loaded_options = None
+  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST'].fields_by_name['parameters']._serialized_options = b'\272H\003\330\001\003'
+  _globals['_PARAMETERERRORCODE']._serialized_start=656
+  _globals['_PARAMETERERRORCODE']._serialized_end=1062
   _globals['_PARAMETERERROR']._serialized_start=96
   _globals['_PARAMETERERROR']._serialized_end=191
   _globals['_PARAMETERVALIDATION']._serialized_start=194
   _globals['_PARAMETERVALIDATION']._serialized_end=355
   _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST']._serialized_start=358
-  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST']._serialized_end=589
-  _globals['_VALIDATEWORKFLOWPARAMETERSRESPONSE']._serialized_start=592
-  _globals['_VALIDATEWORKFLOWPARAMETERSRESPONSE']._serialized_end=725
+  _globals['_VALIDATEWORKFLOWPARAMETERSREQUEST']._serialized_end=517
+  _globals['_VALIDATEWORKFLOWPARAMETERSRESPONSE']._serialized_start=520
+  _globals['_VALIDATEWORKFLOWPARAMETERSRESPONSE']._serialized_end=653
 # @@protoc_insertion_point(module_scope)

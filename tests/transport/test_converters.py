@@ -1,0 +1,52 @@
+"""Struct <-> JSON conversion used on every ValidateWorkflowParameters call."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hapi_grpc.transport.converters import dict_to_struct, struct_to_dict
+
+# What a Struct can carry: numbers are doubles, keys are strings.
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=6)
+
+
+@given(json_objects)
+def test_struct_to_dict_reads_what_protobuf_json_reads(value: dict[str, Any]) -> None:
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    assert struct_to_dict(struct) == json_format.MessageToDict(struct)
+
+
+@given(json_objects)
+def test_round_trip_keeps_every_json_value(value: dict[str, Any]) -> None:
+    assert struct_to_dict(dict_to_struct(value)) == value
+
+
+def test_a_value_without_a_kind_reads_as_null() -> None:
+    struct = struct_pb2.Struct()
+    struct.fields["EMPTY"].SetInParent()  # a Value with no kind set
+    assert struct_to_dict(struct) == {"EMPTY": None}
+
+
+def test_dict_to_struct_makes_non_json_values_json() -> None:
+    out = struct_to_dict(
+        dict_to_struct({"nan": math.nan, "inf": -math.inf, "obj": object, "t": (1, "a")})
+    )
+    assert out["nan"] is None and out["inf"] is None
+    assert out["obj"] == str(object)
+    assert out["t"] == [1.0, "a"]

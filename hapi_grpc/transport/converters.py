@@ -114,7 +114,8 @@ def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
     A direct walk rather than json_format.MessageToDict, which takes twice as
     long and raises on a Value with no kind set (read here as null).
     """
-    return {key: _from_value(item) for key, item in value.fields.items()}
+    fields = value.fields  # keys, then lookups: the map's items() view is a slow generator
+    return {key: _from_value(fields[key]) for key in fields}
 
 
 def _from_value(value: struct_pb2.Value) -> Any:
@@ -174,11 +175,13 @@ def validation_response(
     # and this runs on every ValidateWorkflowParameters call.
     validation = response.validation
     validation.valid = outcome.valid
-    validation.errors.extend(issue_to_proto(i) for i in outcome.errors)
+    if outcome.errors:
+        validation.errors.extend(issue_to_proto(i) for i in outcome.errors)
     validation.sanitized_parameters.SetInParent()  # present even when empty
     if outcome.sanitized:
         validation.sanitized_parameters.update(_json_safe(outcome.sanitized))
-    validation.stripped_parameters.extend(outcome.stripped)
+    if outcome.stripped:
+        validation.stripped_parameters.extend(outcome.stripped)
     return response
 
 

@@ -190,6 +190,30 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         )
 
 
+class _InFlight:
+    """Calls of one method in progress, in every server of this process.
+
+    The gauge reads it when scraped: a plain counter costs far less per call
+    than the gauge's locked inc() and dec().
+    """
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_IN_FLIGHT: dict[str, _InFlight] = {}
+
+
+def _in_flight(label: str) -> _InFlight:
+    cell = _IN_FLIGHT.get(label)
+    if cell is None:
+        cell = _IN_FLIGHT[label] = _InFlight()
+        metrics.GRPC_IN_FLIGHT.labels(method=label).set_function(lambda: cell.count)
+    return cell
+
+
 class _MethodMetrics:
     """The metric children of one method.
 
@@ -199,16 +223,16 @@ class _MethodMetrics:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.in_flight = metrics.GRPC_IN_FLIGHT.labels(method=label)
+        self.in_flight = _in_flight(label)
         self.latency = metrics.GRPC_LATENCY.labels(method=label)
         self.handled: dict[grpc.StatusCode, Any] = {}
 
     def start(self) -> float:
-        self.in_flight.inc()
+        self.in_flight.count += 1
         return time.perf_counter()
 
     def finish(self, started: float, code: grpc.StatusCode) -> None:
-        self.in_flight.dec()
+        self.in_flight.count -= 1
         self.latency.observe(time.perf_counter() - started)
         counter = self.handled.get(code)
         if counter is None:

@@ -23,6 +23,7 @@ from hapi_grpc.domain.catalog import (
     Workflow,
     WorkflowSchema,
 )
+from hapi_grpc.observability import metrics
 from hapi_grpc.transport.status import INTERNAL_MESSAGE
 from tests.helpers.grpc_server import running_server
 
@@ -287,6 +288,35 @@ async def test_concurrency_cap_answers_resource_exhausted_but_not_for_health() -
         # Capacity is released: a new call succeeds.
         reply = await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
         assert reply.validation.valid
+
+
+def _sample(name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def test_rpc_metrics_count_in_flight_calls_and_final_codes() -> None:
+    method = {"method": "ValidateWorkflowParameters"}
+    refused = {**method, "code": "RESOURCE_EXHAUSTED"}
+    refused_before = _sample("hapi_grpc_server_handled_total", **refused)
+    ok_before = _sample("hapi_grpc_server_handled_total", **method, code="OK")
+    catalog = ScriptedCatalog(delay=1.0)
+    async with running_server(catalog=catalog, max_concurrent_rpcs=2) as srv:
+        calls = [
+            asyncio.ensure_future(
+                srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+            )
+            for _ in range(2)
+        ]
+        await asyncio.wait_for(catalog.started.wait(), 5)
+        await asyncio.sleep(0.1)
+        assert _sample("hapi_grpc_server_in_flight", **method) == 2
+        with pytest.raises(grpc.aio.AioRpcError):
+            await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert _sample("hapi_grpc_server_in_flight", **method) == 2  # the refused one is done
+        await asyncio.gather(*calls)
+    assert _sample("hapi_grpc_server_in_flight", **method) == 0
+    assert _sample("hapi_grpc_server_handled_total", **refused) == refused_before + 1
+    assert _sample("hapi_grpc_server_handled_total", **method, code="OK") == ok_before + 2
 
 
 async def test_graceful_shutdown_lets_in_flight_call_finish_and_refuses_new_ones() -> None:

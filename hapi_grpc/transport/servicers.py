@@ -102,7 +102,7 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
                 self._catalog, request.workflow_id, parameters
             )
         _RPC_VALIDATIONS[outcome.valid].inc()
-        return converters.validation_response(schema, outcome)
+        return converters.validation_response(schema, outcome, request.parameters)
 
 
 def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStreamResponse:

@@ -1,4 +1,4 @@
-"""Struct <-> JSON conversion used on every ValidateWorkflowParameters call."""
+"""Struct <-> JSON conversion and the response of ValidateWorkflowParameters."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from google.protobuf import json_format, struct_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hapi_grpc.transport.converters import dict_to_struct, struct_to_dict
+from hapi_grpc.domain.catalog import ParameterSpec, WorkflowSchema
+from hapi_grpc.domain.parameters import validate_parameters
+from hapi_grpc.transport.converters import (
+    dict_to_struct,
+    struct_to_dict,
+    validation_response,
+)
 
 # What a Struct can carry: numbers are doubles, keys are strings.
 json_values = st.recursive(
@@ -50,3 +56,45 @@ def test_dict_to_struct_makes_non_json_values_json() -> None:
     assert out["nan"] is None and out["inf"] is None
     assert out["obj"] == str(object)
     assert out["t"] == [1.0, "a"]
+
+
+SCHEMA = WorkflowSchema(
+    workflow_id="mixed-v1",
+    version="1.0.0",
+    parameters=(
+        ParameterSpec(name="NAME", type="string", required=True, pattern="^[a-z]+$"),
+        ParameterSpec(name="COUNT", type="integer", minimum=1, maximum=10),
+        ParameterSpec(name="RATIO", type="float"),
+        ParameterSpec(name="DRY_RUN", type="boolean"),
+        ParameterSpec(name="ARGS", type="array"),
+    ),
+)
+proposals = st.dictionaries(
+    st.sampled_from(["NAME", "COUNT", "RATIO", "DRY_RUN", "ARGS", "EXTRA"]),
+    json_values,
+    max_size=6,
+)
+
+
+@given(proposals)
+def test_response_sanitized_parameters_are_the_validated_ones(proposal: dict[str, Any]) -> None:
+    proposed = dict_to_struct(proposal)
+    outcome = validate_parameters(SCHEMA, struct_to_dict(proposed))
+    response = validation_response(SCHEMA, outcome, proposed)
+    # Whichever way it is built (copied from the request or rebuilt), the
+    # response carries exactly what the validator kept.
+    assert response.validation.sanitized_parameters == dict_to_struct(outcome.sanitized)
+    assert response.validation.HasField("sanitized_parameters")
+    assert list(response.validation.stripped_parameters) == list(outcome.stripped)
+
+
+def test_unchecked_array_items_are_made_json_in_the_response() -> None:
+    proposed = struct_pb2.Struct()
+    proposed.update({"NAME": "web", "ARGS": [1.0]})
+    proposed.fields["ARGS"].list_value.values[0].number_value = math.nan
+    outcome = validate_parameters(SCHEMA, struct_to_dict(proposed))
+    response = validation_response(SCHEMA, outcome, proposed)
+    assert struct_to_dict(response.validation.sanitized_parameters) == {
+        "NAME": "web",
+        "ARGS": [None],
+    }

@@ -10,7 +10,7 @@ easily disturbed by the rest of the machine. So each level runs `--rounds`
 pairs of rounds, alternating baseline and validation, and compares the
 median round of each; the spread of the per-pair ratios is printed too.
 
-    .venv/bin/python bench/bench_grpc_unary.py [--requests 2000] [--rounds 5]
+    .venv/bin/python bench/bench_grpc_unary.py [--requests 2000] [--rounds 9]
                                                [--concurrency 1,16,64]
 """
 
@@ -131,7 +131,7 @@ async def run(address: str, requests: int, rounds: int, levels: list[int]) -> bo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=5, help="round pairs per level")
+    parser.add_argument("--rounds", type=int, default=9, help="round pairs per level")
     parser.add_argument("--concurrency", default="1,16,64")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]

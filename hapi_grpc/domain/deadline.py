@@ -7,7 +7,6 @@ budget travels in a ContextVar, so concurrent investigations never share one.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import time
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ def current_budget() -> Budget | None:
     return _current.get()
 
 
-class budget_scope(contextlib.AbstractContextManager[Budget]):
+class budget_scope:
     """Bind `budget` (never extending an enclosing one) for the enclosed block.
 
     A class rather than a generator-based context manager: it is entered on

@@ -111,82 +111,61 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
 
     def _wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
         track = _MethodMetrics(metrics.grpc_method_label(method))
-        limit = self.concurrency
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started = track.start()
-            failure: BaseException | None = None
-            try:
-                if not limit.try_acquire():
-                    await self._refuse(context)
+            with track.call(context):
+                refusal = self._refusal(request)
+                if refusal is not None:
+                    await context.abort_with_status(refusal)
                 try:
-                    violations = request_violations(request, self._validator)
-                    if violations:
-                        await self._reject(context, violations)
                     return await behavior(request, context)
-                except (grpc.aio.AbortError, asyncio.CancelledError):
+                except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
                     await context.abort_with_status(status_for(exc))
                 finally:
-                    limit.release()
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                track.finish(started, _code_of(context, failure))
+                    self.concurrency.release()
 
         return guarded
 
     def _wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
         track = _MethodMetrics(metrics.grpc_method_label(method))
-        limit = self.concurrency
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            started = track.start()
-            failure: BaseException | None = None
-            try:
-                if not limit.try_acquire():
-                    await self._refuse(context)
+            with track.call(context):
+                refusal = self._refusal(request)
+                if refusal is not None:
+                    await context.abort_with_status(refusal)
                 try:
-                    violations = request_violations(request, self._validator)
-                    if violations:
-                        await self._reject(context, violations)
                     async for response in behavior(request, context):
                         yield response
-                except (grpc.aio.AbortError, asyncio.CancelledError):
+                except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
                     await context.abort_with_status(status_for(exc))
                 finally:
-                    limit.release()
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                track.finish(started, _code_of(context, failure))
+                    self.concurrency.release()
 
         return guarded
 
-    async def _refuse(self, context: grpc.aio.ServicerContext) -> None:
-        await context.abort_with_status(
-            rich_status(
+    def _refusal(self, request: Message) -> grpc.Status | None:
+        """Why the call may not run, or None once it holds a concurrency slot
+        (which the caller releases). Plain function: it runs on every call."""
+        if not self.concurrency.try_acquire():
+            return rich_status(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"server is at its limit of {self.concurrency.limit} concurrent requests;"
                 " retry with backoff",
             )
-        )
-
-    async def _reject(
-        self, context: grpc.aio.ServicerContext, violations: list[FieldViolation]
-    ) -> None:
+        violations = request_violations(request, self._validator)
+        if not violations:
+            return None
+        self.concurrency.release()
         summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:5])
-        await context.abort_with_status(
-            rich_status(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"invalid request: {summary}",
-                [bad_request(violations)],
-            )
+        return rich_status(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"invalid request: {summary}",
+            [bad_request(violations)],
         )
 
 
@@ -227,17 +206,32 @@ class _MethodMetrics:
         self.latency = metrics.GRPC_LATENCY.labels(method=label)
         self.handled: dict[grpc.StatusCode, Any] = {}
 
-    def start(self) -> float:
-        self.in_flight.count += 1
-        return time.perf_counter()
+    def call(self, context: grpc.aio.ServicerContext) -> _CallMetrics:
+        """Counts one call while the block runs; its outcome sets the final code."""
+        return _CallMetrics(self, context)
 
-    def finish(self, started: float, code: grpc.StatusCode) -> None:
-        self.in_flight.count -= 1
-        self.latency.observe(time.perf_counter() - started)
-        counter = self.handled.get(code)
+
+class _CallMetrics:
+    __slots__ = ("_context", "_started", "_track")
+
+    def __init__(self, track: _MethodMetrics, context: grpc.aio.ServicerContext) -> None:
+        self._track = track
+        self._context = context
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        self._track.in_flight.count += 1
+        self._started = time.perf_counter()
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        track = self._track
+        track.in_flight.count -= 1
+        track.latency.observe(time.perf_counter() - self._started)
+        code = _code_of(self._context, exc)
+        counter = track.handled.get(code)
         if counter is None:
-            counter = self.handled[code] = metrics.GRPC_HANDLED.labels(
-                method=self.label, code=code.name
+            counter = track.handled[code] = metrics.GRPC_HANDLED.labels(
+                method=track.label, code=code.name
             )
         counter.inc()
 

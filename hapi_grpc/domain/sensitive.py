@@ -1,0 +1,167 @@
+"""What counts as secret, how it is hidden, and how long untrusted text may be.
+
+One vocabulary for every place text leaves the process: log records, stream
+events, responses, errors from HTTP clients and messages of the parameter
+validator. Nothing here imports outside the standard library, so the domain,
+the adapters and observability can all use it.
+
+- `is_secret_name(name)`: a parameter, header or field name whose value is a
+  credential. Over-matching (MONKEY) only costs a less helpful message;
+  under-matching leaks.
+- `redact(text)`: registered secrets (API keys, tokens read from files) and
+  anything shaped like a credential become `REDACTED`: bearer tokens, `sk-`
+  keys, cloud access keys, JWTs, PEM private keys, credentials in URLs and
+  assignments such as `GIT_PASSWORD=...` or `"api_key": "..."`.
+- `redact_mapping(value)`: a copy of a JSON-like value in which secret-named
+  keys lose their values and every string is passed through `redact`.
+- `clip(text, limit)`: caller- or model-controlled text cut to `limit`
+  characters with a marker saying how much was cut.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "REDACTED",
+    "clip",
+    "is_secret_name",
+    "redact",
+    "redact_mapping",
+    "register_secret",
+]
+
+REDACTED = "[REDACTED]"
+"""Stands in for every hidden value, wherever it was hidden."""
+
+# Substrings of names whose values are never shown.
+_SECRET_MARKERS = (
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "PWD",
+    "SECRET",
+    "TOKEN",
+    "KEY",
+    "CREDENTIAL",
+    "AUTH",
+    "PRIVATE",
+    "SESSION",
+    "COOKIE",
+    "SIGNATURE",
+    "CONNECTION_STRING",
+    "DSN",
+)
+
+# The name part of a `NAME=value` / `"name": "value"` assignment whose value
+# must go. Narrower than `_SECRET_MARKERS` on purpose: free text says "key"
+# and "session" in harmless ways far more often than parameter names do.
+_ASSIGNED_NAME = (
+    r"[A-Za-z0-9_.\-]*"
+    r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API[_\-]?KEY|ACCESS[_\-]?KEY|PRIVATE[_\-]?KEY"
+    r"|CREDENTIALS?|AUTH[_\-]?KEY|CLIENT[_\-]?SECRET|CONNECTION[_\-]?STRING)"
+    r"[A-Za-z0-9_.\-]*"
+)
+
+# Shapes of credentials hidden even if nobody registered them. Each keeps a
+# harmless prefix so a reader still sees what kind of thing was there.
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+        REDACTED,
+    ),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
+    (
+        re.compile(r"""(?i)(\b""" + _ASSIGNED_NAME + r"""["']?\s*[:=]\s*["']?)[^\s"'&,;}\]]+"""),
+        r"\1" + REDACTED,
+    ),
+    # Credentials in URLs such as redis://:password@host or https://user:pw@host.
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]*:[^/\s@]+@"), r"\1" + REDACTED + "@"),
+    (re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), REDACTED),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),
+)
+
+_registry_lock = threading.Lock()
+_registered: set[str] = set()
+_registered_re: re.Pattern[str] | None = None
+
+
+def register_secret(value: str) -> None:
+    """Hide every occurrence of `value` in everything `redact` sees from now on.
+
+    Surrounding whitespace is ignored (secrets read from files often end with
+    a newline); empty values are ignored.
+    """
+    global _registered_re
+    value = value.strip()
+    if not value:
+        return
+    with _registry_lock:
+        if value in _registered:
+            return
+        _registered.add(value)
+        # Longest first, so a secret that contains another is removed whole.
+        ordered = sorted(_registered, key=len, reverse=True)
+        _registered_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with registered secrets, `secrets` and credential shapes replaced."""
+    pattern = _registered_re
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for shape, replacement in _SHAPES:
+        text = shape.sub(replacement, text)
+    return text
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a parameter, header or field name suggests its value is a secret."""
+    upper = name.upper()
+    return any(marker in upper for marker in _SECRET_MARKERS)
+
+
+# Nesting followed when redacting; deeper values are replaced wholesale, so
+# hostile nesting stays cheap.
+_MAX_DEPTH = 8
+
+
+def redact_mapping(value: Any, *, depth: int = 0) -> Any:
+    """Redacted copy of a JSON-like value: secret-named keys lose their values,
+    strings pass through `redact`, anything nested deeper than 8 is replaced."""
+    if isinstance(value, str):
+        return redact(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if depth >= _MAX_DEPTH:
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {
+            str(k): REDACTED if is_secret_name(str(k)) else redact_mapping(v, depth=depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [redact_mapping(v, depth=depth + 1) for v in value]
+    return redact(str(value))
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, saying how many were cut.
+
+    The marker is part of the budget only loosely (it adds ~30 characters):
+    what matters is that a megabyte never reaches a log line or a response.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text) - limit} more characters cut]"

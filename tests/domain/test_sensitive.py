@@ -1,0 +1,86 @@
+"""The one vocabulary of secrets and caps used wherever text leaves the process."""
+
+from __future__ import annotations
+
+import pytest
+
+from hapi_grpc.domain.sensitive import (
+    REDACTED,
+    clip,
+    is_secret_name,
+    redact,
+    redact_mapping,
+    register_secret,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("GIT_PASSWORD=hunter2-correct-horse", "hunter2-correct-horse"),
+        ('{"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG"}', "wJalrXUtnFEMI/K7MDENG"),
+        ("api_key: abcdef123456", "abcdef123456"),
+        ("Authorization: Bearer eyabc.def-ghi_jkl", "eyabc.def-ghi_jkl"),
+        ("use sk-proj-0123456789abcdef now", "sk-proj-0123456789abcdef"),
+        ("key id AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE"),
+        ("token ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+        ("redis://:s3cretpass@cache:6379/0", "s3cretpass"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+            "MIIEow",
+        ),
+        ("jwt eyJhbGciOiJI.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4", "SflKxwRJSMeKKF2QT4"),
+    ],
+)
+def test_credential_shapes_are_hidden(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out
+    assert REDACTED in out
+
+
+def test_harmless_text_is_untouched() -> None:
+    text = "Container api was OOMKilled at limit 512Mi; the key metric rose for 5m."
+    assert redact(text) == text
+
+
+def test_registered_and_passed_secrets_are_hidden() -> None:
+    register_secret("  registered-value-42\n")
+    assert redact("x registered-value-42 y") == f"x {REDACTED} y"
+    assert redact("one-off-value here", secrets=["one-off-value"]) == f"{REDACTED} here"
+
+
+def test_redact_mapping_by_name_and_by_shape_at_depth() -> None:
+    value = {
+        "DB_PASSWORD": "p",
+        "NAMESPACE": "payments",
+        "nested": [{"token": "t"}, "Bearer abcdefghijkl"],
+    }
+    assert redact_mapping(value) == {
+        "DB_PASSWORD": REDACTED,
+        "NAMESPACE": "payments",
+        "nested": [{"token": REDACTED}, f"Bearer {REDACTED}"],
+    }
+    deep: object = "leaf"
+    for _ in range(20):
+        deep = {"a": deep}
+    flat = redact_mapping(deep)
+    for _ in range(8):
+        flat = flat["a"]
+    assert flat == REDACTED
+
+
+@pytest.mark.parametrize("name", ["GIT_PASSWORD", "api_key", "X-Auth", "SESSION_ID", "dsn"])
+def test_secret_names(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["NAMESPACE", "MEMORY_LIMIT_NEW", "REPLICA_COUNT"])
+def test_plain_names(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_clip_says_how_much_was_cut() -> None:
+    assert clip("short", 10) == "short"
+    clipped = clip("x" * 1_048_576, 200)
+    assert len(clipped) < 260
+    assert clipped.endswith(f"[{1_048_576 - 200} more characters cut]")

@@ -7,7 +7,7 @@ conditions a caller can act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -64,18 +64,15 @@ class BudgetExhaustedError(HapiError):
 
 
 class ResourceExhaustedError(HapiError):
-    """A concurrency or quota limit was hit (RESOURCE_EXHAUSTED)."""
+    """A concurrency or quota limit was hit (RESOURCE_EXHAUSTED).
+
+    `retry_after` (seconds) reaches the caller as `google.rpc.RetryInfo`.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
-@dataclass
-class Violations:
-    """Accumulates field violations and raises them together."""
-
-    items: list[FieldViolation] = field(default_factory=list)
-
-    def add(self, field_path: str, description: str, rule_id: str = "") -> None:
-        self.items.append(FieldViolation(field_path, description, rule_id))
-
-    def raise_if_any(self, message: str = "request is invalid") -> None:
-        if self.items:
-            raise InvalidRequestError(message, self.items)
+class IncidentConflictError(HapiError):
+    """The request reuses an id for a different incident (ALREADY_EXISTS)."""

@@ -29,6 +29,7 @@ _CODES: tuple[tuple[type[errors.HapiError], grpc.StatusCode], ...] = (
     (errors.LLMResponseError, grpc.StatusCode.UNAVAILABLE),
     (errors.BudgetExhaustedError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.IncidentConflictError, grpc.StatusCode.ALREADY_EXISTS),
 )
 
 
@@ -78,7 +79,16 @@ def status_for(exc: BaseException) -> grpc.Status:
                 resource_type="workflow", resource_name=exc.workflow_id, description=exc.message
             )
         )
+    elif isinstance(exc, errors.ResourceExhaustedError) and exc.retry_after is not None:
+        details.append(retry_info(exc.retry_after))
     return rich_status(code, exc.message, details)
+
+
+def retry_info(seconds: float) -> error_details_pb2.RetryInfo:
+    """`google.rpc.RetryInfo` asking the caller to wait `seconds` before retrying."""
+    info = error_details_pb2.RetryInfo()
+    info.retry_delay.FromNanoseconds(int(max(seconds, 0.0) * 1e9))
+    return info
 
 
 def _rpc_code(code: grpc.StatusCode) -> int:

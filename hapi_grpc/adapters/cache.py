@@ -100,7 +100,9 @@ class CatalogCache:
     bounds itself with its own `maxmemory` policy. `op_timeout` caps each
     Redis operation, so a slow Redis costs a lookup at most that long.
     After a backend error the cache is bypassed for `error_cooldown` seconds;
-    errors are logged at WARNING once per `error_log_every`.
+    errors are logged at WARNING once per `error_log_every`. `clock` (seconds,
+    monotonic) decides when memory entries expire and when the cooldown ends;
+    tests inject one instead of waiting.
     """
 
     def __init__(
@@ -113,12 +115,14 @@ class CatalogCache:
         op_timeout: float = 0.2,
         error_cooldown: float = 1.0,
         error_log_every: int = 100,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         if max_entries < 1:
             raise ValueError("max_entries must be >= 1")
         self._ttl = float(ttl)
+        self._clock = clock
         self._prefix = f"{namespace}:catalog:" if namespace else "catalog:"
         self._max_entries = max_entries
         self._error_cooldown = error_cooldown
@@ -126,8 +130,10 @@ class CatalogCache:
         self._errors = 0
         self._bypass_until = 0.0
         self._inflight: dict[str, _Flight] = {}
-        # Key order of the memory backend, least recently used first.
-        self._lru: OrderedDict[str, None] | None = None
+        # Keys of the memory backend with their expiry on `clock`, least
+        # recently used first. aiocache expires entries on the real clock too,
+        # which frees their memory; this map decides what a lookup sees.
+        self._lru: OrderedDict[str, float] | None = None
         self._backend: BaseCache
         scheme = urlsplit(url).scheme if url else "memory"
         if scheme == "memory":
@@ -236,9 +242,17 @@ class CatalogCache:
     # -- backend access that never raises -------------------------------------------
 
     async def _get(self, kind: Kind, full: str) -> str | None:
-        if self._bypass_until and time.monotonic() < self._bypass_until:
+        if self._bypass_until and self._clock() < self._bypass_until:
             self._count(kind, "error")
             return None
+        if self._lru is not None:
+            expires_at = self._lru.get(full)
+            if expires_at is None or self._clock() >= expires_at:
+                if expires_at is not None:
+                    del self._lru[full]
+                    await self._backend.delete(full)
+                self._count(kind, "miss")
+                return None
         try:
             value = await self._backend.get(full)
         except Exception as exc:
@@ -251,12 +265,12 @@ class CatalogCache:
         return str(value)
 
     async def _set(self, full: str, text: str) -> None:
-        if self._bypass_until and time.monotonic() < self._bypass_until:
+        if self._bypass_until and self._clock() < self._bypass_until:
             return
         try:
             await self._backend.set(full, text, ttl=self._ttl)
             if self._lru is not None:
-                self._lru[full] = None
+                self._lru[full] = self._clock() + self._ttl
                 self._lru.move_to_end(full)
                 # Bounded: one insertion can push out at most one entry, but
                 # entries aiocache expired on its own are still listed here.
@@ -268,7 +282,7 @@ class CatalogCache:
 
     def _degraded(self, op: str, exc: Exception) -> None:
         self._errors += 1
-        self._bypass_until = time.monotonic() + self._error_cooldown
+        self._bypass_until = self._clock() + self._error_cooldown
         if self._errors % self._error_log_every == 1 or self._error_log_every == 1:
             log.warning(
                 "catalog cache (%s) %s failed, serving without the cache for %.1fs: %s "

@@ -269,7 +269,8 @@ class TokenReviewAuthenticator:
     `negative_cache_ttl` seconds, keyed by the token's SHA-256; errors (API
     unreachable, timeouts, unexpected answers) refuse the call and are not
     cached, so recovery is immediate. With `audiences`, the API must confirm
-    that the token is meant for one of them.
+    that the token is meant for one of them. `clock` (seconds, monotonic)
+    decides when cache entries expire; tests inject one instead of waiting.
     """
 
     def __init__(
@@ -283,7 +284,9 @@ class TokenReviewAuthenticator:
         negative_cache_ttl: float = 10.0,
         timeout: float = 2.0,
         max_cache_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self._url = api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews"
         self._ca_file = ca_file
         self._sa_token_file = sa_token_file
@@ -335,7 +338,7 @@ class TokenReviewAuthenticator:
 
     async def authenticate(self, token: str) -> Identity | None:
         key = _token_digest(token)
-        now = time.monotonic()
+        now = self._clock()
         entry = self._cache.get(key)
         if entry is not None and entry.expires_at > now:
             return entry.identity
@@ -350,12 +353,12 @@ class TokenReviewAuthenticator:
             )
             return None
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
-        self._remember(key, _CacheEntry(time.monotonic() + ttl, identity))
+        self._remember(key, _CacheEntry(self._clock() + ttl, identity))
         return identity
 
     def _remember(self, key: bytes, entry: _CacheEntry) -> None:
         if len(self._cache) >= self._max_entries:
-            now = time.monotonic()
+            now = self._clock()
             for stale in [k for k, e in self._cache.items() if e.expires_at <= now]:
                 del self._cache[stale]
             while len(self._cache) >= self._max_entries:

@@ -203,14 +203,32 @@ async def test_returned_models_are_frozen_and_private(
     assert ds.count("workflow") == 1
 
 
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 async def test_ttl_expiry_refetches(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:
-    catalog = make_catalog(CatalogCache(ttl=0.5))
+    clock = Clock()
+    catalog = make_catalog(CatalogCache(ttl=60, clock=clock))
     await catalog.search(QUERY)
+    clock.advance(59.9)
     await catalog.search(QUERY)
-    assert ds.count() == 1
-    await asyncio.sleep(0.6)
+    assert ds.count() == 1  # still fresh just before the TTL
+    clock.advance(0.1)
     await catalog.search(QUERY)
-    assert ds.count() == 2
+    assert ds.count() == 2  # expired at the TTL: fetched again
+    clock.advance(59.9)
+    await catalog.search(QUERY)
+    assert ds.count() == 2  # the new answer got a full TTL of its own
 
 
 async def test_memory_backend_is_bounded(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:

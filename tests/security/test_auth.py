@@ -289,25 +289,45 @@ async def make_reviewer(
         await reviewer.close()
 
 
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 async def test_tokenreview_accepts_and_caches(kube_api, make_reviewer) -> None:
     api, url = kube_api
-    reviewer = make_reviewer(url, audiences=["hapi-grpc"], cache_ttl=60)
+    clock = Clock()
+    reviewer = make_reviewer(url, audiences=["hapi-grpc"], cache_ttl=60, clock=clock)
 
     identity = await reviewer.authenticate(GOOD)
     assert identity == Identity("system:serviceaccount:ops:caller", ("ops",))
+    clock.advance(59.9)
     assert await reviewer.authenticate(GOOD) == identity
     assert len(api.requests) == 1  # the second answer came from the cache
     assert api.requests[0]["spec"] == {"token": GOOD, "audiences": ["hapi-grpc"]}
+    clock.advance(0.1)
+    assert await reviewer.authenticate(GOOD) == identity
+    assert len(api.requests) == 2  # reviewed again once the acceptance expired
 
 
 async def test_tokenreview_refusals_are_cached_briefly(kube_api, make_reviewer) -> None:
     api, url = kube_api
-    reviewer = make_reviewer(url, negative_cache_ttl=0.2)
+    clock = Clock()
+    reviewer = make_reviewer(url, negative_cache_ttl=10, clock=clock)
 
     assert await reviewer.authenticate(OTHER) is None
+    clock.advance(9.9)
     assert await reviewer.authenticate(OTHER) is None
     assert len(api.requests) == 1
-    await asyncio.sleep(0.25)
+    clock.advance(0.1)
     assert await reviewer.authenticate(OTHER) is None
     assert len(api.requests) == 2  # asked again once the refusal expired
 

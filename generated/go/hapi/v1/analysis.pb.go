@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -635,8 +636,14 @@ type AnalysisResult struct {
 	LlmTurns uint32 `protobuf:"varint,18,opt,name=llm_turns,json=llmTurns,proto3" json:"llm_turns,omitempty"`
 	// Wall-clock duration of the investigation, in seconds.
 	DurationSeconds float64 `protobuf:"fixed64,19,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// True when this call did not run an investigation of its own: it joined one
+	// already in flight for the same remediation_id and incident, or got the
+	// result stored when such an investigation finished (see force_reanalysis).
+	Reused bool `protobuf:"varint,20,opt,name=reused,proto3" json:"reused,omitempty"`
+	// When the investigation that produced this result finished.
+	CompletedAt   *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AnalysisResult) Reset() {
@@ -802,6 +809,20 @@ func (x *AnalysisResult) GetDurationSeconds() float64 {
 	return 0
 }
 
+func (x *AnalysisResult) GetReused() bool {
+	if x != nil {
+		return x.Reused
+	}
+	return false
+}
+
+func (x *AnalysisResult) GetCompletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedAt
+	}
+	return nil
+}
+
 // One model turn, reported by the streaming RPC.
 type LlmTurn struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -879,7 +900,7 @@ var File_hapi_v1_analysis_proto protoreflect.FileDescriptor
 
 const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\n" +
-	"\x16hapi/v1/analysis.proto\x12\ahapi.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14hapi/v1/common.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"s\n" +
+	"\x16hapi/v1/analysis.proto\x12\ahapi.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14hapi/v1/common.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"s\n" +
 	"\x0eTargetResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -921,7 +942,7 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\n" +
 	"TokenUsage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\rR\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\x02 \x01(\rR\x10completionTokens\"\xe2\a\n" +
+	"\x11completion_tokens\x18\x02 \x01(\rR\x10completionTokens\"\xb9\b\n" +
 	"\x0eAnalysisResult\x12%\n" +
 	"\x0eremediation_id\x18\x01 \x01(\tR\rremediationId\x12\x1f\n" +
 	"\vincident_id\x18\x02 \x01(\tR\n" +
@@ -945,7 +966,9 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\vtoken_usage\x18\x11 \x01(\v2\x13.hapi.v1.TokenUsageR\n" +
 	"tokenUsage\x12\x1b\n" +
 	"\tllm_turns\x18\x12 \x01(\rR\bllmTurns\x12)\n" +
-	"\x10duration_seconds\x18\x13 \x01(\x01R\x0fdurationSeconds\"\x8c\x01\n" +
+	"\x10duration_seconds\x18\x13 \x01(\x01R\x0fdurationSeconds\x12\x16\n" +
+	"\x06reused\x18\x14 \x01(\bR\x06reused\x12=\n" +
+	"\fcompleted_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\"\x8c\x01\n" +
 	"\aLlmTurn\x12\x12\n" +
 	"\x04turn\x18\x01 \x01(\rR\x04turn\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1d\n" +
@@ -984,21 +1007,22 @@ func file_hapi_v1_analysis_proto_rawDescGZIP() []byte {
 var file_hapi_v1_analysis_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_hapi_v1_analysis_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_hapi_v1_analysis_proto_goTypes = []any{
-	(HumanReviewReason)(0),      // 0: hapi.v1.HumanReviewReason
-	(ValidationSource)(0),       // 1: hapi.v1.ValidationSource
-	(*TargetResource)(nil),      // 2: hapi.v1.TargetResource
-	(*SelectedWorkflow)(nil),    // 3: hapi.v1.SelectedWorkflow
-	(*AlternativeWorkflow)(nil), // 4: hapi.v1.AlternativeWorkflow
-	(*ContextUsed)(nil),         // 5: hapi.v1.ContextUsed
-	(*ValidationAttempt)(nil),   // 6: hapi.v1.ValidationAttempt
-	(*TokenUsage)(nil),          // 7: hapi.v1.TokenUsage
-	(*AnalysisResult)(nil),      // 8: hapi.v1.AnalysisResult
-	(*LlmTurn)(nil),             // 9: hapi.v1.LlmTurn
-	(RiskLevel)(0),              // 10: hapi.v1.RiskLevel
-	(*structpb.Struct)(nil),     // 11: google.protobuf.Struct
-	(*ParameterError)(nil),      // 12: hapi.v1.ParameterError
-	(Severity)(0),               // 13: hapi.v1.Severity
-	(*ToolCallRecord)(nil),      // 14: hapi.v1.ToolCallRecord
+	(HumanReviewReason)(0),        // 0: hapi.v1.HumanReviewReason
+	(ValidationSource)(0),         // 1: hapi.v1.ValidationSource
+	(*TargetResource)(nil),        // 2: hapi.v1.TargetResource
+	(*SelectedWorkflow)(nil),      // 3: hapi.v1.SelectedWorkflow
+	(*AlternativeWorkflow)(nil),   // 4: hapi.v1.AlternativeWorkflow
+	(*ContextUsed)(nil),           // 5: hapi.v1.ContextUsed
+	(*ValidationAttempt)(nil),     // 6: hapi.v1.ValidationAttempt
+	(*TokenUsage)(nil),            // 7: hapi.v1.TokenUsage
+	(*AnalysisResult)(nil),        // 8: hapi.v1.AnalysisResult
+	(*LlmTurn)(nil),               // 9: hapi.v1.LlmTurn
+	(RiskLevel)(0),                // 10: hapi.v1.RiskLevel
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*ParameterError)(nil),        // 12: hapi.v1.ParameterError
+	(Severity)(0),                 // 13: hapi.v1.Severity
+	(*ToolCallRecord)(nil),        // 14: hapi.v1.ToolCallRecord
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 }
 var file_hapi_v1_analysis_proto_depIdxs = []int32{
 	10, // 0: hapi.v1.SelectedWorkflow.estimated_risk:type_name -> hapi.v1.RiskLevel
@@ -1015,12 +1039,13 @@ var file_hapi_v1_analysis_proto_depIdxs = []int32{
 	6,  // 11: hapi.v1.AnalysisResult.validation_attempts:type_name -> hapi.v1.ValidationAttempt
 	14, // 12: hapi.v1.AnalysisResult.tool_calls:type_name -> hapi.v1.ToolCallRecord
 	7,  // 13: hapi.v1.AnalysisResult.token_usage:type_name -> hapi.v1.TokenUsage
-	7,  // 14: hapi.v1.LlmTurn.token_usage:type_name -> hapi.v1.TokenUsage
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	15, // 14: hapi.v1.AnalysisResult.completed_at:type_name -> google.protobuf.Timestamp
+	7,  // 15: hapi.v1.LlmTurn.token_usage:type_name -> hapi.v1.TokenUsage
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_hapi_v1_analysis_proto_init() }

@@ -26,9 +26,16 @@ const (
 type AnalyzeIncidentRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The incident to investigate.
-	Incident      *Incident `protobuf:"bytes,1,opt,name=incident,proto3" json:"incident,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Incident *Incident `protobuf:"bytes,1,opt,name=incident,proto3" json:"incident,omitempty"`
+	// Calls are idempotent per incident.remediation_id: a call for the same
+	// incident (same content) joins the investigation in flight or gets the
+	// stored result (AnalysisResult.reused), and a different incident under the
+	// same id is refused with ALREADY_EXISTS. Set this to run a fresh analysis
+	// instead of returning a stored result; its result replaces the stored one.
+	// An investigation of the same incident already in flight is still joined.
+	ForceReanalysis bool `protobuf:"varint,2,opt,name=force_reanalysis,json=forceReanalysis,proto3" json:"force_reanalysis,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AnalyzeIncidentRequest) Reset() {
@@ -66,6 +73,13 @@ func (x *AnalyzeIncidentRequest) GetIncident() *Incident {
 		return x.Incident
 	}
 	return nil
+}
+
+func (x *AnalyzeIncidentRequest) GetForceReanalysis() bool {
+	if x != nil {
+		return x.ForceReanalysis
+	}
+	return false
 }
 
 // Response of AnalyzeIncident.
@@ -118,9 +132,16 @@ func (x *AnalyzeIncidentResponse) GetResult() *AnalysisResult {
 type AnalyzeIncidentStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The incident to investigate.
-	Incident      *Incident `protobuf:"bytes,1,opt,name=incident,proto3" json:"incident,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Incident *Incident `protobuf:"bytes,1,opt,name=incident,proto3" json:"incident,omitempty"`
+	// Calls are idempotent per incident.remediation_id: a call for the same
+	// incident (same content) joins the investigation in flight or gets the
+	// stored result (AnalysisResult.reused), and a different incident under the
+	// same id is refused with ALREADY_EXISTS. Set this to run a fresh analysis
+	// instead of returning a stored result; its result replaces the stored one.
+	// An investigation of the same incident already in flight is still joined.
+	ForceReanalysis bool `protobuf:"varint,2,opt,name=force_reanalysis,json=forceReanalysis,proto3" json:"force_reanalysis,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AnalyzeIncidentStreamRequest) Reset() {
@@ -158,6 +179,13 @@ func (x *AnalyzeIncidentStreamRequest) GetIncident() *Incident {
 		return x.Incident
 	}
 	return nil
+}
+
+func (x *AnalyzeIncidentStreamRequest) GetForceReanalysis() bool {
+	if x != nil {
+		return x.ForceReanalysis
+	}
+	return false
 }
 
 // One progress event of AnalyzeIncidentStream; the last one carries the result.
@@ -285,13 +313,15 @@ var File_hapi_v1_service_proto protoreflect.FileDescriptor
 
 const file_hapi_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15hapi/v1/service.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"O\n" +
+	"\x15hapi/v1/service.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"z\n" +
 	"\x16AnalyzeIncidentRequest\x125\n" +
-	"\bincident\x18\x01 \x01(\v2\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01R\bincident\"J\n" +
+	"\bincident\x18\x01 \x01(\v2\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01R\bincident\x12)\n" +
+	"\x10force_reanalysis\x18\x02 \x01(\bR\x0fforceReanalysis\"J\n" +
 	"\x17AnalyzeIncidentResponse\x12/\n" +
-	"\x06result\x18\x01 \x01(\v2\x17.hapi.v1.AnalysisResultR\x06result\"U\n" +
+	"\x06result\x18\x01 \x01(\v2\x17.hapi.v1.AnalysisResultR\x06result\"\x80\x01\n" +
 	"\x1cAnalyzeIncidentStreamRequest\x125\n" +
-	"\bincident\x18\x01 \x01(\v2\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01R\bincident\"\x8f\x02\n" +
+	"\bincident\x18\x01 \x01(\v2\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01R\bincident\x12)\n" +
+	"\x10force_reanalysis\x18\x02 \x01(\bR\x0fforceReanalysis\"\x8f\x02\n" +
 	"\x1dAnalyzeIncidentStreamResponse\x12-\n" +
 	"\bllm_turn\x18\x01 \x01(\v2\x10.hapi.v1.LlmTurnH\x00R\allmTurn\x126\n" +
 	"\ttool_call\x18\x02 \x01(\v2\x17.hapi.v1.ToolCallRecordH\x00R\btoolCall\x12K\n" +

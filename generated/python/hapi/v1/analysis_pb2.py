@@ -23,12 +23,13 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from hapi.v1 import common_pb2 as hapi_dot_v1_dot_common__pb2
 from hapi.v1 import tools_pb2 as hapi_dot_v1_dot_tools__pb2
 from hapi.v1 import validation_pb2 as hapi_dot_v1_dot_validation__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16hapi/v1/analysis.proto\x12\x07hapi.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14hapi/v1/common.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"R\n\x0eTargetResource\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\tapi_group\x18\x04 \x01(\t\"\xb8\x01\n\x10SelectedWorkflow\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12\x11\n\trationale\x18\x04 \x01(\t\x12*\n\x0e\x65stimated_risk\x18\x05 \x01(\x0e\x32\x12.hapi.v1.RiskLevel\x12+\n\nparameters\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"Q\n\x13\x41lternativeWorkflow\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x11\n\trationale\x18\x03 \x01(\t\"Y\n\x0b\x43ontextUsed\x12\x15\n\rcluster_state\x18\x01 \x01(\t\x12\x1d\n\x15resource_availability\x18\x02 \x01(\t\x12\x14\n\x0c\x62last_radius\x18\x03 \x01(\t\"\xc9\x01\n\x11ValidationAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x13\n\x0bworkflow_id\x18\x02 \x01(\t\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06\x65rrors\x18\x04 \x03(\x0b\x32\x17.hapi.v1.ParameterError\x12\r\n\x05valid\x18\x05 \x01(\x08\x12)\n\x06source\x18\x06 \x01(\x0e\x32\x19.hapi.v1.ValidationSource\">\n\nTokenUsage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\r\"\xc0\x05\n\x0e\x41nalysisResult\x12\x16\n\x0eremediation_id\x18\x01 \x01(\t\x12\x13\n\x0bincident_id\x18\x02 \x01(\t\x12\x18\n\x10\x61nalysis_summary\x18\x03 \x01(\t\x12\x1d\n\x15root_cause_assessment\x18\x04 \x01(\t\x12\'\n\x0crca_severity\x18\x05 \x01(\x0e\x32\x11.hapi.v1.Severity\x12\x30\n\x0ftarget_resource\x18\x06 \x01(\x0b\x32\x17.hapi.v1.TargetResource\x12\x34\n\x11selected_workflow\x18\x07 \x01(\x0b\x32\x19.hapi.v1.SelectedWorkflow\x12;\n\x15\x61lternative_workflows\x18\x08 \x03(\x0b\x32\x1c.hapi.v1.AlternativeWorkflow\x12\x10\n\x08warnings\x18\t \x03(\t\x12*\n\x0c\x63ontext_used\x18\n \x01(\x0b\x32\x14.hapi.v1.ContextUsed\x12\x1a\n\x12needs_human_review\x18\x0b \x01(\x08\x12\x37\n\x13human_review_reason\x18\x0c \x01(\x0e\x32\x1a.hapi.v1.HumanReviewReason\x12\x37\n\x13validation_attempts\x18\r \x03(\x0b\x32\x1a.hapi.v1.ValidationAttempt\x12+\n\ntool_calls\x18\x0e \x03(\x0b\x32\x17.hapi.v1.ToolCallRecord\x12\r\n\x05model\x18\x0f \x01(\t\x12\x1b\n\x13language_model_used\x18\x10 \x01(\x08\x12(\n\x0btoken_usage\x18\x11 \x01(\x0b\x32\x13.hapi.v1.TokenUsage\x12\x11\n\tllm_turns\x18\x12 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x13 \x01(\x01\"f\n\x07LlmTurn\x12\x0c\n\x04turn\x18\x01 \x01(\r\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x12\n\ntool_calls\x18\x03 \x03(\t\x12(\n\x0btoken_usage\x18\x04 \x01(\x0b\x32\x13.hapi.v1.TokenUsage*\xd9\x03\n\x11HumanReviewReason\x12#\n\x1fHUMAN_REVIEW_REASON_UNSPECIFIED\x10\x00\x12-\n)HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS\x10\x01\x12*\n&HUMAN_REVIEW_REASON_WORKFLOW_NOT_FOUND\x10\x02\x12\x33\n/HUMAN_REVIEW_REASON_PARAMETER_VALIDATION_FAILED\x10\x03\x12&\n\"HUMAN_REVIEW_REASON_LOW_CONFIDENCE\x10\x04\x12.\n*HUMAN_REVIEW_REASON_LLM_OUTPUT_UNPARSEABLE\x10\x05\x12\x32\n.HUMAN_REVIEW_REASON_INVESTIGATION_INCONCLUSIVE\x10\x06\x12\x30\n,HUMAN_REVIEW_REASON_DATA_STORAGE_UNAVAILABLE\x10\x07\x12\'\n#HUMAN_REVIEW_REASON_LLM_UNAVAILABLE\x10\x08\x12(\n$HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED\x10\t*u\n\x10ValidationSource\x12!\n\x1dVALIDATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16VALIDATION_SOURCE_TOOL\x10\x01\x12\"\n\x1eVALIDATION_SOURCE_FINAL_ANSWER\x10\x02\x42<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16hapi/v1/analysis.proto\x12\x07hapi.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14hapi/v1/common.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"R\n\x0eTargetResource\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\tapi_group\x18\x04 \x01(\t\"\xb8\x01\n\x10SelectedWorkflow\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12\x11\n\trationale\x18\x04 \x01(\t\x12*\n\x0e\x65stimated_risk\x18\x05 \x01(\x0e\x32\x12.hapi.v1.RiskLevel\x12+\n\nparameters\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"Q\n\x13\x41lternativeWorkflow\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x11\n\trationale\x18\x03 \x01(\t\"Y\n\x0b\x43ontextUsed\x12\x15\n\rcluster_state\x18\x01 \x01(\t\x12\x1d\n\x15resource_availability\x18\x02 \x01(\t\x12\x14\n\x0c\x62last_radius\x18\x03 \x01(\t\"\xc9\x01\n\x11ValidationAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x13\n\x0bworkflow_id\x18\x02 \x01(\t\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06\x65rrors\x18\x04 \x03(\x0b\x32\x17.hapi.v1.ParameterError\x12\r\n\x05valid\x18\x05 \x01(\x08\x12)\n\x06source\x18\x06 \x01(\x0e\x32\x19.hapi.v1.ValidationSource\">\n\nTokenUsage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\r\"\x82\x06\n\x0e\x41nalysisResult\x12\x16\n\x0eremediation_id\x18\x01 \x01(\t\x12\x13\n\x0bincident_id\x18\x02 \x01(\t\x12\x18\n\x10\x61nalysis_summary\x18\x03 \x01(\t\x12\x1d\n\x15root_cause_assessment\x18\x04 \x01(\t\x12\'\n\x0crca_severity\x18\x05 \x01(\x0e\x32\x11.hapi.v1.Severity\x12\x30\n\x0ftarget_resource\x18\x06 \x01(\x0b\x32\x17.hapi.v1.TargetResource\x12\x34\n\x11selected_workflow\x18\x07 \x01(\x0b\x32\x19.hapi.v1.SelectedWorkflow\x12;\n\x15\x61lternative_workflows\x18\x08 \x03(\x0b\x32\x1c.hapi.v1.AlternativeWorkflow\x12\x10\n\x08warnings\x18\t \x03(\t\x12*\n\x0c\x63ontext_used\x18\n \x01(\x0b\x32\x14.hapi.v1.ContextUsed\x12\x1a\n\x12needs_human_review\x18\x0b \x01(\x08\x12\x37\n\x13human_review_reason\x18\x0c \x01(\x0e\x32\x1a.hapi.v1.HumanReviewReason\x12\x37\n\x13validation_attempts\x18\r \x03(\x0b\x32\x1a.hapi.v1.ValidationAttempt\x12+\n\ntool_calls\x18\x0e \x03(\x0b\x32\x17.hapi.v1.ToolCallRecord\x12\r\n\x05model\x18\x0f \x01(\t\x12\x1b\n\x13language_model_used\x18\x10 \x01(\x08\x12(\n\x0btoken_usage\x18\x11 \x01(\x0b\x32\x13.hapi.v1.TokenUsage\x12\x11\n\tllm_turns\x18\x12 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x13 \x01(\x01\x12\x0e\n\x06reused\x18\x14 \x01(\x08\x12\x30\n\x0c\x63ompleted_at\x18\x15 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"f\n\x07LlmTurn\x12\x0c\n\x04turn\x18\x01 \x01(\r\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x12\n\ntool_calls\x18\x03 \x03(\t\x12(\n\x0btoken_usage\x18\x04 \x01(\x0b\x32\x13.hapi.v1.TokenUsage*\xd9\x03\n\x11HumanReviewReason\x12#\n\x1fHUMAN_REVIEW_REASON_UNSPECIFIED\x10\x00\x12-\n)HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS\x10\x01\x12*\n&HUMAN_REVIEW_REASON_WORKFLOW_NOT_FOUND\x10\x02\x12\x33\n/HUMAN_REVIEW_REASON_PARAMETER_VALIDATION_FAILED\x10\x03\x12&\n\"HUMAN_REVIEW_REASON_LOW_CONFIDENCE\x10\x04\x12.\n*HUMAN_REVIEW_REASON_LLM_OUTPUT_UNPARSEABLE\x10\x05\x12\x32\n.HUMAN_REVIEW_REASON_INVESTIGATION_INCONCLUSIVE\x10\x06\x12\x30\n,HUMAN_REVIEW_REASON_DATA_STORAGE_UNAVAILABLE\x10\x07\x12\'\n#HUMAN_REVIEW_REASON_LLM_UNAVAILABLE\x10\x08\x12(\n$HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED\x10\t*u\n\x10ValidationSource\x12!\n\x1dVALIDATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16VALIDATION_SOURCE_TOOL\x10\x01\x12\"\n\x1eVALIDATION_SOURCE_FINAL_ANSWER\x10\x02\x42<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,24 +37,24 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'hapi.v1.analysis_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1'
-  _globals['_HUMANREVIEWREASON']._serialized_start=1659
-  _globals['_HUMANREVIEWREASON']._serialized_end=2132
-  _globals['_VALIDATIONSOURCE']._serialized_start=2134
-  _globals['_VALIDATIONSOURCE']._serialized_end=2251
-  _globals['_TARGETRESOURCE']._serialized_start=134
-  _globals['_TARGETRESOURCE']._serialized_end=216
-  _globals['_SELECTEDWORKFLOW']._serialized_start=219
-  _globals['_SELECTEDWORKFLOW']._serialized_end=403
-  _globals['_ALTERNATIVEWORKFLOW']._serialized_start=405
-  _globals['_ALTERNATIVEWORKFLOW']._serialized_end=486
-  _globals['_CONTEXTUSED']._serialized_start=488
-  _globals['_CONTEXTUSED']._serialized_end=577
-  _globals['_VALIDATIONATTEMPT']._serialized_start=580
-  _globals['_VALIDATIONATTEMPT']._serialized_end=781
-  _globals['_TOKENUSAGE']._serialized_start=783
-  _globals['_TOKENUSAGE']._serialized_end=845
-  _globals['_ANALYSISRESULT']._serialized_start=848
-  _globals['_ANALYSISRESULT']._serialized_end=1552
-  _globals['_LLMTURN']._serialized_start=1554
-  _globals['_LLMTURN']._serialized_end=1656
+  _globals['_HUMANREVIEWREASON']._serialized_start=1758
+  _globals['_HUMANREVIEWREASON']._serialized_end=2231
+  _globals['_VALIDATIONSOURCE']._serialized_start=2233
+  _globals['_VALIDATIONSOURCE']._serialized_end=2350
+  _globals['_TARGETRESOURCE']._serialized_start=167
+  _globals['_TARGETRESOURCE']._serialized_end=249
+  _globals['_SELECTEDWORKFLOW']._serialized_start=252
+  _globals['_SELECTEDWORKFLOW']._serialized_end=436
+  _globals['_ALTERNATIVEWORKFLOW']._serialized_start=438
+  _globals['_ALTERNATIVEWORKFLOW']._serialized_end=519
+  _globals['_CONTEXTUSED']._serialized_start=521
+  _globals['_CONTEXTUSED']._serialized_end=610
+  _globals['_VALIDATIONATTEMPT']._serialized_start=613
+  _globals['_VALIDATIONATTEMPT']._serialized_end=814
+  _globals['_TOKENUSAGE']._serialized_start=816
+  _globals['_TOKENUSAGE']._serialized_end=878
+  _globals['_ANALYSISRESULT']._serialized_start=881
+  _globals['_ANALYSISRESULT']._serialized_end=1651
+  _globals['_LLMTURN']._serialized_start=1653
+  _globals['_LLMTURN']._serialized_end=1755
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,7 @@
+import datetime
+
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from hapi.v1 import common_pb2 as _common_pb2
 from hapi.v1 import tools_pb2 as _tools_pb2
 from hapi.v1 import validation_pb2 as _validation_pb2
@@ -116,7 +119,7 @@ class TokenUsage(_message.Message):
     def __init__(self, prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ...) -> None: ...
 
 class AnalysisResult(_message.Message):
-    __slots__ = ("remediation_id", "incident_id", "analysis_summary", "root_cause_assessment", "rca_severity", "target_resource", "selected_workflow", "alternative_workflows", "warnings", "context_used", "needs_human_review", "human_review_reason", "validation_attempts", "tool_calls", "model", "language_model_used", "token_usage", "llm_turns", "duration_seconds")
+    __slots__ = ("remediation_id", "incident_id", "analysis_summary", "root_cause_assessment", "rca_severity", "target_resource", "selected_workflow", "alternative_workflows", "warnings", "context_used", "needs_human_review", "human_review_reason", "validation_attempts", "tool_calls", "model", "language_model_used", "token_usage", "llm_turns", "duration_seconds", "reused", "completed_at")
     REMEDIATION_ID_FIELD_NUMBER: _ClassVar[int]
     INCIDENT_ID_FIELD_NUMBER: _ClassVar[int]
     ANALYSIS_SUMMARY_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +139,8 @@ class AnalysisResult(_message.Message):
     TOKEN_USAGE_FIELD_NUMBER: _ClassVar[int]
     LLM_TURNS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REUSED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_AT_FIELD_NUMBER: _ClassVar[int]
     remediation_id: str
     incident_id: str
     analysis_summary: str
@@ -155,7 +160,9 @@ class AnalysisResult(_message.Message):
     token_usage: TokenUsage
     llm_turns: int
     duration_seconds: float
-    def __init__(self, remediation_id: _Optional[str] = ..., incident_id: _Optional[str] = ..., analysis_summary: _Optional[str] = ..., root_cause_assessment: _Optional[str] = ..., rca_severity: _Optional[_Union[_common_pb2.Severity, str]] = ..., target_resource: _Optional[_Union[TargetResource, _Mapping]] = ..., selected_workflow: _Optional[_Union[SelectedWorkflow, _Mapping]] = ..., alternative_workflows: _Optional[_Iterable[_Union[AlternativeWorkflow, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., context_used: _Optional[_Union[ContextUsed, _Mapping]] = ..., needs_human_review: _Optional[bool] = ..., human_review_reason: _Optional[_Union[HumanReviewReason, str]] = ..., validation_attempts: _Optional[_Iterable[_Union[ValidationAttempt, _Mapping]]] = ..., tool_calls: _Optional[_Iterable[_Union[_tools_pb2.ToolCallRecord, _Mapping]]] = ..., model: _Optional[str] = ..., language_model_used: _Optional[bool] = ..., token_usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., llm_turns: _Optional[int] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    reused: bool
+    completed_at: _timestamp_pb2.Timestamp
+    def __init__(self, remediation_id: _Optional[str] = ..., incident_id: _Optional[str] = ..., analysis_summary: _Optional[str] = ..., root_cause_assessment: _Optional[str] = ..., rca_severity: _Optional[_Union[_common_pb2.Severity, str]] = ..., target_resource: _Optional[_Union[TargetResource, _Mapping]] = ..., selected_workflow: _Optional[_Union[SelectedWorkflow, _Mapping]] = ..., alternative_workflows: _Optional[_Iterable[_Union[AlternativeWorkflow, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., context_used: _Optional[_Union[ContextUsed, _Mapping]] = ..., needs_human_review: _Optional[bool] = ..., human_review_reason: _Optional[_Union[HumanReviewReason, str]] = ..., validation_attempts: _Optional[_Iterable[_Union[ValidationAttempt, _Mapping]]] = ..., tool_calls: _Optional[_Iterable[_Union[_tools_pb2.ToolCallRecord, _Mapping]]] = ..., model: _Optional[str] = ..., language_model_used: _Optional[bool] = ..., token_usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., llm_turns: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., reused: _Optional[bool] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class LlmTurn(_message.Message):
     __slots__ = ("turn", "content", "tool_calls", "token_usage")

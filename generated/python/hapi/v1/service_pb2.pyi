@@ -11,10 +11,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AnalyzeIncidentRequest(_message.Message):
-    __slots__ = ("incident",)
+    __slots__ = ("incident", "force_reanalysis")
     INCIDENT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_REANALYSIS_FIELD_NUMBER: _ClassVar[int]
     incident: _incident_pb2.Incident
-    def __init__(self, incident: _Optional[_Union[_incident_pb2.Incident, _Mapping]] = ...) -> None: ...
+    force_reanalysis: bool
+    def __init__(self, incident: _Optional[_Union[_incident_pb2.Incident, _Mapping]] = ..., force_reanalysis: _Optional[bool] = ...) -> None: ...
 
 class AnalyzeIncidentResponse(_message.Message):
     __slots__ = ("result",)
@@ -23,10 +25,12 @@ class AnalyzeIncidentResponse(_message.Message):
     def __init__(self, result: _Optional[_Union[_analysis_pb2.AnalysisResult, _Mapping]] = ...) -> None: ...
 
 class AnalyzeIncidentStreamRequest(_message.Message):
-    __slots__ = ("incident",)
+    __slots__ = ("incident", "force_reanalysis")
     INCIDENT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_REANALYSIS_FIELD_NUMBER: _ClassVar[int]
     incident: _incident_pb2.Incident
-    def __init__(self, incident: _Optional[_Union[_incident_pb2.Incident, _Mapping]] = ...) -> None: ...
+    force_reanalysis: bool
+    def __init__(self, incident: _Optional[_Union[_incident_pb2.Incident, _Mapping]] = ..., force_reanalysis: _Optional[bool] = ...) -> None: ...
 
 class AnalyzeIncidentStreamResponse(_message.Message):
     __slots__ = ("llm_turn", "tool_call", "validation_attempt", "result")

@@ -39,13 +39,16 @@ tools:
 redis:
 	./scripts/ensure_redis.sh
 
+prometheus:
+	./scripts/ensure_prometheus.sh
+
 run: $(STAMP)
 	$(BIN)/hapi-grpc serve
 
 datastorage: $(STAMP)
 	$(BIN)/hapi-grpc datastorage serve --port 8080
 
-test: $(STAMP) tools redis
+test: $(STAMP) tools redis prometheus
 	./scripts/check_generated.sh
 	./scripts/buf_checks.sh
 	$(BIN)/ruff check .

@@ -1,16 +1,19 @@
 """`WorkflowCatalog` over the Data Storage REST API (BR-HAPI-047).
 
 One logical call = cache lookup, then (on a miss, shared by concurrent
-callers) the circuit breaker, then up to `max_retries` retries of the HTTP
-request. Each attempt gets connect/read/total timeouts of
-`deadline.request_timeout(request_timeout)`, so no request outlives the
-caller's deadline, and cancelling the caller (with a cache: the last caller
-waiting for a shared fetch) aborts the request at once.
+callers) the circuit breaker, then the HTTP request under the shared retry
+policy (`hapi_grpc.adapters.http_policy`, with `datastorage_retry_policy`):
+each attempt's connect/read/total timeouts are clipped to the caller's
+budget, so no request outlives the caller's deadline, and cancelling the
+caller (with a cache: the last caller waiting for a shared fetch) aborts the
+request at once. The connection pool holds `max_connections` connections
+(HAPI_DATA_STORAGE_MAX_CONNECTIONS); waiting for one counts against the
+attempt's timeout.
 
 Error mapping:
 - 404 on schema/workflow -> `WorkflowNotFoundError` (the service is healthy);
 - timeouts, connection errors, truncated bodies, 5xx and 429 -> retried with
-  exponential backoff and full jitter (honouring `Retry-After`), then
+  exponential backoff and full jitter (never sooner than `Retry-After`), then
   `CatalogUnavailableError` naming the endpoint and the last cause;
 - other non-2xx -> `DataStorageHTTPError` (a `CatalogUnavailableError`) with
   the status and the problem's title/detail, not retried;
@@ -18,12 +21,12 @@ Error mapping:
 - our own deadline running out -> `BudgetExhaustedError`.
 The breaker counts every outcome except success, not-found, refused ids, our
 own deadline and cancellation as a failure of the one logical call.
-Messages never carry the base URL (it may hold credentials) or whole bodies.
+Messages never carry the base URL (it may hold credentials) or whole bodies;
+problem texts pass through `hapi_grpc.domain.sensitive.redact`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -38,8 +41,14 @@ from yarl import URL
 
 from hapi_grpc.adapters.cache import CatalogCache, search_key, workflow_key
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.retry import full_jitter, parse_retry_after, remaining_budget
-from hapi_grpc.domain import deadline
+from hapi_grpc.adapters.http_policy import (
+    Attempt,
+    RetryPolicy,
+    TransientError,
+    read_bounded,
+    run_attempts,
+)
+from hapi_grpc.adapters.retry import parse_retry_after
 from hapi_grpc.domain.catalog import (
     SearchQuery,
     SearchResult,
@@ -48,13 +57,13 @@ from hapi_grpc.domain.catalog import (
     is_valid_workflow_id,
 )
 from hapi_grpc.domain.errors import (
-    BudgetExhaustedError,
     CatalogContractError,
     CatalogUnavailableError,
     FieldViolation,
     InvalidRequestError,
     WorkflowNotFoundError,
 )
+from hapi_grpc.domain.sensitive import redact, register_secret
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.tracing import span
 
@@ -72,11 +81,10 @@ _DESCRIPTIONS: dict[Endpoint, str] = {
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 64 * 1024
-# A Retry-After beyond this is treated as "not coming back soon": give up
-# rather than hold the caller, even when it has no deadline.
-MAX_RETRY_AFTER = 30.0
-# Do not start an attempt that would have less than this left to run.
-MIN_ATTEMPT_TIME = 0.01
+# Connections to Data Storage at most. A catalog request takes milliseconds,
+# so 100 connections serve thousands of requests a second, far more than the
+# 2 (cached) lookups per investigation of an alert storm need.
+DEFAULT_MAX_CONNECTIONS = 100
 _PROBLEM_TEXT_MAX = 200
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
 
@@ -103,13 +111,23 @@ class DataStorageHTTPError(CatalogUnavailableError):
         self.detail = detail
 
 
-class _Retryable(Exception):
-    """An attempt failed in a way worth retrying."""
+def datastorage_retry_policy(
+    request_timeout: float, max_retries: int, backoff_base: float, backoff_max: float
+) -> RetryPolicy:
+    """Data Storage's retry policy.
 
-    def __init__(self, cause: str, retry_after: float | None = None) -> None:
-        super().__init__(cause)
-        self.cause = cause
-        self.retry_after = retry_after
+    An internal service: a Retry-After beyond 30 s means it is not coming
+    back soon, so give up rather than hold the caller. A catalog lookup
+    answers in milliseconds, so an attempt is worth starting with 10 ms left.
+    """
+    return RetryPolicy(
+        attempt_timeout=request_timeout,
+        max_retries=max_retries,
+        backoff_base=backoff_base,
+        backoff_cap=backoff_max,
+        retry_after_cap=30.0,
+        min_attempt_seconds=0.01,
+    )
 
 
 class _ContractViolation(Exception):
@@ -138,20 +156,20 @@ class DataStorageCatalog:
         breaker: RateCircuitBreaker | None = None,
         cache: CatalogCache | None = None,
         session: aiohttp.ClientSession | None = None,
-        max_connections: int = 100,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         url = URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError("Data Storage base_url must be an absolute http(s) URL")
-        if request_timeout <= 0 or max_retries < 0 or backoff_base < 0 or backoff_max < 0:
-            raise ValueError("timeouts and backoffs must be positive, max_retries >= 0")
         if max_connections < 1:
             raise ValueError("max_connections must be >= 1")
+        if url.password:
+            register_secret(url.password)
         self._base_url = str(url).rstrip("/")
         self._timeout = request_timeout
-        self._max_retries = max_retries
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
+        self.policy = datastorage_retry_policy(
+            request_timeout, max_retries, backoff_base, backoff_max
+        )
         self._breaker = breaker or RateCircuitBreaker("datastorage")
         self._cache = cache
         self._session = session
@@ -246,45 +264,17 @@ class DataStorageCatalog:
         """One logical call: the first attempt plus at most `max_retries` retries."""
         with span(f"datastorage.{endpoint}"):
             url = URL(self._base_url + path, encoded=True)
-            attempts = self._max_retries + 1
-            cause = ""
-            for attempt in range(1, attempts + 1):
-                timeout = deadline.request_timeout(self._timeout)
-                try:
-                    return await self._attempt(
-                        endpoint, method, url, body, model, timeout, workflow_id
-                    )
-                except _Retryable as failed:
-                    cause = failed.cause
-                    retry_after = failed.retry_after
-                if attempt == attempts:
-                    break
-                delay = full_jitter(attempt, self._backoff_base, self._backoff_max)
-                if retry_after is not None:
-                    if retry_after > MAX_RETRY_AFTER:
-                        raise CatalogUnavailableError(
-                            f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
-                            f"Retry-After of {retry_after:.0f}s is too long to wait"
-                        )
-                    delay = max(delay, retry_after)
-                if delay + MIN_ATTEMPT_TIME >= remaining_budget():
-                    raise CatalogUnavailableError(
-                        f"Data Storage {_DESCRIPTIONS[endpoint]} is unavailable: {cause}; "
-                        f"the next attempt (in {delay:.2f}s) would not finish before the deadline"
-                    )
-                log.info(
-                    "retrying Data Storage %s: attempt %d of %d failed (%s); next in %.3fs",
-                    endpoint,
-                    attempt,
-                    attempts,
-                    cause,
-                    delay,
-                )
-                metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc()
-                await asyncio.sleep(delay)
-            what = _DESCRIPTIONS[endpoint]
-            raise CatalogUnavailableError(
-                f"Data Storage {what} failed after {attempts} attempt(s): {cause}"
+
+            async def send(attempt: Attempt) -> M:
+                return await self._attempt(endpoint, method, url, body, model, attempt, workflow_id)
+
+            return await run_attempts(
+                self.policy,
+                f"Data Storage {_DESCRIPTIONS[endpoint]}",
+                send,
+                fail=CatalogUnavailableError,
+                log=log,
+                on_retry=metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc,
             )
 
     async def _attempt(
@@ -294,10 +284,11 @@ class DataStorageCatalog:
         url: URL,
         body: Mapping[str, Any] | None,
         model: type[M],
-        attempt_timeout: float,
+        attempt: Attempt,
         workflow_id: str | None,
     ) -> M:
         session = self._get_session()
+        attempt_timeout = attempt.timeout
         started = time.perf_counter()
         try:
             async with session.request(
@@ -311,25 +302,22 @@ class DataStorageCatalog:
             ) as resp:
                 status = resp.status
                 ok = 200 <= status < 300
-                raw = await _read_bounded(resp, MAX_RESPONSE_BYTES if ok else MAX_ERROR_BODY_BYTES)
+                raw, over = await read_bounded(
+                    resp, MAX_RESPONSE_BYTES if ok else MAX_ERROR_BODY_BYTES
+                )
                 content_type = resp.headers.get("Content-Type", "")
                 retry_after_header = resp.headers.get("Retry-After")
         except TimeoutError:
             self._record(endpoint, "timeout", started)
-            if attempt_timeout < self._timeout:
-                # The caller's deadline, not Data Storage, set this timeout.
-                raise BudgetExhaustedError(
-                    f"the caller's deadline ran out waiting for Data Storage {endpoint}"
-                ) from None
-            raise _Retryable(f"timed out after {attempt_timeout:.3g}s") from None
+            raise  # the runner tells the budget's timeouts from Data Storage's
         except aiohttp.ClientError as exc:
             # Refused or dropped connections, truncated bodies.
             self._record(endpoint, "connection_error", started)
-            raise _Retryable(f"connection error ({type(exc).__name__})") from None
+            raise TransientError(f"connection error ({type(exc).__name__})") from None
 
         if ok:
             try:
-                value = _parse(raw, content_type, model)
+                value = _parse(raw, over, content_type, model)
                 if workflow_id is not None:
                     _check_id(value, workflow_id)
             except _ContractViolation as exc:
@@ -347,7 +335,7 @@ class DataStorageCatalog:
             raise WorkflowNotFoundError(workflow_id)
         if status == 429 or status >= 500:
             summary = f"HTTP {status}" + (f" ({title})" if title else "")
-            raise _Retryable(summary, parse_retry_after(retry_after_header))
+            raise TransientError(summary, parse_retry_after(retry_after_header))
         raise DataStorageHTTPError(endpoint, status, title, detail)
 
     @staticmethod
@@ -356,22 +344,8 @@ class DataStorageCatalog:
         metrics.DATASTORAGE_LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
 
 
-async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The body, cut at `limit + 1` bytes so the caller can tell it was too large."""
-    chunks: list[bytes] = []
-    size = 0
-    # Bounded: every chunk is non-empty and we stop past `limit` bytes.
-    while size <= limit:
-        chunk = await resp.content.read(min(64 * 1024, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def _parse(raw: bytes, content_type: str, model: type[M]) -> M:
-    if len(raw) > MAX_RESPONSE_BYTES:
+def _parse(raw: bytes, over: bool, content_type: str, model: type[M]) -> M:
+    if over:
         raise _ContractViolation(f"body is larger than {MAX_RESPONSE_BYTES} bytes")
     mime = content_type.split(";", 1)[0].strip().lower()
     if mime and mime != "application/json" and not mime.endswith("+json"):
@@ -428,5 +402,5 @@ def _problem(raw: bytes) -> tuple[str, str]:
 
 
 def _clean(text: str, limit: int) -> str:
-    text = _CONTROL_CHARS.sub(" ", text).strip()
+    text = redact(_CONTROL_CHARS.sub(" ", text).strip())
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -24,7 +24,11 @@ from typing import Any
 
 import aiohttp
 
-from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
+from hapi_grpc.adapters.llm.http import (
+    DEFAULT_MAX_CONCURRENT_REQUESTS,
+    LLMHttpClient,
+    sensitive_values,
+)
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
 
@@ -53,6 +57,7 @@ class AnthropicProvider:
         max_tokens: int | None = 2048,
         max_retries: int = 2,
         backoff_base: float = 0.5,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
         if not base_url:
@@ -82,6 +87,7 @@ class AnthropicProvider:
             connect_timeout=connect_timeout,
             max_retries=max_retries,
             backoff_base=backoff_base,
+            max_concurrent_requests=max_concurrent_requests,
             session=session,
         )
 

@@ -1,10 +1,11 @@
 """HTTP plumbing shared by the language-model adapters.
 
 `LLMHttpClient` POSTs one JSON completion request with everything a provider
-adapter would otherwise repeat: one lazily created aiohttp session, per-attempt
-timeouts clipped to the caller's budget (`hapi_grpc.domain.deadline`), retries
-of transient failures with exponential backoff and jitter, `Retry-After`,
-error mapping to domain errors, metrics, and secret redaction.
+adapter would otherwise repeat: one lazily created aiohttp session whose pool
+matches the request-slot limit, the shared retry policy
+(`hapi_grpc.adapters.http_policy`: per-attempt timeouts clipped to the
+caller's budget, backoff with jitter, `Retry-After`), error mapping to domain
+errors, metrics, and secret redaction (`hapi_grpc.domain.sensitive`).
 
 Failure policy:
 
@@ -17,10 +18,12 @@ Failure policy:
   the same request would most likely get the same answer.
 - `BudgetExhaustedError` when the caller's deadline leaves no time for an
   attempt, or ends one (a timeout that the budget shortened).
+- `ResourceExhaustedError` (with a retry hint) when all `max_concurrent_requests`
+  slots stay busy until the caller's deadline: requests wait for a slot inside
+  their budget, so the provider never sees more than that many at once.
 - If a retry wait (backoff or `Retry-After`) would not leave time for another
   attempt within the budget, the call fails at once with `LLMUnavailableError`
-  carrying the provider's last error: the provider, not the deadline, is what
-  went wrong, and sleeping into the deadline would only hide that.
+  carrying the provider's last error.
 """
 
 from __future__ import annotations
@@ -28,68 +31,60 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
 
-from hapi_grpc.adapters.retry import full_jitter, parse_retry_after
-from hapi_grpc.domain.deadline import current_budget, request_timeout
-from hapi_grpc.domain.errors import BudgetExhaustedError, LLMResponseError, LLMUnavailableError
+from hapi_grpc.adapters.http_policy import (
+    Attempt,
+    RequestSlots,
+    RetryPolicy,
+    TransientError,
+    read_bounded,
+    run_attempts,
+)
+from hapi_grpc.adapters.retry import parse_retry_after
+from hapi_grpc.domain.errors import LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
+from hapi_grpc.domain.sensitive import is_secret_name, redact
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.tracing import span
 
 logger = logging.getLogger("hapi_grpc.adapters.llm")
 
-REDACTED = "[REDACTED]"
 ERROR_MESSAGE_LIMIT = 300
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a completion is kilobytes; this bounds a broken server
 _MAX_ERROR_BODY_BYTES = 64 * 1024
-_MAX_RETRIES_LIMIT = 10
-_BACKOFF_CAP = 30.0
-# Longest Retry-After honoured when the caller set no deadline.
-_RETRY_AFTER_CAP = 60.0
-# A retry is pointless if less than this is left of the budget after the wait.
-_MIN_ATTEMPT_SECONDS = 0.1
-_READ_CHUNK = 64 * 1024
-# A timeout within this much of the budget's end is the budget's doing.
-_BUDGET_SLACK = 0.05
+# Default bound on model requests in flight: enough for an alert storm of
+# 1,000 investigations each waiting on one model turn. Set it to what the
+# provider's rate limit allows (HAPI_LLM_MAX_CONCURRENT_REQUESTS).
+DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
 
 _TRANSIENT_4XX = frozenset({408, 429})
-_GENERIC_SECRET_PATTERNS = (
-    (re.compile(r"Bearer\s+\S+", re.IGNORECASE), f"Bearer {REDACTED}"),
-    (re.compile(r"sk-[A-Za-z0-9_-]{8,}"), REDACTED),
-)
-# Header / query names whose values are credentials.
-_SENSITIVE_NAME = re.compile(r"auth|key|token|secret|password|signature", re.IGNORECASE)
 
 
-class Redactor:
-    """Removes credentials from text bound for exceptions and logs.
+def llm_retry_policy(request_timeout: float, max_retries: int, backoff_base: float) -> RetryPolicy:
+    """The model providers' retry policy.
 
-    It scrubs the configured secrets verbatim plus anything that looks like a
-    bearer token or an OpenAI-style `sk-` key, whatever its origin: providers
-    sometimes echo the key they rejected in their error message.
+    Retry-After is honoured up to 60 s: providers' rate-limit windows are
+    often a minute. No attempt starts with less than 0.1 s left: no model
+    answers faster, so a shorter attempt would only spend a request.
     """
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        # Longest first, so a secret that contains another is removed whole.
-        self._secrets = sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        for pattern, replacement in _GENERIC_SECRET_PATTERNS:
-            text = pattern.sub(replacement, text)
-        return text
+    return RetryPolicy(
+        attempt_timeout=request_timeout,
+        max_retries=max_retries,
+        backoff_base=backoff_base,
+        backoff_cap=30.0,
+        retry_after_cap=60.0,
+        min_attempt_seconds=0.1,
+    )
 
 
 def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
     """Values of headers or query parameters whose names mark them as credentials."""
-    return [v for k, v in (pairs or {}).items() if _SENSITIVE_NAME.search(k) and v]
+    return [v for k, v in (pairs or {}).items() if is_secret_name(k) and v]
 
 
 def extract_error_message(body: str) -> str:
@@ -137,15 +132,6 @@ def _status_label(status: int) -> str:
     return "error"
 
 
-class _Transient(Exception):
-    """An attempt failed in a way worth retrying (internal)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-
-
 class LLMHttpClient:
     """Sends completion requests to one provider endpoint.
 
@@ -157,6 +143,8 @@ class LLMHttpClient:
         connect_timeout: TCP/TLS connect timeout in seconds.
         max_retries: retries after the first attempt (0..10).
         backoff_base: first backoff in seconds; doubles per retry, with jitter.
+        max_concurrent_requests: requests in flight at most (slots); the
+            connection pool of the session created here has the same size.
         session: a shared aiohttp session; closed by its owner, not here.
     """
 
@@ -170,30 +158,38 @@ class LLMHttpClient:
         connect_timeout: float = 5.0,
         max_retries: int = 2,
         backoff_base: float = 0.5,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
-        if request_timeout <= 0 or connect_timeout <= 0:
+        if connect_timeout <= 0:
             raise ValueError("timeouts must be positive")
-        if not 0 <= max_retries <= _MAX_RETRIES_LIMIT:
-            raise ValueError(f"max_retries must be within 0..{_MAX_RETRIES_LIMIT}")
-        if backoff_base < 0:
-            raise ValueError("backoff_base must not be negative")
         self.provider = provider
         self.model = model
-        self.redact = Redactor(secrets)
-        self._request_timeout = request_timeout
+        self._secrets = tuple(s for s in secrets if s and s.strip())
+        self.policy = llm_retry_policy(request_timeout, max_retries, backoff_base)
+        self.slots = RequestSlots(max_concurrent_requests, f"{provider} model requests")
         self._connect_timeout = connect_timeout
-        self._max_retries = max_retries
-        self._backoff_base = backoff_base
         self._session = session
         self._owns_session = session is None
+
+    def redact(self, text: str) -> str:
+        """`text` without this client's secrets or anything shaped like a credential."""
+        return redact(text, self._secrets)
 
     def _get_session(self) -> aiohttp.ClientSession:
         # Created on first use so it binds to the loop that runs the requests.
         if self._session is None or self._session.closed:
             if not self._owns_session:
                 raise LLMUnavailableError(f"{self.provider}: the shared HTTP session is closed")
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(
+                # As many connections as request slots: a request holding a
+                # slot never queues again inside aiohttp's pool (default 100).
+                connector=aiohttp.TCPConnector(limit=self.slots.limit),
+                # Never aiohttp's 300 s default; each attempt sets its own.
+                timeout=aiohttp.ClientTimeout(
+                    total=self.policy.attempt_timeout, sock_connect=self._connect_timeout
+                ),
+            )
         return self._session
 
     async def close(self) -> None:
@@ -227,62 +223,19 @@ class LLMHttpClient:
                 tool_count,
                 len(payload),
             )
-            attempts = self._max_retries + 1
-            for attempt in range(attempts):
-                try:
-                    return await self._attempt(url, payload, headers, params, parse)
-                except _Transient as exc:
-                    failure = exc
-                # Raised outside the except block: an implicit __context__ would
-                # carry the unredacted reason into tracebacks.
-                if attempt + 1 >= attempts:
-                    raise LLMUnavailableError(
-                        self.redact(
-                            f"{self.provider} request failed after {attempts} attempt(s): "
-                            f"{failure.reason}"
-                        )
-                    )
-                delay = self._retry_delay(attempt, failure)
-                logger.info(
-                    "%s: retrying in %.2fs after %s (retry %d of %d)",
-                    self.provider,
-                    delay,
-                    self.redact(failure.reason),
-                    attempt + 1,
-                    self._max_retries,
-                )
-                await asyncio.sleep(delay)
-            raise AssertionError("unreachable: the last attempt returns or raises")
+            all_headers = {**headers, "Content-Type": "application/json"}
 
-    def _retry_delay(self, attempt: int, failure: _Transient) -> float:
-        """The wait before the next attempt; raises if it cannot fit the budget."""
-        if failure.retry_after is not None:
-            delay = failure.retry_after
-            if delay > _RETRY_AFTER_CAP:
-                raise LLMUnavailableError(
-                    self.redact(
-                        f"{self.provider} request failed: {failure.reason}; "
-                        f"Retry-After {delay:.1f}s is longer than {_RETRY_AFTER_CAP:.0f}s"
-                    )
-                )
-        else:
-            delay = full_jitter(attempt + 1, self._backoff_base, _BACKOFF_CAP)
-        budget = current_budget()
-        if budget is not None:
-            left = budget.remaining()
-            if delay + _MIN_ATTEMPT_SECONDS >= left:
-                wait = (
-                    f"Retry-After {delay:g}s"
-                    if failure.retry_after is not None
-                    else f"backoff {delay:.2f}s"
-                )
-                raise LLMUnavailableError(
-                    self.redact(
-                        f"{self.provider} request failed: {failure.reason}; no time to retry "
-                        f"({wait} exceeds the remaining budget of {max(left, 0):.2f}s)"
-                    )
-                )
-        return delay
+            async def send(attempt: Attempt) -> LLMResponse:
+                return await self._attempt(url, payload, all_headers, params, parse, attempt)
+
+            return await run_attempts(
+                self.policy,
+                f"{self.provider} request",
+                send,
+                fail=lambda message: LLMUnavailableError(self.redact(message)),
+                log=logger,
+                slots=self.slots,
+            )
 
     async def _attempt(
         self,
@@ -291,31 +244,30 @@ class LLMHttpClient:
         headers: Mapping[str, str],
         params: Mapping[str, str] | None,
         parse: Callable[[Any], LLMResponse],
+        attempt: Attempt,
     ) -> LLMResponse:
-        timeout = request_timeout(self._request_timeout)  # BudgetExhaustedError propagates
-        clipped_by_budget = timeout < self._request_timeout
         session = self._get_session()
         started = time.monotonic()
         status_label = "error"
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(attempt.timeout):
                 async with session.post(
                     url,
                     data=payload,
-                    headers={**headers, "Content-Type": "application/json"},
+                    headers=headers,
                     params=params,
                     # The whole attempt is bounded by asyncio.timeout above;
                     # this one only fails fast on an unreachable host.
                     timeout=aiohttp.ClientTimeout(
-                        total=None, sock_connect=min(self._connect_timeout, timeout)
+                        total=None, sock_connect=min(self._connect_timeout, attempt.timeout)
                     ),
                     # Never follow redirects: custom auth headers (x-api-key,
                     # api-key) would be replayed to whatever host they name.
                     allow_redirects=False,
                 ) as resp:
                     if 200 <= resp.status < 300:
-                        raw = await _read_bounded(resp, MAX_RESPONSE_BYTES)
-                        if raw is None:
+                        raw, over = await read_bounded(resp, MAX_RESPONSE_BYTES)
+                        if over:
                             raise LLMResponseError(
                                 f"{self.provider} response exceeds {MAX_RESPONSE_BYTES} bytes"
                             )
@@ -324,28 +276,26 @@ class LLMHttpClient:
                         self._record_usage(result)
                         return result
                     status_label = _status_label(resp.status)
-                    error_body = await _read_bounded(resp, _MAX_ERROR_BODY_BYTES, cut=True) or b""
-                    reason = self._describe_status(resp, error_body.decode("utf-8", "replace"))
-                    if resp.status in _TRANSIENT_4XX or resp.status >= 500:
-                        raise _Transient(reason, parse_retry_after(resp.headers.get("Retry-After")))
-                    raise LLMUnavailableError(
-                        self.redact(f"{self.provider} request failed: {reason}")
+                    error_body, _ = await read_bounded(resp, _MAX_ERROR_BODY_BYTES)
+                    reason = self.redact(
+                        self._describe_status(resp, error_body.decode("utf-8", "replace"))
                     )
+                    if resp.status in _TRANSIENT_4XX or resp.status >= 500:
+                        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+                        raise TransientError(reason, retry_after)
+                    raise LLMUnavailableError(f"{self.provider} request failed: {reason}")
         except asyncio.CancelledError:
             status_label = "cancelled"
             raise
         except TimeoutError:
             status_label = "timeout"
-            budget = current_budget()
-            if clipped_by_budget and budget is not None and budget.remaining() < _BUDGET_SLACK:
-                raise BudgetExhaustedError(
-                    f"{self.provider} request did not finish before the deadline ({timeout:.2f}s)"
-                ) from None
-            raise _Transient(f"timed out after {timeout:.2f}s") from None
+            raise  # the runner tells the budget's timeouts from the provider's
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             status_label = "error"
             # `from None`: the cause's text is unredacted and may name the URL.
-            raise _Transient(f"connection error: {type(exc).__name__}: {exc}") from None
+            raise TransientError(
+                self.redact(f"connection error: {type(exc).__name__}: {exc}")
+            ) from None
         except aiohttp.ClientError as exc:
             status_label = "error"
             raise LLMUnavailableError(
@@ -393,19 +343,3 @@ class LLMHttpClient:
             metrics.LLM_TOKENS.labels(self.provider, self.model, "completion").inc(
                 result.usage.completion_tokens
             )
-
-
-async def _read_bounded(
-    resp: aiohttp.ClientResponse, limit: int, *, cut: bool = False
-) -> bytes | None:
-    """At most `limit` bytes of the body: cut there, or None when `cut` is False."""
-    chunks: list[bytes] = []
-    size = 0
-    # Bounded: every pass adds at least one byte, and the loop stops past `limit`.
-    while size <= limit:
-        chunk = await resp.content.read(_READ_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)[:limit] if cut else None

@@ -12,12 +12,8 @@ from typing import Any
 
 from hapi_grpc.domain.catalog import WorkflowCatalog, WorkflowSchema, is_valid_workflow_id
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
-from hapi_grpc.domain.parameters import (
-    REDACTED,
-    ValidationOutcome,
-    is_secret_name,
-    validate_parameters,
-)
+from hapi_grpc.domain.parameters import ValidationOutcome, validate_parameters
+from hapi_grpc.domain.sensitive import redact_mapping
 
 __all__ = ["MAX_PROPOSED_PARAMETERS", "redact_parameters", "validate_workflow_parameters"]
 
@@ -26,9 +22,6 @@ __all__ = ["MAX_PROPOSED_PARAMETERS", "redact_parameters", "validate_workflow_pa
 # makes protovalidate convert the whole Struct on every call, which tripled
 # the cost of validating the request.
 MAX_PROPOSED_PARAMETERS = 64
-
-# Nesting depth followed when redacting; deeper values are replaced wholesale.
-_REDACT_DEPTH = 8
 
 
 async def validate_workflow_parameters(
@@ -70,27 +63,12 @@ async def validate_workflow_parameters(
 
 
 def redact_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A copy of `parameters` whose secret-looking names have their values replaced.
+    """`sensitive.redact_mapping` of `parameters` (an empty dict for None).
 
-    Nested objects are redacted too: a model may wrap credentials in a dict.
+    Kept as a name for the tool layer, which redacts proposed parameters
+    before they are recorded.
     """
     if not parameters:
         return {}
-    return _redact(parameters, 0)
-
-
-def _redact(mapping: Mapping[str, Any], depth: int) -> dict[str, Any]:
-    return {
-        str(key): REDACTED if is_secret_name(str(key)) else _redact_value(value, depth + 1)
-        for key, value in mapping.items()
-    }
-
-
-def _redact_value(value: Any, depth: int) -> Any:
-    if isinstance(value, Mapping):
-        return REDACTED if depth >= _REDACT_DEPTH else _redact(value, depth)
-    if isinstance(value, list | tuple):
-        if depth >= _REDACT_DEPTH:
-            return REDACTED
-        return [_redact_value(item, depth + 1) for item in value]
-    return value
+    redacted: dict[str, Any] = redact_mapping(parameters)
+    return redacted

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from hapi_grpc.domain import parameters as params_module
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowSchema
 from hapi_grpc.domain.parameters import (
     MAX_PATTERN_LENGTH,
@@ -19,9 +18,10 @@ from hapi_grpc.domain.parameters import (
     ParameterErrorCode,
     ParameterIssue,
     ValidationOutcome,
-    is_secret_name,
     validate_parameters,
 )
+from hapi_grpc.domain.parameters import schema as params_module
+from hapi_grpc.domain.sensitive import REDACTED, is_secret_name
 
 Code = ParameterErrorCode
 LOGGER = "hapi_grpc.domain.parameters"
@@ -612,7 +612,7 @@ def test_secret_looking_values_are_never_echoed(
     outcome = validate_parameters([spec(name, **fields)], {name: value})
     assert len(outcome.errors) == 1
     message = outcome.errors[0].message
-    assert "<redacted>" in message
+    assert REDACTED in message
     assert SECRET_VALUE not in message
     assert SECRET_VALUE.upper() not in message.replace(f"[{SECRET_VALUE.upper()}]", "")
     assert "did you mean" not in message

@@ -17,6 +17,7 @@ from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validatio
 from hapi_grpc.domain import incident as d
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema
+from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
 
 _SEVERITY_TO_DOMAIN = {
@@ -61,13 +62,13 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
         error_details=d.ErrorDetails(
             error_message=err.error_message,
             description=err.description,
-            firing_time=_time(err, "firing_time"),
-            received_time=_time(err, "received_time"),
+            firing_time=_time(err, "firing_time", "incident.error_details"),
+            received_time=_time(err, "received_time", "incident.error_details"),
         ),
         deduplication=d.DeduplicationContext(
             is_duplicate=dedup.is_duplicate,
-            first_seen=_time(dedup, "first_seen"),
-            last_seen=_time(dedup, "last_seen"),
+            first_seen=_time(dedup, "first_seen", "incident.deduplication"),
+            last_seen=_time(dedup, "last_seen", "incident.deduplication"),
             occurrence_count=dedup.occurrence_count,
             previous_remediation_ref=dedup.previous_remediation_ref,
         ),
@@ -100,11 +101,22 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
     )
 
 
-def _time(msg: Any, field: str) -> datetime | None:
+def _time(msg: Any, field: str, parent: str) -> datetime | None:
+    """The timestamp as a datetime. The proto's rules refuse out-of-range values
+    before this runs; should one get here anyway, it is still the caller's
+    mistake, never a crash."""
     if not msg.HasField(field):
         return None
     ts: timestamp_pb2.Timestamp = getattr(msg, field)
-    return ts.ToDatetime(tzinfo=UTC)
+    try:
+        return ts.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):
+        description = "must be a valid timestamp (years 0001 to 9999, nanos in [0, 999999999])"
+        path = f"{parent}.{field}"
+        raise InvalidRequestError(
+            f"invalid request: {path}: {description}",
+            [FieldViolation(path, description, "timestamp.valid")],
+        ) from None
 
 
 def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:

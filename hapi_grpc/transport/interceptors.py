@@ -3,9 +3,12 @@
 Every hapi.v1 call goes through these steps, outermost first:
 
 1. metrics: in-flight gauge, latency histogram, handled counter by final code;
-2. concurrency cap: RESOURCE_EXHAUSTED beyond the configured number of calls;
-3. request validation: the protovalidate rules declared in the proto;
-4. error mapping: a domain error becomes its status code, anything else INTERNAL.
+2. undecodable bytes: INVALID_ARGUMENT with a fixed message (see `undecodable`);
+3. concurrency cap: RESOURCE_EXHAUSTED with RetryInfo beyond the configured
+   number of calls; the slot is held by a context manager for the whole call;
+4. request validation: the size rules declared in the proto checked cheaply
+   first (`request_limits`), then the protovalidate rules; INVALID_ARGUMENT;
+5. error mapping: a domain error becomes its status code, anything else INTERNAL.
 
 They run inside one wrapper per method rather than one interceptor each:
 every interceptor layer costs a coroutine per call, and on a cheap RPC such
@@ -20,21 +23,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import protovalidate
+from google.protobuf import descriptor_pool
 from google.protobuf.message import Message
 
 from hapi_grpc.domain.errors import FieldViolation
+from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.observability import metrics
-from hapi_grpc.transport.status import bad_request, rich_status, status_for
+from hapi_grpc.transport.request_limits import rule_path, structural_violations
+from hapi_grpc.transport.status import bad_request, retry_info, rich_status, status_for
+from hapi_grpc.transport.undecodable import (
+    Undecodable,
+    WarningThrottle,
+    invalid_message,
+    tolerant_deserializer,
+)
 
 log = logging.getLogger(__name__)
 
 SERVICE_PREFIX = "/hapi.v1."
+
+BUSY_RETRY_AFTER_SECONDS = 1.0
+"""The retry delay a refused caller is given (google.rpc.RetryInfo)."""
 
 UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
@@ -61,6 +77,29 @@ class ConcurrencyLimit:
     def release(self) -> None:
         self.in_flight -= 1
 
+    def take_slot(self) -> _Slot:
+        """A slot for the duration of a `with` block, released however it
+        ends (refusal, exception, cancellation, a stream closed early);
+        the block receives False when the cap is reached."""
+        return _Slot(self)
+
+
+class _Slot:
+    __slots__ = ("_held", "_limit")
+
+    def __init__(self, limit: ConcurrencyLimit) -> None:
+        self._limit = limit
+        self._held = False
+
+    def __enter__(self) -> bool:
+        self._held = self._limit.try_acquire()
+        return self._held
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if self._held:
+            self._held = False
+            self._limit.release()
+
 
 class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
     """Applies metrics, the concurrency cap, request validation and error
@@ -76,6 +115,12 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         self.concurrency = ConcurrencyLimit(max_concurrent_rpcs)
         self._validator = validator or _default_validator()
         self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
+        self._busy = rich_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"server is at its limit of {max_concurrent_rpcs} concurrent requests;"
+            " retry with backoff",
+            [retry_info(BUSY_RETRY_AFTER_SECONDS)],
+        )
 
     async def intercept_service(
         self,
@@ -95,78 +140,109 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         return wrapped
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        # Undecodable bytes reach the handler as an `Undecodable` value, so
+        # they are answered, logged and counted here like any bad request.
+        deserializer = tolerant_deserializer(handler.request_deserializer)
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
                 self._wrap_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserializer,
                 response_serializer=handler.response_serializer,
             )
         return handler  # hapi.v1 has no client-streaming methods
 
     def _wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
         track = _MethodMetrics(metrics.grpc_method_label(method))
+        undecodable = _UndecodableAnswer(method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             with track.call(context):
-                refusal = self._refusal(request)
-                if refusal is not None:
-                    await context.abort_with_status(refusal)
-                try:
-                    return await behavior(request, context)
-                except grpc.aio.AbortError:
-                    raise
-                except Exception as exc:
-                    await context.abort_with_status(status_for(exc))
-                finally:
-                    self.concurrency.release()
+                if isinstance(request, Undecodable):
+                    await context.abort_with_status(undecodable.status(request))
+                with self.concurrency.take_slot() as admitted:
+                    if not admitted:
+                        await context.abort_with_status(self._busy)
+                    invalid = self._invalid_request(request)
+                    if invalid is not None:
+                        await context.abort_with_status(invalid)
+                    try:
+                        return await behavior(request, context)
+                    except grpc.aio.AbortError:
+                        raise
+                    except Exception as exc:
+                        await context.abort_with_status(status_for(exc))
 
         return guarded
 
     def _wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
         track = _MethodMetrics(metrics.grpc_method_label(method))
+        undecodable = _UndecodableAnswer(method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             with track.call(context):
-                refusal = self._refusal(request)
-                if refusal is not None:
-                    await context.abort_with_status(refusal)
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                except grpc.aio.AbortError:
-                    raise
-                except Exception as exc:
-                    await context.abort_with_status(status_for(exc))
-                finally:
-                    self.concurrency.release()
+                if isinstance(request, Undecodable):
+                    await context.abort_with_status(undecodable.status(request))
+                with self.concurrency.take_slot() as admitted:
+                    if not admitted:
+                        await context.abort_with_status(self._busy)
+                    invalid = self._invalid_request(request)
+                    if invalid is not None:
+                        await context.abort_with_status(invalid)
+                    try:
+                        async for response in behavior(request, context):
+                            yield response
+                    except grpc.aio.AbortError:
+                        raise
+                    except Exception as exc:
+                        await context.abort_with_status(status_for(exc))
 
         return guarded
 
-    def _refusal(self, request: Message) -> grpc.Status | None:
-        """Why the call may not run, or None once it holds a concurrency slot
-        (which the caller releases). Plain function: it runs on every call."""
-        if not self.concurrency.try_acquire():
-            return rich_status(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"server is at its limit of {self.concurrency.limit} concurrent requests;"
-                " retry with backoff",
-            )
+    def _invalid_request(self, request: Message) -> grpc.Status | None:
+        """INVALID_ARGUMENT with field violations, or None for a valid request.
+        Runs inside the caller's concurrency slot, which releases it however
+        the validation ends."""
         violations = request_violations(request, self._validator)
         if not violations:
             return None
-        self.concurrency.release()
-        summary = "; ".join(f"{v.field}: {v.description}" for v in violations[:5])
+        summary = "; ".join(f"{v.field or 'request'}: {v.description}" for v in violations[:5])
         return rich_status(
             grpc.StatusCode.INVALID_ARGUMENT,
             f"invalid request: {summary}",
             [bad_request(violations)],
         )
+
+
+class _UndecodableAnswer:
+    """The status and the throttled log line for undecodable requests of one method."""
+
+    __slots__ = ("_method", "_status", "_throttle")
+
+    def __init__(self, method: str) -> None:
+        self._method = method
+        self._throttle = WarningThrottle()
+        self._status = rich_status(
+            grpc.StatusCode.INVALID_ARGUMENT, invalid_message(_request_type(method))
+        )
+
+    def status(self, request: Undecodable) -> grpc.Status:
+        self._throttle.warn(self._method, request.reason)
+        return self._status
+
+
+def _request_type(method: str) -> str:
+    """`hapi.v1.AnalyzeIncidentRequest` for `/hapi.v1.IncidentAnalysisService/AnalyzeIncident`."""
+    try:
+        found = descriptor_pool.Default().FindMethodByName(method.strip("/").replace("/", "."))
+    except KeyError:
+        return "hapi.v1 request"
+    return str(found.input_type.full_name)
 
 
 class _InFlight:
@@ -249,11 +325,25 @@ def _code_of(context: grpc.aio.ServicerContext, exc: BaseException | None) -> gr
     return grpc.StatusCode.OK if exc is None else grpc.StatusCode.INTERNAL
 
 
+_EVALUATING = re.compile(r"error evaluating ([\w.\-]+)")
+
+
 def request_violations(
     message: Message, validator: protovalidate.Validator | None = None
 ) -> list[FieldViolation]:
-    """protovalidate violations of `message` as domain field violations."""
-    found = (validator or _default_validator()).collect_violations(message)
+    """Violations of the proto's rules by `message`, as domain field violations.
+
+    The declared size rules are checked first (cheaply); a rule protovalidate
+    cannot finish evaluating is the caller's input being too large or complex,
+    reported as a violation of that rule's field (or of the request).
+    """
+    structural = structural_violations(message)
+    if structural:
+        return structural
+    try:
+        found = (validator or _default_validator()).collect_violations(message)
+    except (protovalidate.EvaluationError, protovalidate.CompilationError) as exc:
+        return [_unevaluated(message, exc)]
     return [
         FieldViolation(
             # A rule on the top-level message itself has no field path.
@@ -263,6 +353,17 @@ def request_violations(
         )
         for v in found
     ]
+
+
+def _unevaluated(message: Message, exc: Exception) -> FieldViolation:
+    match = _EVALUATING.search(str(exc))
+    rule_id = match.group(1) if match else "evaluation"
+    path = rule_path(message.DESCRIPTOR, rule_id) if match else None
+    level = logging.ERROR if isinstance(exc, protovalidate.CompilationError) else logging.WARNING
+    log.log(level, "request rules could not be evaluated: %s", clip(str(exc), 300))
+    return FieldViolation(
+        path or "", "could not be checked: the value is too large or too deeply nested", rule_id
+    )
 
 
 _validator_singleton: protovalidate.Validator | None = None

@@ -252,9 +252,11 @@ type ErrorDetails struct {
 	ErrorMessage string `protobuf:"bytes,1,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	// Description from the signal's annotations.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	// When the signal started firing.
+	// When the signal started firing, within the range a Timestamp can
+	// hold (years 0001 to 9999, nanos in [0, 999999999]).
 	FiringTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
-	// When the gateway received the signal.
+	// When the gateway received the signal, within the range a Timestamp can
+	// hold (years 0001 to 9999, nanos in [0, 999999999]).
 	ReceivedTime  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=received_time,json=receivedTime,proto3" json:"received_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -323,9 +325,11 @@ type DeduplicationContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// True when this signal fingerprint has been seen before.
 	IsDuplicate bool `protobuf:"varint,1,opt,name=is_duplicate,json=isDuplicate,proto3" json:"is_duplicate,omitempty"`
-	// When this fingerprint was first seen.
+	// When this fingerprint was first seen, within the range a Timestamp can
+	// hold (years 0001 to 9999, nanos in [0, 999999999]).
 	FirstSeen *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
-	// When this fingerprint was last seen.
+	// When this fingerprint was last seen, within the range a Timestamp can
+	// hold (years 0001 to 9999, nanos in [0, 999999999]).
 	LastSeen *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
 	// Total number of occurrences.
 	OccurrenceCount uint32 `protobuf:"varint,4,opt,name=occurrence_count,json=occurrenceCount,proto3" json:"occurrence_count,omitempty"`
@@ -706,18 +710,18 @@ const file_hapi_v1_incident_proto_rawDesc = "" +
 	"alert_name\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\talertName\x12&\n" +
 	"\tnamespace\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\tnamespace\x12-\n" +
 	"\rresource_kind\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\fresourceKind\x12-\n" +
-	"\rresource_name\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\fresourceName\"\xe8\x01\n" +
+	"\rresource_name\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\fresourceName\"\xb0\x02\n" +
 	"\fErrorDetails\x12-\n" +
 	"\rerror_message\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80@R\ferrorMessage\x12+\n" +
-	"\vdescription\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x01R\vdescription\x12;\n" +
-	"\vfiring_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"firingTime\x12?\n" +
-	"\rreceived_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\freceivedTime\"\xa9\x02\n" +
+	"\vdescription\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x01R\vdescription\x12_\n" +
+	"\vfiring_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\"\xbaH\x1f\xb2\x01\x1c\"\r\b\xff\x82\xd1\xff\xaf\a\x10\xff\x93\xeb\xdc\x032\v\b\x80\x92\xb8Ø\xfe\xff\xff\xff\x01R\n" +
+	"firingTime\x12c\n" +
+	"\rreceived_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\"\xbaH\x1f\xb2\x01\x1c\"\r\b\xff\x82\xd1\xff\xaf\a\x10\xff\x93\xeb\xdc\x032\v\b\x80\x92\xb8Ø\xfe\xff\xff\xff\x01R\freceivedTime\"\xf1\x02\n" +
 	"\x14DeduplicationContext\x12!\n" +
-	"\fis_duplicate\x18\x01 \x01(\bR\visDuplicate\x129\n" +
+	"\fis_duplicate\x18\x01 \x01(\bR\visDuplicate\x12]\n" +
 	"\n" +
-	"first_seen\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
-	"\tlast_seen\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x126\n" +
+	"first_seen\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\"\xbaH\x1f\xb2\x01\x1c\"\r\b\xff\x82\xd1\xff\xaf\a\x10\xff\x93\xeb\xdc\x032\v\b\x80\x92\xb8Ø\xfe\xff\xff\xff\x01R\tfirstSeen\x12[\n" +
+	"\tlast_seen\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\"\xbaH\x1f\xb2\x01\x1c\"\r\b\xff\x82\xd1\xff\xaf\a\x10\xff\x93\xeb\xdc\x032\v\b\x80\x92\xb8Ø\xfe\xff\xff\xff\x01R\blastSeen\x126\n" +
 	"\x10occurrence_count\x18\x04 \x01(\rB\v\xbaH\b*\x06\x18\x80\x94\xeb\xdc\x03R\x0foccurrenceCount\x12B\n" +
 	"\x18previous_remediation_ref\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x16previousRemediationRef\"\xf8\x01\n" +
 	"\x0eStormDetection\x12\x19\n" +

@@ -16,7 +16,9 @@ import grpc
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.observability import logging as hapi_logging
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.metrics_server import start_metrics_server
@@ -103,6 +105,15 @@ def engine_settings(settings: Settings) -> EngineSettings:
     )
 
 
+def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEvent]:
+    """Retries of an analysis share one investigation and its kept result, in the
+    Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
+    from hapi_grpc.adapters.result_store import build_result_store
+
+    store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
+    return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
+
+
 def build_security(
     settings: Settings,
 ) -> tuple[list[grpc.aio.ServerInterceptor], grpc.ServerCredentials | None]:
@@ -145,8 +156,10 @@ def build_server(
     llm: LLMProvider | None = None,
     engine_config: EngineSettings | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
 ) -> HapiServer:
-    """A ready-to-start server; tests pass their own catalog, LLM or engine bounds."""
+    """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
+    idempotency coordinator."""
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     engine = InvestigationEngine(catalog, llm, engine_config or engine_settings(settings))
@@ -159,6 +172,7 @@ def build_server(
         catalog=catalog,
         llm=llm,
         engine=engine,
+        idempotency=idempotency if idempotency is not None else build_idempotency(settings),
         extra_interceptors=[*interceptors, *extra_interceptors],
         server_credentials=credentials,
     )

@@ -64,6 +64,9 @@ class Settings(BaseModel):
     data_storage_max_retries: int = Field(3, ge=0, le=10)
     cache_url: str | None = None
     cache_ttl_seconds: float = Field(3600.0, gt=0)
+    # How long a finished analysis is returned again for the same remediation
+    # id and incident (in the cache_url backend); 0 keeps none.
+    result_ttl_seconds: float = Field(900.0, ge=0)
     breaker_failure_ratio: float = Field(0.5, gt=0, le=1)
     breaker_window_seconds: float = Field(300.0, gt=0)
     breaker_min_calls: int = Field(10, ge=1)

@@ -56,6 +56,12 @@ INVESTIGATIONS_USING_CATALOG = Counter(
     "hapi_investigations_catalog_searched_total",
     "Finished investigations that called search_workflow_catalog at least once.",
 )
+ANALYSES_REUSED = Counter(
+    "hapi_analyses_reused_total",
+    "Analyze calls answered without an investigation of their own, by kind: joined (one in"
+    " flight on this replica), awaited (another replica's), stored (a kept result).",
+    ["kind"],
+)
 
 # --- LLM ------------------------------------------------------------------
 LLM_REQUESTS = Counter(

@@ -20,7 +20,9 @@ from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.engine import InvestigationEngine
+from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
@@ -66,6 +68,7 @@ class HapiServer:
         catalog: WorkflowCatalog,
         llm: LLMProvider,
         engine: InvestigationEngine,
+        idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
         extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
     ) -> None:
@@ -73,6 +76,7 @@ class HapiServer:
         self.catalog = catalog
         self.llm = llm
         self.engine = engine
+        self.idempotency = idempotency or IdempotencyCoordinator()
         self.health = health.aio.HealthServicer()
         # Outermost first: tracing and auth from the caller, then our policies.
         interceptors: list[grpc.aio.ServerInterceptor] = [
@@ -81,7 +85,7 @@ class HapiServer:
         ]
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
-            IncidentAnalysisServicer(engine, catalog), self._server
+            IncidentAnalysisServicer(engine, catalog, self.idempotency), self._server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if settings.reflection:
@@ -127,7 +131,7 @@ class HapiServer:
         if self.settings.shutdown_delay_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_delay_seconds)
         await self._server.stop(grace)
-        for closer in (self.engine, self.llm, self.catalog):
+        for closer in (self.idempotency, self.engine, self.llm, self.catalog):
             close = getattr(closer, "close", None)
             if close is not None:
                 with contextlib.suppress(Exception):

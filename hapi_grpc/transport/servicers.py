@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
@@ -16,22 +16,26 @@ from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.engine import InvestigationEngine
+from hapi_grpc.domain.engine import EventSink, InvestigationEngine
+from hapi_grpc.domain.idempotency import (
+    REUSE_KINDS,
+    Finished,
+    IdempotencyCoordinator,
+    incident_fingerprint,
+    worth_keeping,
+)
+from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 from hapi_grpc.transport import converters
-
-# Progress events buffered per streaming call. The engine produces few events
-# (bounded by turns and tool calls); a slow reader applies backpressure.
-_STREAM_BUFFER = 64
-
 
 # Counters of the RPC's verdicts, resolved once: `labels()` locks on every call.
 _RPC_VALIDATIONS = {
     valid: metrics.VALIDATION_ATTEMPTS.labels(source="rpc", result="valid" if valid else "invalid")
     for valid in (True, False)
 }
+_REUSED = {kind: metrics.ANALYSES_REUSED.labels(kind=kind) for kind in REUSE_KINDS}
 
 
 def caller_budget(context: grpc.aio.ServicerContext) -> contextlib.AbstractContextManager[Budget]:
@@ -40,9 +44,16 @@ def caller_budget(context: grpc.aio.ServicerContext) -> contextlib.AbstractConte
 
 
 class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
-    def __init__(self, engine: InvestigationEngine, catalog: WorkflowCatalog) -> None:
+    def __init__(
+        self,
+        engine: InvestigationEngine,
+        catalog: WorkflowCatalog,
+        idempotency: IdempotencyCoordinator[r.AnalysisEvent] | None = None,
+    ) -> None:
         self._engine = engine
         self._catalog = catalog
+        # Without a store: concurrent calls on this server still share one investigation.
+        self._idempotency = idempotency or IdempotencyCoordinator()
 
     async def AnalyzeIncident(
         self, request: service_pb2.AnalyzeIncidentRequest, context: grpc.aio.ServicerContext
@@ -52,20 +63,24 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             caller_budget(context),
         ):
-            result = await self._engine.investigate(incident)
-        return service_pb2.AnalyzeIncidentResponse(result=converters.result_to_proto(result))
+            result = await self._analyze(incident, request.force_reanalysis)
+        return service_pb2.AnalyzeIncidentResponse(result=result)
 
     async def AnalyzeIncidentStream(
         self, request: service_pb2.AnalyzeIncidentStreamRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[service_pb2.AnalyzeIncidentStreamResponse]:
         incident = converters.incident_from_proto(request.incident)
-        queue: asyncio.Queue[r.AnalysisEvent] = asyncio.Queue(maxsize=_STREAM_BUFFER)
+        # Unbounded, but an investigation's events are bounded by its turn and
+        # tool-call caps; a shared investigation never waits for a slow reader.
+        queue: asyncio.Queue[r.AnalysisEvent] = asyncio.Queue()
 
         with (
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             caller_budget(context),
         ):
-            task = asyncio.create_task(self._engine.investigate(incident, on_event=queue.put))
+            task = asyncio.create_task(
+                self._analyze(incident, request.force_reanalysis, on_event=queue.put_nowait)
+            )
             try:
                 while True:
                     getter = asyncio.ensure_future(queue.get())
@@ -79,17 +94,44 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
                     # The investigation ended: drain what it queued, then the result.
                     while not queue.empty():
                         yield _event_to_proto(queue.get_nowait())
-                    yield service_pb2.AnalyzeIncidentStreamResponse(
-                        result=converters.result_to_proto(task.result())
-                    )
+                    yield service_pb2.AnalyzeIncidentStreamResponse(result=task.result())
                     return
             finally:
-                # Client gone or deadline hit: stop the investigation and its
-                # LLM / Data Storage requests now.
+                # Client gone or deadline hit: leave the investigation; the last
+                # caller to leave stops it and its LLM / Data Storage requests.
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+
+    async def _analyze(
+        self,
+        incident: Incident,
+        force: bool,
+        on_event: Callable[[r.AnalysisEvent], None] | None = None,
+    ) -> analysis_pb2.AnalysisResult:
+        """The result of this incident: joined, kept from an earlier call, or investigated."""
+
+        async def investigate(sink: EventSink) -> Finished:
+            result = await self._engine.investigate(incident, on_event=sink)
+            return Finished(
+                converters.result_to_proto(result).SerializeToString(), worth_keeping(result)
+            )
+
+        outcome = await self._idempotency.run(
+            incident.remediation_id,
+            incident_fingerprint(incident),
+            investigate,
+            force=force,
+            on_event=on_event,
+        )
+        # Every caller decodes its own copy.
+        result = analysis_pb2.AnalysisResult.FromString(outcome.payload)
+        result.completed_at.FromNanoseconds(int(outcome.completed_at * 1e9))
+        if outcome.reused is not None:
+            result.reused = True
+            _REUSED[outcome.reused].inc()
+        return result
 
     async def ValidateWorkflowParameters(
         self,
@@ -121,4 +163,4 @@ def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStream
     raise TypeError(f"unexpected event {type(event).__name__}")
 
 
-__all__ = ["IncidentAnalysisServicer", "analysis_pb2"]
+__all__ = ["IncidentAnalysisServicer"]

@@ -1,0 +1,183 @@
+"""Where finished analyses and per-id locks are kept (`domain.idempotency.ResultStore`).
+
+`MemoryResultStore` serves one replica; `RedisResultStore` is shared by every
+replica through the Redis of `HAPI_CACHE_URL`. Results are bytes (the encoded
+proto) wrapped in a small JSON envelope; locks are `SET NX PX` keys holding
+their holder's token, renewed and released only by that holder (checked
+atomically in Lua), and expiring on their own when the holder dies.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+
+from hapi_grpc.domain.idempotency import ResultStore, StoredResult
+
+__all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
+
+# Bump when the envelope changes shape, so replicas of another version ignore it.
+ENVELOPE_VERSION = 1
+
+
+def build_result_store(url: str | None, *, namespace: str = "hapi") -> ResultStore:
+    """Redis for `redis://` / `rediss://` URLs, else this process's memory."""
+    scheme = urlsplit(url).scheme if url else "memory"
+    if scheme == "memory":
+        return MemoryResultStore()
+    if scheme in ("redis", "rediss"):
+        return RedisResultStore(url or "", namespace=namespace)
+    # The scheme only: the URL may carry a password.
+    raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+
+
+class MemoryResultStore:
+    """Results and locks in this process, expiring on `clock`, at most `max_entries` results."""
+
+    def __init__(
+        self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self._max_entries = max_entries
+        self._clock = clock
+        # Oldest insertion first, for eviction.
+        self._results: OrderedDict[str, tuple[float, StoredResult]] = OrderedDict()
+        self._locks: dict[str, tuple[float, str]] = {}
+
+    async def get(self, remediation_id: str) -> StoredResult | None:
+        entry = self._results.get(remediation_id)
+        if entry is None:
+            return None
+        if self._clock() >= entry[0]:
+            del self._results[remediation_id]
+            return None
+        return entry[1]
+
+    async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None:
+        self._results.pop(remediation_id, None)
+        self._results[remediation_id] = (self._clock() + ttl, result)
+        while len(self._results) > self._max_entries:
+            self._results.popitem(last=False)
+
+    async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None:
+        now = self._clock()
+        current = self._locks.get(remediation_id)
+        if current is not None and now < current[0]:
+            return current[1]
+        self._locks[remediation_id] = (now + ttl, holder)
+        return None
+
+    async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool:
+        current = self._locks.get(remediation_id)
+        if current is None or current[1] != holder or self._clock() >= current[0]:
+            return False
+        self._locks[remediation_id] = (self._clock() + ttl, holder)
+        return True
+
+    async def release(self, remediation_id: str, holder: str) -> None:
+        current = self._locks.get(remediation_id)
+        if current is not None and current[1] == holder:
+            del self._locks[remediation_id]
+
+    async def close(self) -> None:
+        self._results.clear()
+        self._locks.clear()
+
+
+# Take the lock, or answer who holds it, in one step.
+_ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ''} end
+return {0, redis.call('GET', KEYS[1]) or ''}
+"""
+# Only the holder may extend or drop its lock.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisResultStore:
+    """Results and locks in Redis, shared by every replica.
+
+    Keys: `<namespace>:analysis:result:<remediation_id>` (expiring after the
+    result TTL) and `<namespace>:analysis:lock:<remediation_id>` (expiring
+    after the lock TTL). `op_timeout` caps each Redis operation.
+    """
+
+    def __init__(self, url: str, *, namespace: str = "hapi", op_timeout: float = 0.5) -> None:
+        self._prefix = f"{namespace}:analysis:" if namespace else "analysis:"
+        self._client: Any = aioredis.from_url(
+            url, socket_timeout=op_timeout, socket_connect_timeout=op_timeout
+        )
+        self._acquire = self._client.register_script(_ACQUIRE)
+        self._renew = self._client.register_script(_RENEW)
+        self._release = self._client.register_script(_RELEASE)
+
+    def result_key(self, remediation_id: str) -> str:
+        return f"{self._prefix}result:{remediation_id}"
+
+    def lock_key(self, remediation_id: str) -> str:
+        return f"{self._prefix}lock:{remediation_id}"
+
+    async def get(self, remediation_id: str) -> StoredResult | None:
+        raw = await self._client.get(self.result_key(remediation_id))
+        if raw is None:
+            return None
+        try:
+            envelope = json.loads(raw)
+            if envelope.get("v") != ENVELOPE_VERSION:
+                return None
+            return StoredResult(
+                fingerprint=str(envelope["fingerprint"]),
+                completed_at=float(envelope["completed_at"]),
+                payload=base64.b64decode(envelope["payload"], validate=True),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None  # written by another version: treated as absent
+
+    async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None:
+        envelope = {
+            "v": ENVELOPE_VERSION,
+            "fingerprint": result.fingerprint,
+            "completed_at": result.completed_at,
+            "payload": base64.b64encode(result.payload).decode("ascii"),
+        }
+        await self._client.set(
+            self.result_key(remediation_id), json.dumps(envelope), px=_millis(ttl)
+        )
+
+    async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None:
+        taken, current = await self._acquire(
+            keys=[self.lock_key(remediation_id)], args=[holder, _millis(ttl)]
+        )
+        if int(taken) == 1:
+            return None
+        return current.decode() if isinstance(current, bytes) else str(current)
+
+    async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool:
+        renewed = await self._renew(
+            keys=[self.lock_key(remediation_id)], args=[holder, _millis(ttl)]
+        )
+        return bool(int(renewed))
+
+    async def release(self, remediation_id: str, holder: str) -> None:
+        await self._release(keys=[self.lock_key(remediation_id)], args=[holder])
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def _millis(seconds: float) -> int:
+    return max(1, int(seconds * 1000))

@@ -1,0 +1,419 @@
+"""Idempotent investigations: one per remediation id and incident, shared and kept.
+
+A controller retries `AnalyzeIncident` for the same `remediation_id` after a
+timeout, a crash or a leader change. `IdempotencyCoordinator.run` makes those
+retries free:
+
+- Calls with the same id and the same incident (`incident_fingerprint`) join
+  the investigation in flight on this replica (single flight). Each caller
+  waits within its own deadline; one that leaves does not stop it for the
+  others, and the last one to leave cancels it.
+- A finished result is kept in a `ResultStore` for `result_ttl` seconds, as
+  bytes (each caller decodes its own copy), and returned again for the same
+  id and fingerprint. A different incident under the same id is an
+  `IncidentConflictError`, unless the call forces a fresh analysis.
+- With a shared store, a lock per id (a token, expiring after `lock_ttl`,
+  renewed while the investigation runs, released when it ends) keeps other
+  replicas from starting the same investigation: they poll for its result
+  and take over once the lock is gone, so a dead replica blocks an id for at
+  most `lock_ttl`.
+
+The store is an optimisation, never a dependency: when it fails, calls run
+their own investigation. Results that a retry could improve (budget ran
+out, a dependency was unavailable) are returned to every waiter but not kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from hapi_grpc.domain.deadline import current_budget
+from hapi_grpc.domain.errors import BudgetExhaustedError, IncidentConflictError
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason
+
+__all__ = [
+    "REUSE_KINDS",
+    "Finished",
+    "IdempotencyCoordinator",
+    "Outcome",
+    "ResultStore",
+    "ReuseKind",
+    "StoredResult",
+    "incident_fingerprint",
+    "worth_keeping",
+]
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E")
+
+# How a call got its result without running an investigation of its own.
+ReuseKind = Literal["joined", "awaited", "stored"]
+REUSE_KINDS: tuple[ReuseKind, ...] = ("joined", "awaited", "stored")
+
+# Bump when the fingerprint's content changes, so old stored results stop matching.
+FINGERPRINT_VERSION = 1
+
+# Review reasons a retry may not get again: keeping them would hand a retry
+# with a longer deadline, or after the outage, the same partial answer.
+_TRANSIENT = frozenset(
+    {
+        HumanReviewReason.BUDGET_EXHAUSTED,
+        HumanReviewReason.LLM_UNAVAILABLE,
+        HumanReviewReason.DATA_STORAGE_UNAVAILABLE,
+    }
+)
+
+
+def incident_fingerprint(incident: Incident) -> str:
+    """SHA-256 (hex) of the incident's canonical JSON, without the remediation id.
+
+    Every other field is in it: each one reaches the prompt, the catalog
+    search filters or the result (`incident_id` is echoed), so each can
+    change the decision. Map keys are sorted, timestamps normalised to UTC.
+    """
+    content = dataclasses.asdict(incident)
+    content.pop("remediation_id")
+    canonical = json.dumps(
+        {"v": FINGERPRINT_VERSION, "incident": content},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=_json_value,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
+    return str(value)
+
+
+def worth_keeping(result: AnalysisResult) -> bool:
+    """False for results a retry could improve on (budget, unavailable dependency)."""
+    return result.human_review_reason not in _TRANSIENT
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A finished investigation as kept: the incident's fingerprint and the encoded result."""
+
+    fingerprint: str
+    completed_at: float  # seconds since the epoch
+    payload: bytes
+
+
+class ResultStore(Protocol):
+    """Where results and per-id locks live: this process, or shared by every replica.
+
+    Locks hold a `holder` string; `acquire` answers None when it took the lock,
+    else the current holder. Every method may raise on backend failure.
+    """
+
+    async def get(self, remediation_id: str) -> StoredResult | None: ...
+
+    async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None: ...
+
+    async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None: ...
+
+    async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool: ...
+
+    async def release(self, remediation_id: str, holder: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What an investigation hands the coordinator: the encoded result and whether to keep it."""
+
+    payload: bytes
+    keep: bool = True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One call's answer: its own copy of the encoded result and how it was obtained."""
+
+    payload: bytes
+    completed_at: float  # seconds since the epoch
+    reused: ReuseKind | None  # None: this call ran the investigation
+
+
+Listener = Callable[[E], None]
+Investigate = Callable[[Callable[[E], Awaitable[None]]], Awaitable[Finished]]
+
+
+@dataclass
+class _Flight(Generic[E]):
+    """One investigation in flight on this replica and the callers waiting for it."""
+
+    fingerprint: str
+    started_at: float
+    events: list[E] = field(default_factory=list)
+    listeners: list[Listener[E]] = field(default_factory=list)
+    waiters: int = 0
+    task: asyncio.Task[tuple[bytes, float, ReuseKind | None]] | None = None
+
+    async def publish(self, event: E) -> None:
+        # Joiners replay `events`; their number is bounded by the engine's caps.
+        self.events.append(event)
+        for listener in list(self.listeners):
+            listener(event)
+
+
+class IdempotencyCoordinator(Generic[E]):
+    """Single flight per remediation id on this replica, results and locks in `store`.
+
+    `store` None, or `result_ttl` 0, keeps nothing and takes no locks: only
+    concurrent calls on this replica share an investigation. `clock` gives
+    completion times (seconds since the epoch, comparable across replicas).
+    """
+
+    def __init__(
+        self,
+        store: ResultStore | None = None,
+        *,
+        result_ttl: float = 900.0,
+        lock_ttl: float = 15.0,
+        poll_interval: float = 0.2,
+        clock: Callable[[], float] = time.time,
+        error_log_every: int = 100,
+    ) -> None:
+        if result_ttl < 0 or lock_ttl <= 0 or poll_interval <= 0:
+            raise ValueError("result_ttl must be >= 0, lock_ttl and poll_interval > 0")
+        self._owned = store
+        self._store = store if result_ttl > 0 else None
+        self._result_ttl = result_ttl
+        self._lock_ttl = lock_ttl
+        self._poll = poll_interval
+        self._clock = clock
+        self._error_log_every = max(1, error_log_every)
+        self._errors = 0
+        self._flights: dict[str, _Flight[E]] = {}
+
+    async def run(
+        self,
+        remediation_id: str,
+        fingerprint: str,
+        investigate: Investigate[E],
+        *,
+        force: bool = False,
+        on_event: Listener[E] | None = None,
+    ) -> Outcome:
+        """The result for this id and incident: joined, stored, or from a new investigation.
+
+        `investigate(sink)` runs the investigation, sending progress to `sink`.
+        `on_event` receives the events of the investigation this call gets
+        (those before it joined first), none for a stored result.
+        Raises `IncidentConflictError` for a different incident under the id,
+        `BudgetExhaustedError` when the caller's own deadline runs out first.
+        """
+        flight = self._flights.get(remediation_id)
+        if flight is None and not force:
+            stored = await self._lookup(remediation_id)
+            if stored is not None:
+                if stored.fingerprint != fingerprint:
+                    raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
+                return Outcome(stored.payload, stored.completed_at, "stored")
+            flight = self._flights.get(remediation_id)  # started while we looked
+        if flight is not None:
+            if flight.fingerprint != fingerprint:
+                raise IncidentConflictError(_conflict(remediation_id, "is being analysed"))
+            return await self._wait(remediation_id, flight, on_event, joined=True)
+        flight = _Flight(fingerprint, self._clock())
+        # Created in the caller's context: the investigation runs under the
+        # budget and log context of the call that started it.
+        flight.task = asyncio.get_running_loop().create_task(
+            self._lead(remediation_id, flight, investigate, force)
+        )
+        self._flights[remediation_id] = flight
+        flight.task.add_done_callback(functools.partial(self._landed, remediation_id, flight))
+        return await self._wait(remediation_id, flight, on_event, joined=False)
+
+    async def close(self) -> None:
+        """Cancel investigations still in flight and release the store."""
+        for flight in list(self._flights.values()):
+            if flight.task is not None:
+                flight.task.cancel()
+        if self._owned is not None:
+            with contextlib.suppress(Exception):
+                await self._owned.close()
+
+    # -- waiting ---------------------------------------------------------------------
+
+    async def _wait(
+        self, remediation_id: str, flight: _Flight[E], on_event: Listener[E] | None, joined: bool
+    ) -> Outcome:
+        assert flight.task is not None
+        flight.waiters += 1
+        if on_event is not None:
+            for event in flight.events:
+                on_event(event)
+            flight.listeners.append(on_event)
+        try:
+            budget = current_budget()
+            if budget is None or math.isinf(budget.expires_at):
+                payload, completed_at, origin = await asyncio.shield(flight.task)
+            else:
+                try:
+                    async with asyncio.timeout(max(budget.remaining(), 0.0)):
+                        payload, completed_at, origin = await asyncio.shield(flight.task)
+                except TimeoutError:
+                    if flight.task.done():
+                        raise  # the investigation itself timed out, not our wait
+                    raise BudgetExhaustedError(
+                        "the caller's deadline ran out waiting for the investigation"
+                    ) from None
+        finally:
+            flight.waiters -= 1
+            if on_event is not None:
+                flight.listeners.remove(on_event)
+            if flight.waiters == 0 and not flight.task.done():
+                # Nobody wants the answer any more: stop its model and catalog
+                # requests, and let the next caller start afresh.
+                if self._flights.get(remediation_id) is flight:
+                    del self._flights[remediation_id]
+                flight.task.cancel()
+        return Outcome(payload, completed_at, "joined" if joined else origin)
+
+    def _landed(self, remediation_id: str, flight: _Flight[E], task: asyncio.Task[Any]) -> None:
+        if self._flights.get(remediation_id) is flight:
+            del self._flights[remediation_id]
+        if not task.cancelled():
+            task.exception()  # retrieved: the waiters got it, or nobody was left to
+
+    # -- leading -------------------------------------------------------------------
+
+    async def _lead(
+        self, remediation_id: str, flight: _Flight[E], investigate: Investigate[E], force: bool
+    ) -> tuple[bytes, float, ReuseKind | None]:
+        if self._store is None:
+            finished = await investigate(flight.publish)
+            return finished.payload, self._clock(), None
+        holder = f"{uuid.uuid4().hex}/{flight.fingerprint}"
+        origin: ReuseKind = "stored"
+        while True:
+            current = await self._acquire(remediation_id, holder)
+            if current is None:
+                break
+            origin = "awaited"
+            # Another replica runs this id: wait for its result, or for its lock to go.
+            if current.partition("/")[2] != flight.fingerprint:
+                raise IncidentConflictError(_conflict(remediation_id, "is being analysed"))
+            stored = await self._lookup(remediation_id)
+            if (
+                stored is not None
+                and stored.fingerprint == flight.fingerprint
+                and (not force or stored.completed_at >= flight.started_at)
+            ):
+                return stored.payload, stored.completed_at, "awaited"
+            budget = current_budget()
+            if budget is not None and budget.expired:
+                raise BudgetExhaustedError("the deadline ran out waiting for another replica")
+            await asyncio.sleep(self._poll)
+        renewer = asyncio.get_running_loop().create_task(self._renew(remediation_id, holder))
+        try:
+            if not force:
+                # Another replica may have finished between our lookup and the lock.
+                stored = await self._lookup(remediation_id)
+                if stored is not None:
+                    if stored.fingerprint != flight.fingerprint:
+                        raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
+                    return stored.payload, stored.completed_at, origin
+            finished = await investigate(flight.publish)
+            completed_at = self._clock()
+            if finished.keep:
+                await self._save(
+                    remediation_id, StoredResult(flight.fingerprint, completed_at, finished.payload)
+                )
+            return finished.payload, completed_at, None
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self._release(remediation_id, holder)
+
+    async def _renew(self, remediation_id: str, holder: str) -> None:
+        assert self._store is not None
+        while True:  # ends when the investigation does (cancelled by _lead)
+            await asyncio.sleep(self._lock_ttl / 3)
+            try:
+                if not await self._store.renew(remediation_id, holder, self._lock_ttl):
+                    log.warning("lost the analysis lock of a remediation id; continuing")
+                    return
+            except Exception as exc:
+                self._degraded("lock renewal", exc)
+
+    # -- store access that never raises ---------------------------------------------
+
+    async def _lookup(self, remediation_id: str) -> StoredResult | None:
+        if self._store is None:
+            return None
+        try:
+            return await self._store.get(remediation_id)
+        except Exception as exc:
+            self._degraded("lookup", exc)
+            return None
+
+    async def _save(self, remediation_id: str, result: StoredResult) -> None:
+        assert self._store is not None
+        try:
+            await self._store.put(remediation_id, result, self._result_ttl)
+        except Exception as exc:
+            self._degraded("store", exc)
+
+    async def _acquire(self, remediation_id: str, holder: str) -> str | None:
+        assert self._store is not None
+        try:
+            return await self._store.acquire(remediation_id, holder, self._lock_ttl)
+        except Exception as exc:
+            self._degraded("lock", exc)
+            return None  # run without the lock rather than not at all
+
+    async def _release(self, remediation_id: str, holder: str) -> None:
+        assert self._store is not None
+        try:
+            await self._store.release(remediation_id, holder)
+        except Exception as exc:  # the lock expires on its own
+            self._degraded("lock release", exc)
+
+    def _degraded(self, op: str, exc: Exception) -> None:
+        self._errors += 1
+        if self._errors % self._error_log_every == 1 or self._error_log_every == 1:
+            text = str(exc).replace("\n", " ")[:200]
+            log.warning(
+                "analysis result store %s failed, running without it: %s: %s "
+                "(%d store errors so far)",
+                op,
+                type(exc).__name__,
+                text,
+                self._errors,
+            )
+
+
+def _conflict(remediation_id: str, state: str) -> str:
+    remedy = (
+        "set force_reanalysis to analyse this incident instead"
+        if state == "was analysed"
+        else "retry once that analysis has finished"
+    )
+    return (
+        f"remediation_id {remediation_id!r} {state} for a different incident; "
+        f"resend the same incident to get its result, use a new remediation_id, or {remedy}"
+    )

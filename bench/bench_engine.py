@@ -23,7 +23,6 @@ from typing import Any
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
-from hapi_grpc.domain.engine import InvestigationEngine
 from hapi_grpc.domain.incident import (
     BusinessContext,
     EnrichmentResults,
@@ -31,6 +30,7 @@ from hapi_grpc.domain.incident import (
     Incident,
     SignalInfo,
 )
+from hapi_grpc.domain.investigation.engine import InvestigationEngine
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
 from hapi_grpc.domain.result import AnalysisEvent
 

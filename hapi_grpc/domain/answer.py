@@ -4,8 +4,9 @@
 ```json fence, or surrounded by prose), accepts the ADR's legacy names
 (`selected_playbook`/`playbook_id`, a `strategies` list) and checks the
 contract's shape: required fields, confidence in [0, 1], severity and risk in
-their enums. It knows nothing about the catalog; the engine checks the
-workflow id, version and parameters afterwards.
+their enums. Free text is redacted here (`sensitive.redact`), once, because
+it reaches responses and stream events. It knows nothing about the catalog;
+the engine checks the workflow id, version and parameters afterwards.
 
 The text is only ever parsed as JSON, never evaluated.
 """
@@ -15,11 +16,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.result import AlternativeWorkflow, ContextUsed, TargetResource
+from hapi_grpc.domain.sensitive import redact
 
 __all__ = [
     "AnswerFormatError",
@@ -67,7 +70,7 @@ class ProposedSelection:
     version: str
     confidence: float
     rationale: str
-    estimated_risk: str
+    estimated_risk: RiskLevel
     parameters: dict[str, Any]
 
 
@@ -75,7 +78,7 @@ class ProposedSelection:
 class FinalAnswer:
     analysis_summary: str
     root_cause_assessment: str
-    rca_severity: str
+    rca_severity: Severity
     selected: ProposedSelection | None
     alternatives: tuple[AlternativeWorkflow, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -203,7 +206,11 @@ def _fold(value: Any) -> Any:
 
 
 def _clip(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _MAX_TEXT_CHARS:
+    """Free text of the answer: redacted (it leaves the process) and bounded."""
+    if not isinstance(value, str):
+        return value
+    value = redact(value)
+    if len(value) > _MAX_TEXT_CHARS:
         return value[: _MAX_TEXT_CHARS - 1] + "…"
     return value
 
@@ -217,7 +224,7 @@ class _Selection(_Lenient):
     version: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str = ""
-    estimated_risk: Literal["low", "medium", "high"]
+    estimated_risk: RiskLevel
     parameters: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("estimated_risk", mode="before")
@@ -275,7 +282,7 @@ class _Target(_Lenient):
 class _Answer(_Lenient):
     analysis_summary: str
     root_cause_assessment: str
-    rca_severity: Literal["critical", "high", "medium", "low"]
+    rca_severity: Severity
     selected_workflow: _Selection | None = None
     alternative_workflows: list[_Alternative] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

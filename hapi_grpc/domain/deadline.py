@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from hapi_grpc.domain.errors import BudgetExhaustedError
 
 
-@dataclass(frozen=True)
+@dataclass
 class Budget:
-    """A wall-clock budget measured on the monotonic clock."""
+    """A wall-clock budget measured on the monotonic clock.
+
+    Mutable in one way only: `end_within` brings the end closer (a shutdown
+    shortens every running investigation); nothing ever extends a budget.
+    """
 
     expires_at: float  # time.monotonic() value; math.inf for "no deadline"
 
@@ -34,8 +38,12 @@ class Budget:
         return self.remaining() <= 0
 
     def shrink(self, margin: float) -> Budget:
-        """A budget that ends `margin` seconds earlier (to leave time to answer)."""
+        """A new budget that ends `margin` seconds earlier (to leave time to answer)."""
         return Budget(self.expires_at - margin)
+
+    def end_within(self, seconds: float) -> None:
+        """End this budget no later than `seconds` from now."""
+        self.expires_at = min(self.expires_at, time.monotonic() + max(seconds, 0.0))
 
 
 _current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(

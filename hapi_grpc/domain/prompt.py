@@ -13,8 +13,9 @@ resembling a conclusion. Empty fields and empty sections are left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.llm import ChatMessage
@@ -61,8 +62,7 @@ You investigate Kubernetes incidents and choose a remediation workflow.
 
 The user message holds observable facts only. Perform an independent root cause analysis \
 (RCA): the signal may be a symptom of another root cause. Use the Business Context only for \
-workflow search and severity, never as evidence of the root cause. Your only tools are the two \
-catalog tools; reason from the facts given.
+workflow search and severity, never as evidence of the root cause. {tools_line}
 
 Steps:
 1. Analyse the facts: root cause, the signal type you identify, RCA severity, the resource \
@@ -103,20 +103,53 @@ confidence: how sure you are that the workflow fixes the root cause. Give the va
 parameters with their schema types."""
 
 
-def system_prompt(max_attempts: int = 3) -> str:
-    """The instructions, with the investigation's validation budget."""
-    return _SYSTEM_TEMPLATE.replace("{max_attempts}", str(max_attempts))
+class OfferedToolset(Protocol):
+    """How the prompt sees a toolset: its name and how to refer to its tools."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def prompt_note(self) -> str: ...
+
+
+_CATALOG_ONLY = "Your only tools are the two catalog tools; reason from the facts given."
+
+
+def _tools_line(toolsets: Sequence[OfferedToolset] | None) -> str:
+    """The sentence naming the tools offered in this investigation."""
+    notes = [t.prompt_note or t.name for t in toolsets or ()]
+    if not toolsets or [t.name for t in toolsets] == ["workflow_catalog"]:
+        return _CATALOG_ONLY
+    return "Your tools: " + "; ".join(notes) + ". Use them within their call caps."
+
+
+def system_prompt(max_attempts: int = 3, toolsets: Sequence[OfferedToolset] | None = None) -> str:
+    """The instructions, with the investigation's validation budget and offered tools."""
+    return _SYSTEM_TEMPLATE.replace("{max_attempts}", str(max_attempts)).replace(
+        "{tools_line}", _tools_line(toolsets)
+    )
 
 
 SYSTEM_PROMPT = system_prompt()
 
 
-def build_messages(incident: Incident, *, max_attempts: int = 3) -> list[ChatMessage]:
-    """The opening conversation: system instructions and the facts."""
+def build_messages(
+    incident: Incident,
+    *,
+    max_attempts: int = 3,
+    toolsets: Sequence[OfferedToolset] | None = None,
+) -> list[ChatMessage]:
+    """The opening conversation: system instructions and the facts.
+
+    `toolsets` are those offered in this investigation (None: the workflow
+    catalog only); the prompt names no tool that is not offered.
+    """
+    default = max_attempts == 3 and _tools_line(toolsets) == _CATALOG_ONLY
     return [
         ChatMessage(
             role="system",
-            content=SYSTEM_PROMPT if max_attempts == 3 else system_prompt(max_attempts),
+            content=SYSTEM_PROMPT if default else system_prompt(max_attempts, toolsets),
         ),
         ChatMessage(role="user", content=incident_facts(incident)),
     ]

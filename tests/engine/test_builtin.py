@@ -12,7 +12,6 @@ from hapi.v1 import service_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowLabels
-from hapi_grpc.domain.engine import InvestigationEngine
 from hapi_grpc.domain.incident import (
     ClusterContext,
     EnrichmentResults,
@@ -20,10 +19,11 @@ from hapi_grpc.domain.incident import (
     Incident,
     SignalInfo,
 )
+from hapi_grpc.domain.investigation.engine import InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, ToolCallStatus
 from hapi_grpc.transport import converters
-from tests.engine.test_engine import FailingCatalog, RecordingCatalog, bundled_catalog
+from tests.fakes.investigation import FailingCatalog, RecordingCatalog, bundled_catalog
 
 EXAMPLES = sorted(
     p for p in (Path(__file__).parents[2] / "examples").glob("*.json") if "invalid" not in p.name

@@ -1,41 +1,20 @@
-"""The investigation loop, in process: a scripted LLMProvider double and real catalogs.
-
-The doubles here (`ScriptedLLM`, `RecordingCatalog`, `FailingCatalog`,
-`SlowCatalog`) are also used by the E2E tests.
-"""
+"""The investigation loop, in process: a scripted model (`tests/fakes/investigation.py`)
+against real catalogs."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import json
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
-from hapi_grpc.domain.catalog import (
-    SearchQuery,
-    SearchResult,
-    Workflow,
-    WorkflowCatalog,
-    WorkflowSchema,
-)
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.engine import EngineSettings, InvestigationEngine
-from hapi_grpc.domain.errors import CatalogUnavailableError, LLMUnavailableError
-from hapi_grpc.domain.incident import (
-    BusinessContext,
-    EnrichmentResults,
-    ErrorDetails,
-    Incident,
-    SignalInfo,
-)
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+from hapi_grpc.domain.errors import LLMUnavailableError, ResourceExhaustedError
+from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse
 from hapi_grpc.domain.result import (
-    AnalysisEvent,
     HumanReviewReason,
     LlmTurn,
     ToolCallRecord,
@@ -44,257 +23,27 @@ from hapi_grpc.domain.result import (
     ValidationSource,
 )
 from hapi_grpc.observability import metrics
-
-OOM_ID = "oomkill-increase-memory-v1"
-GOOD_PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
-CUSTOM_LABELS = {"constraint": ("cost-constrained",), "team": ("name=payments",)}
-DETECTED_LABELS = {"gitOpsManaged": False, "gitOpsTool": "argocd-secret-marker"}
-
-# --- builders -----------------------------------------------------------------------
-
-
-def make_incident(
-    remediation_id: str = "rr-oom-1",
-    *,
-    custom_labels: dict[str, tuple[str, ...]] | None = None,
-    detected_labels: dict[str, Any] | None = None,
-) -> Incident:
-    return Incident(
-        remediation_id=remediation_id,
-        incident_id="fp-1",
-        signal=SignalInfo(
-            signal_type="OOMKilled",
-            severity="critical",
-            component="deployment",
-            alert_name="KubePodOOMKilled",
-            namespace="payments",
-            resource_kind="Deployment",
-            resource_name="payment-api",
-        ),
-        error_details=ErrorDetails(error_message="Container OOMKilled; memory limit 512Mi"),
-        business=BusinessContext(environment="production", priority="P0"),
-        enrichment=EnrichmentResults(
-            custom_labels=CUSTOM_LABELS if custom_labels is None else custom_labels,
-            detected_labels=DETECTED_LABELS if detected_labels is None else detected_labels,
-        ),
-    )
-
-
-_call_ids = iter(range(1, 1_000_000))
-
-
-def tool(name: str, args: dict[str, Any] | str) -> LLMResponse:
-    raw = args if isinstance(args, str) else json.dumps(args)
-    return LLMResponse(
-        tool_calls=(ToolCall(id=f"call-{next(_call_ids)}", name=name, arguments=raw),),
-        usage=TokenUsage(100, 10),
-        model="scripted-model-1",
-    )
-
-
-def search(query: str = "OOMKilled critical", **extra: Any) -> LLMResponse:
-    return tool("search_workflow_catalog", {"query": query, **extra})
-
-
-def validate(parameters: dict[str, Any], workflow_id: str = OOM_ID) -> LLMResponse:
-    return tool(
-        "validate_workflow_parameters", {"workflow_id": workflow_id, "parameters": parameters}
-    )
-
-
-def answer_json(
-    *,
-    workflow_id: str | None = OOM_ID,
-    parameters: dict[str, Any] | None = None,
-    confidence: float = 0.9,
-    version: str | None = "1.0.0",
-    **overrides: Any,
-) -> str:
-    selected: dict[str, Any] | None = None
-    if workflow_id is not None:
-        selected = {
-            "workflow_id": workflow_id,
-            "confidence": confidence,
-            "rationale": "memory grows steadily to the limit",
-            "estimated_risk": "low",
-            "parameters": GOOD_PARAMS if parameters is None else parameters,
-        }
-        if version is not None:
-            selected["version"] = version
-    body = {
-        "analysis_summary": "payment-api is OOMKilled repeatedly",
-        "root_cause_assessment": "the memory limit is too low for the steady-state working set",
-        "rca_severity": "critical",
-        "selected_workflow": selected,
-        "alternative_workflows": [],
-        "warnings": [],
-        "context_used": {
-            "cluster_state": "healthy",
-            "resource_availability": "enough memory",
-            "blast_radius": "one deployment",
-        },
-        **overrides,
-    }
-    return json.dumps(body)
-
-
-def say(text: str) -> LLMResponse:
-    return LLMResponse(content=text, usage=TokenUsage(100, 10), model="scripted-model-1")
-
-
-# --- doubles ------------------------------------------------------------------------
-
-Step = LLMResponse | BaseException | Callable[[list[ChatMessage]], Any]
-
-
-class ScriptedLLM:
-    """An in-process LLMProvider that plays steps and records what it was sent.
-
-    A step is a response, an exception to raise, or a callable taking the
-    messages and returning a response (possibly a coroutine). When the script
-    runs out, the last step repeats (a looping model).
-    """
-
-    name = "openai"
-    uses_language_model = True
-
-    def __init__(self, steps: Sequence[Step], model: str = "scripted-model") -> None:
-        self.steps = list(steps)
-        self.model = model
-        self.calls: list[list[ChatMessage]] = []
-        self.tools: list[list[ToolDefinition]] = []
-        self.cancelled = 0
-        self.closed = False
-
-    async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
-    ) -> LLMResponse:
-        index = min(len(self.calls), len(self.steps) - 1)
-        self.calls.append(list(messages))
-        self.tools.append(list(tools))
-        step = self.steps[index]
-        try:
-            if isinstance(step, BaseException):
-                raise step
-            if callable(step):
-                step = step(messages)
-                if asyncio.iscoroutine(step):
-                    step = await step
-            return step
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-
-    async def close(self) -> None:
-        self.closed = True
-
-    def tool_results(self, call: int = -1) -> list[dict[str, Any]]:
-        """Tool results (parsed) that the model had been given at call `call`."""
-        return [json.loads(m.content) for m in self.calls[call] if m.role == "tool"]
-
-
-@functools.cache
-def bundled_catalog() -> EmbeddedCatalog:
-    """The bundled catalog, loaded once (it is immutable, so sharing it is safe)."""
-    return EmbeddedCatalog.from_file(None)
-
-
-class RecordingCatalog:
-    """Wraps a catalog and records every query and schema lookup."""
-
-    def __init__(self, inner: WorkflowCatalog | None = None) -> None:
-        self.inner = inner or bundled_catalog()
-        self.queries: list[SearchQuery] = []
-        self.schemas: list[str] = []
-
-    async def search(self, query: SearchQuery) -> SearchResult:
-        self.queries.append(query)
-        return await self.inner.search(query)
-
-    async def get_schema(self, workflow_id: str) -> WorkflowSchema:
-        self.schemas.append(workflow_id)
-        return await self.inner.get_schema(workflow_id)
-
-    async def get_workflow(self, workflow_id: str) -> Workflow:
-        return await self.inner.get_workflow(workflow_id)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-class FailingCatalog(RecordingCatalog):
-    """Data Storage down: every call raises CatalogUnavailableError (optionally only schemas)."""
-
-    def __init__(self, *, schemas_only: bool = False) -> None:
-        super().__init__()
-        self.schemas_only = schemas_only
-
-    async def search(self, query: SearchQuery) -> SearchResult:
-        if self.schemas_only:
-            return await super().search(query)
-        self.queries.append(query)
-        raise CatalogUnavailableError("circuit breaker open")
-
-    async def get_schema(self, workflow_id: str) -> WorkflowSchema:
-        self.schemas.append(workflow_id)
-        raise CatalogUnavailableError("circuit breaker open")
-
-
-class SlowCatalog(RecordingCatalog):
-    """Searches take `delay` seconds; records cancellations."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__()
-        self.delay = delay
-        self.cancelled = 0
-
-    async def search(self, query: SearchQuery) -> SearchResult:
-        self.queries.append(query)
-        try:
-            await asyncio.sleep(self.delay)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return await self.inner.search(query)
-
-
-async def run(
-    steps: Sequence[Step],
-    *,
-    catalog: WorkflowCatalog | None = None,
-    settings: EngineSettings | None = None,
-    incident: Incident | None = None,
-) -> tuple[Any, ScriptedLLM, list[AnalysisEvent]]:
-    llm = ScriptedLLM(steps)
-    events: list[AnalysisEvent] = []
-
-    async def sink(event: AnalysisEvent) -> None:
-        events.append(event)
-
-    engine = InvestigationEngine(
-        catalog or RecordingCatalog(), llm, settings or EngineSettings(tool_timeout=2.0)
-    )
-    result = await engine.investigate(incident or make_incident(), on_event=sink)
-    return result, llm, events
-
-
-def search_hit_ids(result: Any) -> list[str]:
-    """Workflow ids of the first search result, best first."""
-    return [w["workflow_id"] for w in json.loads(result.tool_calls[0].result)["workflows"]]
-
-
-def alternative_ids(result: Any) -> list[str]:
-    return [a.workflow_id for a in result.alternative_workflows]
-
-
-def all_text_sent(llm: ScriptedLLM) -> str:
-    """Everything the model could read: messages of every call and the tool definitions."""
-    parts = []
-    for messages, tools in zip(llm.calls, llm.tools, strict=True):
-        parts.extend(f"{m.content}|{m.tool_call_id}|{m.name}" for m in messages)
-        parts.extend(json.dumps(dataclasses.asdict(t)) for t in tools)
-    return "\n".join(parts)
-
+from hapi_grpc.observability.investigation import MetricsObserver
+from tests.fakes.investigation import (
+    CUSTOM_LABELS,
+    DETECTED_LABELS,
+    GOOD_PARAMS,
+    OOM_ID,
+    FailingCatalog,
+    RecordingCatalog,
+    ScriptedLLM,
+    SlowCatalog,
+    all_text_sent,
+    alternative_ids,
+    answer_json,
+    make_incident,
+    run,
+    say,
+    search,
+    search_hit_ids,
+    tool,
+    validate,
+)
 
 # --- the happy path ------------------------------------------------------------------
 
@@ -390,7 +139,7 @@ async def test_self_correction_after_invalid_parameters() -> None:
         (1, False, ValidationSource.TOOL),
         (2, True, ValidationSource.TOOL),
     ]
-    assert attempts[1].parameters["GIT_PASSWORD"] == "<redacted>"
+    assert attempts[1].parameters["GIT_PASSWORD"] == "[REDACTED]"
     everything = repr(dataclasses.asdict(result)) + repr(events)
     assert "hunter2-secret-value" not in everything.replace(
         answer_json(parameters=hallucinated), ""
@@ -906,6 +655,7 @@ async def test_metrics_count_investigations_tool_calls_and_attempts() -> None:
     }
     await run(
         [search(), tool("nope", {}), validate(GOOD_PARAMS), say(answer_json())],
+        observer=MetricsObserver(),
     )
     assert (
         _sample("hapi_investigations_total", {"outcome": "selected", "review_reason": "none"})
@@ -938,6 +688,80 @@ def test_settings_reject_nonsense() -> None:
         EngineSettings(search_top_k_max=11)
 
 
-async def test_events_are_dataclasses_of_the_result_types() -> None:
+async def test_events_are_the_turns_tool_calls_and_attempts_in_order() -> None:
     _, _, events = await run([search(), validate(GOOD_PARAMS), say(answer_json())])
-    assert all(isinstance(e, LlmTurn | ToolCallRecord | ValidationAttempt) for e in events)
+    assert [type(e) for e in events] == [
+        LlmTurn,
+        ToolCallRecord,
+        LlmTurn,
+        ToolCallRecord,
+        ValidationAttempt,
+        LlmTurn,
+    ]
+    turns = [e for e in events if isinstance(e, LlmTurn)]
+    assert [t.turn for t in turns] == [1, 2, 3]
+    assert [t.tool_calls for t in turns] == [
+        ("search_workflow_catalog",),
+        ("validate_workflow_parameters",),
+        (),
+    ]
+
+
+async def test_metrics_are_not_counted_without_an_observer() -> None:
+    labels = {"source": "tool", "result": "valid"}
+    before = _sample("hapi_validation_attempts_total", labels)
+    await run([search(), validate(GOOD_PARAMS), say(answer_json())])
+    assert _sample("hapi_validation_attempts_total", labels) == before
+
+
+async def test_each_validation_attempt_is_counted_once() -> None:
+    valid = {"source": "tool", "result": "valid"}
+    final = {"source": "final_answer", "result": "invalid"}
+    before = (
+        _sample("hapi_validation_attempts_total", valid),
+        _sample("hapi_validation_attempts_total", final),
+    )
+    result, _, _ = await run(
+        [
+            search(),
+            validate(GOOD_PARAMS),
+            say(answer_json(parameters={**GOOD_PARAMS, "MEMORY_LIMIT_NEW": "lots"})),
+            say(answer_json()),
+        ],
+        observer=MetricsObserver(),
+    )
+    assert [(a.source, a.valid) for a in result.validation_attempts] == [
+        (ValidationSource.TOOL, True),
+        (ValidationSource.FINAL_ANSWER, False),
+    ]
+    assert _sample("hapi_validation_attempts_total", valid) == before[0] + 1
+    assert _sample("hapi_validation_attempts_total", final) == before[1] + 1
+
+
+async def test_no_model_slot_in_time_is_an_error_for_the_caller_not_a_result() -> None:
+    with pytest.raises(ResourceExhaustedError):
+        await run([ResourceExhaustedError("no model-request slot", retry_after=1.0)])
+
+
+async def test_drain_ends_a_running_investigation_with_a_partial_result() -> None:
+    asking = asyncio.Event()
+
+    async def slow(_: list[ChatMessage]) -> LLMResponse:
+        asking.set()
+        await asyncio.sleep(30)
+        return say(answer_json())
+
+    llm = ScriptedLLM([search(), slow])
+    engine = InvestigationEngine(RecordingCatalog(), llm, EngineSettings(tool_timeout=2.0))
+    task = asyncio.create_task(engine.investigate(make_incident()))
+    await asyncio.wait_for(asking.wait(), 5)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert engine.drain(0.2) == 1
+    result = await asyncio.wait_for(task, 5)
+
+    assert loop.time() - started < 2  # not the 30 s turn, not the 300 s default budget
+    assert llm.cancelled == 1
+    assert result.needs_human_review is True
+    assert result.human_review_reason is HumanReviewReason.BUDGET_EXHAUSTED
+    assert alternative_ids(result) == search_hit_ids(result)[:3]

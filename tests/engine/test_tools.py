@@ -14,16 +14,16 @@ from pydantic import ValidationError
 from hapi.v1 import tools_pb2
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ValidationSource
-from hapi_grpc.domain.tools import (
+from hapi_grpc.domain.sensitive import REDACTED, redact_mapping
+from hapi_grpc.domain.toolsets.jsontext import with_notice
+from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog import (
     SEARCH_TOOL,
     TOOL_DEFINITIONS,
     VALIDATE_TOOL,
     SearchWorkflowCatalogArgs,
     ValidateWorkflowParametersArgs,
-    ValidationLedger,
-    with_notice,
 )
-from hapi_grpc.domain.workflow_validation import redact_parameters
 
 DEFINITIONS = {t.name: t for t in TOOL_DEFINITIONS}
 PAIRS = [
@@ -165,23 +165,23 @@ def test_with_notice_keeps_the_result_and_adds_the_notice() -> None:
     assert json.loads(with_notice("plain", "stop")) == {"result": "plain", "notice": "stop"}
 
 
-def test_redaction_covers_nested_values_and_is_bounded() -> None:
+def test_recorded_arguments_are_redacted_at_any_depth_and_bounded() -> None:
     params = {
         "NAMESPACE": "prod",
         "API_TOKEN": "t0k3n",
         "nested": {"db_password": "pw", "ok": [{"secret_key": "k"}, 1]},
     }
-    assert redact_parameters(params) == {
+    assert redact_mapping(params) == {
         "NAMESPACE": "prod",
-        "API_TOKEN": "<redacted>",
-        "nested": {"db_password": "<redacted>", "ok": [{"secret_key": "<redacted>"}, 1]},
+        "API_TOKEN": REDACTED,
+        "nested": {"db_password": REDACTED, "ok": [{"secret_key": REDACTED}, 1]},
     }
     deep: dict[str, Any] = {}
     node = deep
     for _ in range(1000):  # deeper than any sane input; must not recurse without bound
         node["x"] = {}
         node = node["x"]
-    assert "<redacted>" in json.dumps(redact_parameters(deep))
+    assert REDACTED in json.dumps(redact_mapping(deep))
 
 
 def test_ledger_confirms_only_exactly_what_passed() -> None:

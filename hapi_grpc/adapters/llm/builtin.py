@@ -27,13 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolDefinition
 from hapi_grpc.domain.prompt import CLUSTER, ERROR_DETAILS, SIGNAL, read_facts
-from hapi_grpc.domain.tools import SEARCH_TOOL, VALIDATE_TOOL, compact_json
+from hapi_grpc.domain.toolsets.jsontext import compact_json
+from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, VALIDATE_TOOL
 
 __all__ = ["BuiltinAnalyst"]
 
-_SEVERITIES = ("critical", "high", "medium", "low")
+_SEVERITIES = frozenset(Severity)
+_RISKS = frozenset(RiskLevel)
 _MAX_ALTERNATIVES = 3
 _NAMESPACE_PARAMS = frozenset({"NAMESPACE", "TARGET_NAMESPACE", "RESOURCE_NAMESPACE"})
 _NAME_PARAMS = frozenset({"TARGET_RESOURCE_NAME", "RESOURCE_NAME", "TARGET_NAME"})
@@ -236,7 +239,7 @@ class _Turn:
         resource = "/".join(p for p in (f.kind, f.name) if p) or "the reported resource"
         where = f" in namespace {f.namespace}" if f.namespace else ""
         signal = f.signal_type or "unknown"
-        severity = f.severity if f.severity in _SEVERITIES else "medium"
+        severity = f.severity if f.severity in _SEVERITIES else Severity.MEDIUM
         warnings = [
             "No language model was used: rule-based workflow match without root cause"
             " analysis. The reported signal may be a symptom of another cause."
@@ -260,8 +263,8 @@ class _Turn:
                     " schema defaults."
                 ),
                 "estimated_risk": hit.get("estimated_risk")
-                if hit.get("estimated_risk") in ("low", "medium", "high")
-                else "medium",
+                if hit.get("estimated_risk") in _RISKS
+                else RiskLevel.MEDIUM,
                 "parameters": parameters or {},
             }
         else:

@@ -1,0 +1,187 @@
+"""`InvestigationEngine`: runs `AnalyzeIncident` investigations, bounded and observable.
+
+One investigation is a bounded conversation (`loop.py`) in which the model
+uses the offered toolsets (`hapi_grpc.domain.toolsets`; today the
+`workflow_catalog`) and ends with an answer checked by `final_check.py`;
+`outcome.py` assembles the result. Bounds: model turns, tool calls per
+toolset, per-call timeouts and a wall-clock budget (the caller's deadline or
+`default_budget`, minus a margin to answer). A bound that is hit, or an
+unavailable model, ends with the best partial result and a human-review
+reason. Cancellation propagates at once. `drain` shortens every running
+investigation (graceful shutdown) so each still answers in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+
+from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
+from hapi_grpc.domain.investigation.observer import (
+    NO_OBSERVER,
+    InvestigationFinished,
+    InvestigationObserver,
+)
+from hapi_grpc.domain.investigation.outcome import partial_result
+from hapi_grpc.domain.investigation.settings import EngineSettings
+from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
+from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.domain.result import AnalysisResult
+from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
+from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
+from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, workflow_catalog_toolset
+
+__all__ = ["EngineSettings", "EventSink", "InvestigationEngine"]
+
+logger = logging.getLogger(__name__)
+
+# The answer margin never takes more than this share of a short deadline, so
+# a caller with a tight deadline still gets an investigation.
+_MAX_MARGIN_SHARE = 0.25
+# The whole conversation is cut this long after its budget ends, should a
+# step not keep to the budget itself (and at once after `drain`).
+_CUT_GRACE = 0.05
+
+
+class _Running:
+    """A running investigation as `drain` sees it."""
+
+    __slots__ = ("budget", "cutoff")
+
+    def __init__(self, budget: Budget, cutoff: asyncio.Timeout) -> None:
+        self.budget = budget
+        self.cutoff = cutoff
+
+    def end_within(self, seconds: float) -> None:
+        self.budget.end_within(seconds)
+        self.cutoff.reschedule(self.budget.expires_at + _CUT_GRACE)
+
+
+class InvestigationEngine:
+    """Runs investigations; safe to share between concurrent calls."""
+
+    def __init__(
+        self,
+        catalog: WorkflowCatalog,
+        llm: LLMProvider,
+        settings: EngineSettings = EngineSettings(),
+        *,
+        observer: InvestigationObserver = NO_OBSERVER,
+    ) -> None:
+        self._catalog = catalog
+        self._llm = llm
+        self._settings = settings
+        self._observer = observer
+        self._running: set[_Running] = set()
+        self._drain_until: float | None = None  # time.monotonic() value
+
+    @property
+    def settings(self) -> EngineSettings:
+        return self._settings
+
+    def drain(self, seconds: float) -> int:
+        """End every running investigation (and any started later) within `seconds`.
+
+        Each ends with its best partial result (BUDGET_EXHAUSTED). Returns how
+        many were running.
+        """
+        deadline = time.monotonic() + max(seconds, 0.0)
+        self._drain_until = min(self._drain_until or math.inf, deadline)
+        for running in list(self._running):
+            running.end_within(seconds)
+        logger.info("draining investigations running=%d within=%.3fs", len(self._running), seconds)
+        return len(self._running)
+
+    async def investigate(
+        self, incident: Incident, *, on_event: EventSink | None = None
+    ) -> AnalysisResult:
+        """Investigate `incident`; progress goes to `on_event`, the result is returned."""
+        started = time.perf_counter()
+        state = self._new_state(incident, on_event)
+        outcome, reason = "error", "none"
+        self._observer.investigation_started(incident)
+        try:
+            with budget_scope(state.budget):
+                result = await self._run(state)
+            result.duration_seconds = time.perf_counter() - started
+            reason = (
+                result.human_review_reason.value.lower() if result.human_review_reason else "none"
+            )
+            outcome = (
+                "selected"
+                if result.selected_workflow is not None and not result.needs_human_review
+                else "human_review"
+            )
+            logger.info(
+                "investigation finished outcome=%s review_reason=%s turns=%d tool_calls=%d"
+                " validation_attempts=%d duration=%.3fs",
+                outcome,
+                reason,
+                result.llm_turns,
+                len(result.tool_calls),
+                len(result.validation_attempts),
+                result.duration_seconds,
+            )
+            return result
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            searched = any(r.name == SEARCH_TOOL for r in state.tools.summary().records)
+            self._observer.investigation_finished(
+                InvestigationFinished(outcome, reason, time.perf_counter() - started, searched)
+            )
+
+    async def _run(self, state: InvestigationState) -> AnalysisResult:
+        cutoff = asyncio.timeout_at(state.budget.expires_at + _CUT_GRACE)
+        running = _Running(state.budget, cutoff)
+        self._running.add(running)
+        try:
+            async with cutoff:
+                return await converse(state, self._llm)
+        except TimeoutError:
+            if not cutoff.expired():
+                raise
+            return partial_result(state, OUT_OF_TIME)
+        finally:
+            self._running.discard(running)
+
+    def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:
+        settings = self._settings
+        budget = self._budget()
+        ledger = ValidationLedger(settings.max_validation_attempts)
+        session = CatalogSession(self._catalog, SearchContext.from_incident(incident), budget)
+        catalog_tools = workflow_catalog_toolset(
+            session,
+            ledger,
+            ToolsetLimits(max_calls=settings.max_tool_calls, call_timeout=settings.tool_timeout),
+            top_k_max=settings.search_top_k_max,
+        )
+        return InvestigationState(
+            incident=incident,
+            settings=settings,
+            budget=budget,
+            ledger=ledger,
+            catalog=session,
+            tools=ToolDispatcher([catalog_tools], budget, self._observer),
+            progress=Progress(on_event, self._observer),
+            model=self._llm.model or self._llm.name,
+            language_model_used=bool(self._llm.uses_language_model),
+        )
+
+    def _budget(self) -> Budget:
+        outer = current_budget()
+        if outer is None or math.isinf(outer.expires_at):
+            outer = Budget.from_timeout(self._settings.default_budget)
+        margin = min(self._settings.answer_margin, max(outer.remaining(), 0.0) * _MAX_MARGIN_SHARE)
+        budget = outer.shrink(margin)
+        if self._drain_until is not None:
+            budget.end_within(self._drain_until - time.monotonic())
+        return budget

@@ -1,0 +1,168 @@
+"""One investigation's use of the workflow catalog.
+
+`SearchContext` is what the engine appends to every search (DD-HAPI-001: the
+model never sees custom or detected labels). `CatalogSession` remembers the
+workflows the catalog returned, counts successful searches and failures, and
+owns `call`: the one place a catalog request runs under a timeout and its
+failures are classified, for the tools and the final-answer check alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from hapi_grpc.domain.catalog import SearchFilters, SearchHit, SearchQuery, WorkflowCatalog
+from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.errors import (
+    BudgetExhaustedError,
+    CatalogUnavailableError,
+    InvalidRequestError,
+    WorkflowNotFoundError,
+)
+from hapi_grpc.domain.incident import Incident
+
+__all__ = ["CatalogFailure", "CatalogSession", "FailureKind", "SearchContext"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What the engine appends to every catalog search; never shown to the model."""
+
+    remediation_id: str = ""
+    environment: str = ""
+    priority: str = ""
+    custom_labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    detected_labels: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_incident(cls, incident: Incident) -> SearchContext:
+        return cls(
+            remediation_id=incident.remediation_id,
+            environment=incident.business.environment,
+            priority=incident.business.priority,
+            custom_labels={k: tuple(v) for k, v in incident.enrichment.custom_labels.items()},
+            detected_labels=dict(incident.enrichment.detected_labels),
+        )
+
+    def query(
+        self,
+        text: str,
+        *,
+        signal_type: str | None,
+        severity: str | None,
+        component: str | None,
+        top_k: int,
+        min_score: float,
+    ) -> SearchQuery:
+        """The catalog query for the model's search plus this context."""
+        return SearchQuery(
+            query=text,
+            filters=SearchFilters(
+                signal_type=signal_type,
+                severity=severity,
+                component=component,
+                environment=self.environment or None,
+                priority=self.priority or None,
+                custom_labels=dict(self.custom_labels),
+                detected_labels=dict(self.detected_labels),
+            ),
+            top_k=top_k,
+            min_score=min_score,
+            remediation_id=self.remediation_id,
+        )
+
+
+class FailureKind(enum.Enum):
+    NO_TIME = "no_time"  # the investigation's budget is spent
+    TIMEOUT = "timeout"  # the catalog did not answer within the call's timeout
+    NOT_FOUND = "not_found"  # the workflow is not (or no longer) in the catalog
+    INVALID = "invalid"  # the request itself was refused (bad id, too many parameters)
+    UNAVAILABLE = "unavailable"  # Data Storage down, circuit open
+    DEFECT = "defect"  # an adapter failed unexpectedly (logged with its traceback)
+
+
+class CatalogFailure(Exception):
+    """A catalog request that gave no answer, classified once."""
+
+    def __init__(self, kind: FailureKind, message: str, timeout: float = 0.0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.timeout = timeout
+
+    @property
+    def degraded(self) -> bool:
+        """The catalog itself failed (not the budget, not the request)."""
+        return self.kind in (FailureKind.TIMEOUT, FailureKind.UNAVAILABLE, FailureKind.DEFECT)
+
+
+class CatalogSession:
+    """The catalog as one investigation sees it (see module docstring)."""
+
+    def __init__(self, catalog: WorkflowCatalog, context: SearchContext, budget: Budget) -> None:
+        self.catalog = catalog
+        self.context = context
+        self.budget = budget
+        # Workflows the catalog returned in this investigation, by id.
+        self.returned_workflows: dict[str, SearchHit] = {}
+        self.searches_ok = 0
+        self.failures = 0
+
+    def remember(self, hits: list[SearchHit]) -> None:
+        for hit in hits:
+            self.returned_workflows.setdefault(hit.workflow_id, hit)
+        self.searches_ok += 1
+
+    async def call(self, work: Awaitable[T], timeout: float) -> T:
+        """Await `work` within `timeout` (clipped to the budget).
+
+        Raises CatalogFailure for every way it can fail; failures of the
+        catalog itself are counted.
+        """
+        timeout = min(timeout, self.budget.remaining())
+        if timeout <= 0:
+            _close(work)
+            raise CatalogFailure(FailureKind.NO_TIME, "no time left")
+        try:
+            async with asyncio.timeout(timeout):
+                return await work
+        except (TimeoutError, BudgetExhaustedError):
+            if self.budget.expired:
+                raise CatalogFailure(FailureKind.NO_TIME, "no time left") from None
+            self.failures += 1
+            raise CatalogFailure(
+                FailureKind.TIMEOUT,
+                f"the workflow catalog did not answer within {timeout:.3g}s",
+                timeout,
+            ) from None
+        except WorkflowNotFoundError as exc:
+            raise CatalogFailure(FailureKind.NOT_FOUND, exc.workflow_id) from None
+        except InvalidRequestError as exc:
+            raise CatalogFailure(FailureKind.INVALID, exc.message) from None
+        except CatalogUnavailableError as exc:
+            self.failures += 1
+            logger.warning("workflow catalog unavailable: %s", exc.message)
+            raise CatalogFailure(
+                FailureKind.UNAVAILABLE, "the workflow catalog is unavailable"
+            ) from None
+        except Exception:
+            # A defect in an adapter must not end the investigation: the model
+            # goes on without the catalog, and the failure is logged.
+            self.failures += 1
+            logger.exception("workflow catalog call failed unexpectedly")
+            raise CatalogFailure(FailureKind.DEFECT, "the workflow catalog failed") from None
+
+
+def _close(work: Awaitable[Any]) -> None:
+    close = getattr(work, "close", None)
+    if close is not None:
+        close()

@@ -1,0 +1,246 @@
+"""Runs the model's tool calls against the toolsets offered in one investigation.
+
+What every tool shares lives here, so a tool only does its own work:
+argument parsing and validation from the tool's argument model; answers for
+unknown tools and malformed JSON; the per-toolset and per-investigation call
+caps; the per-call timeout under the budget; repeat detection (an identical
+call is answered from the earlier result, recorded, never re-executed);
+output cut to the toolset's size cap with a marker; and the typed
+`ToolCallRecord`, whose arguments are redacted before they leave the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.investigation.observer import InvestigationObserver
+from hapi_grpc.domain.llm import ToolCall, ToolDefinition
+from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus, ValidationAttempt
+from hapi_grpc.domain.sensitive import clip, redact, redact_mapping
+from hapi_grpc.domain.toolsets.jsontext import (
+    MAX_ARGUMENT_BYTES,
+    canonical_json,
+    compact_json,
+    one_line,
+    parse_arguments,
+    with_notice,
+)
+from hapi_grpc.domain.toolsets.tool import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    argument_hint,
+    describe_validation_error,
+)
+from hapi_grpc.domain.toolsets.toolset import Toolset
+
+__all__ = ["UNKNOWN_TOOL_LABEL", "DispatchSummary", "ToolDispatcher"]
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_TOOL_LABEL = "unknown"
+REPEAT_NOTICE = "Identical to an earlier call: same result. Do not repeat calls."
+# A tool that overruns its own timeout is cut this much later.
+_BACKSTOP_GRACE = 0.1
+_LOGGED_ARGUMENT_CHARS = 2000
+
+# Answers that would be the same if the call were made again.
+_DETERMINISTIC = frozenset(
+    {ToolCallStatus.SUCCESS, ToolCallStatus.INVALID_ARGUMENTS, ToolCallStatus.UNKNOWN_TOOL}
+)
+
+
+@dataclass(frozen=True)
+class DispatchSummary:
+    """What the investigation reads back about its tool calls."""
+
+    records: tuple[ToolCallRecord, ...]
+    calls_counted: int
+    calls_by_toolset: dict[str, int]
+
+
+@dataclass(frozen=True)
+class DispatchedCall:
+    record: ToolCallRecord
+    attempt: ValidationAttempt | None
+
+
+class ToolDispatcher:
+    """One investigation's tool calls (see module docstring)."""
+
+    def __init__(
+        self,
+        toolsets: Sequence[Toolset],
+        budget: Budget,
+        observer: InvestigationObserver,
+        *,
+        max_calls: int | None = None,
+    ) -> None:
+        self._toolsets = tuple(toolsets)
+        self._budget = budget
+        self._observer = observer
+        self._tools: dict[str, tuple[Tool, Toolset]] = {
+            tool.name: (tool, toolset) for toolset in self._toolsets for tool in toolset.tools
+        }
+        self._hints = {
+            name: argument_hint(tool.arguments) for name, (tool, _) in self._tools.items()
+        }
+        self._max_calls = (
+            sum(t.limits.max_calls for t in self._toolsets) if max_calls is None else max_calls
+        )
+        self._answers: dict[tuple[str, str], str] = {}
+        self._records: list[ToolCallRecord] = []
+        self._calls = 0
+        self._calls_by_toolset = {t.name: 0 for t in self._toolsets}
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        return self._toolsets
+
+    def definitions(self) -> list[ToolDefinition]:
+        return [d for toolset in self._toolsets for d in toolset.definitions()]
+
+    def summary(self) -> DispatchSummary:
+        return DispatchSummary(tuple(self._records), self._calls, dict(self._calls_by_toolset))
+
+    async def run(self, call: ToolCall) -> DispatchedCall:
+        """Answer one tool call; never raises for anything the model did."""
+        started = time.perf_counter()
+        raw = call.arguments or ""
+        parsed, parse_error = parse_arguments(raw)
+        key = (call.name, canonical_json(parsed) if parsed is not None else raw)
+        entry = self._tools.get(call.name)
+        label = call.name if entry is not None else UNKNOWN_TOOL_LABEL
+        toolset = entry[1].name if entry is not None else ""
+
+        previous = self._answers.get(key)
+        if previous is not None:
+            outcome = ToolResult(ToolCallStatus.REPEATED, {})
+            text = with_notice(previous, REPEAT_NOTICE)
+        else:
+            with self._observer.tool_call_span(label):
+                outcome = await self._dispatch(call.name, parsed, parse_error)
+            text = compact_json(outcome.payload)
+            if entry is not None:
+                text = _cap_output(text, entry[1].limits.max_output_chars)
+            if outcome.status in _DETERMINISTIC:
+                self._answers[key] = text
+        record = ToolCallRecord(
+            name=clip(redact(call.name), 128),
+            raw_arguments=_shown_arguments(raw, parsed),
+            arguments=redact_mapping(parsed) if parsed is not None else None,
+            result=text,
+            status=outcome.status,
+            duration_seconds=time.perf_counter() - started,
+        )
+        self._records.append(record)
+        self._observer.tool_call_finished(label, toolset, record)
+        _log(label, record)
+        return DispatchedCall(record, outcome.attempt)
+
+    async def _dispatch(
+        self, name: str, parsed: dict[str, Any] | None, parse_error: str
+    ) -> ToolResult:
+        entry = self._tools.get(name)
+        if self._calls >= self._max_calls or (
+            entry is not None and self._calls_by_toolset[entry[1].name] >= entry[1].limits.max_calls
+        ):
+            cap = self._max_calls if entry is None else entry[1].limits.max_calls
+            return ToolResult(
+                ToolCallStatus.LIMIT_EXCEEDED,
+                {
+                    "error": f"tool-call limit reached ({cap} per investigation)."
+                    " Do not call tools again: reply now with the final JSON answer."
+                },
+            )
+        self._calls += 1
+        if entry is None:
+            return ToolResult(
+                ToolCallStatus.UNKNOWN_TOOL,
+                {
+                    "error": f"unknown tool {one_line(name, 64)!r}; available tools:"
+                    f" {', '.join(self._tools)}"
+                },
+            )
+        tool, toolset = entry
+        self._calls_by_toolset[toolset.name] += 1
+        if parsed is None:
+            return ToolResult(
+                ToolCallStatus.INVALID_ARGUMENTS,
+                {
+                    "error": f"arguments are not a JSON object ({parse_error}).",
+                    "expected": self._hints[name],
+                },
+            )
+        try:
+            args = tool.arguments.model_validate(parsed)
+        except ValidationError as exc:
+            return ToolResult(
+                ToolCallStatus.INVALID_ARGUMENTS,
+                {
+                    "error": "invalid arguments: " + describe_validation_error(exc),
+                    "expected": self._hints[name],
+                },
+            )
+        timeout = min(toolset.limits.call_timeout, self._budget.remaining())
+        ctx = ToolContext(self._budget, max(timeout, 0.0))
+        try:
+            # The tool keeps to `ctx.timeout` itself (and says how it failed);
+            # this only cuts one that does not.
+            async with asyncio.timeout(max(timeout, 0.0) + _BACKSTOP_GRACE):
+                return await tool.run(args, ctx)
+        except TimeoutError:
+            return ToolResult(
+                ToolCallStatus.TIMEOUT,
+                {"error": f"{name} did not answer within {timeout:.3g}s; go on without it."},
+            )
+        except Exception:
+            logger.exception("tool %s failed unexpectedly", name)
+            return ToolResult(ToolCallStatus.ERROR, {"error": f"{name} failed; go on without it."})
+
+
+def _cap_output(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[truncated: {len(text) - limit} more characters]"
+
+
+def _shown_arguments(raw: str, parsed: dict[str, Any] | None) -> str:
+    """The argument text as it may leave the process: redacted and bounded."""
+    if parsed is not None:
+        redacted = redact_mapping(parsed)
+        if redacted != parsed:
+            return compact_json(redacted)  # the raw text would carry the secret values
+    return clip(redact(raw), MAX_ARGUMENT_BYTES)
+
+
+def _log(label: str, record: ToolCallRecord) -> None:
+    status = record.status.value.lower()
+    result_bytes = len(record.result.encode())
+    logger.info(
+        "tool call %s status=%s duration=%.4fs result_bytes=%d",
+        label,
+        status,
+        record.duration_seconds,
+        result_bytes,
+        extra={
+            "tool": label,
+            "status": status,
+            "duration_seconds": record.duration_seconds,
+            "result_bytes": result_bytes,
+        },
+    )
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "tool call %s arguments=%s",
+            label,
+            clip(record.raw_arguments, _LOGGED_ARGUMENT_CHARS),
+        )

@@ -1,0 +1,138 @@
+"""One tool: a name, a description, an argument model and `run`.
+
+The pydantic argument model is the single source of truth for a tool's
+arguments: it produces the JSON Schema the model is shown and validates what
+the model sends. `run` receives validated arguments and a `ToolContext`, and
+returns a `ToolResult`; the dispatcher does everything tools have in common.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
+
+__all__ = [
+    "Tool",
+    "ToolArgs",
+    "ToolContext",
+    "ToolResult",
+    "argument_hint",
+    "describe_validation_error",
+    "tool_definition",
+    "tool_json_schema",
+]
+
+_ERRORS_SHOWN = 10
+
+
+class ToolArgs(BaseModel):
+    """Base of every argument model: unknown arguments are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may spend: the investigation's budget and this call's timeout."""
+
+    budget: Budget
+    timeout: float  # the toolset's per-call timeout, clipped to the budget
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool answered. `payload` is shown to the model as compact JSON."""
+
+    status: ToolCallStatus
+    payload: dict[str, Any]
+    attempt: ValidationAttempt | None = None  # a parameter validation it spent
+
+
+class Tool(Protocol):
+    """A tool offered to the model."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def arguments(self) -> type[ToolArgs]: ...
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+
+def tool_definition(tool: Tool) -> ToolDefinition:
+    return ToolDefinition(
+        name=tool.name, description=tool.description, parameters=tool_json_schema(tool.arguments)
+    )
+
+
+def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema as a tool definition: no titles, no null unions.
+
+    The class docstring is dropped: the tool's own description is what the
+    model reads.
+    """
+    schema = _clean_schema(model.model_json_schema())
+    schema.pop("description", None)
+    return schema
+
+
+def _clean_schema(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_clean_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = dict(node)
+    node.pop("title", None)
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        # `X | None` becomes X: an omitted argument already means "not set",
+        # and some providers reject union types in tool schemas.
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(options):
+            node.pop("anyOf")
+            node = {**kept[0], **node}
+            if node.get("default", 0) is None:
+                node.pop("default")
+    return {key: _clean_schema(value) for key, value in node.items()}
+
+
+def argument_hint(model: type[BaseModel]) -> str:
+    """One line naming each argument with its type and bounds, for error answers."""
+    schema = tool_json_schema(model)
+    required = set(schema.get("required", ()))
+    parts = []
+    for name, prop in schema["properties"].items():
+        kind = prop.get("type", "any")
+        extra = []
+        if "enum" in prop:
+            extra.append("|".join(str(v) for v in prop["enum"]))
+        if "minimum" in prop or "maximum" in prop:
+            extra.append(f"{prop.get('minimum', '')}-{prop.get('maximum', '')}")
+        if "default" in prop:
+            extra.append(f"default {prop['default']}")
+        if name in required:
+            extra.append("required")
+        parts.append(f"{name} ({kind}{', ' + ', '.join(extra) if extra else ''})")
+    return "; ".join(parts)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The argument errors, one `where: what` each, for the model."""
+    problems = []
+    for error in exc.errors(include_url=False)[:_ERRORS_SHOWN]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown argument"
+        problems.append(f"{where}: {message}")
+    return "; ".join(problems)

@@ -1,0 +1,50 @@
+"""A toolset: a named group of tools with its own limits.
+
+Each toolset brings its own call cap, per-call timeout and output size cap
+(the workflow catalog keeps BR-HAPI-048's cap of 10; investigation toolsets
+set theirs). `prompt_note` is how the system prompt names the toolset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
+
+__all__ = ["Toolset", "ToolsetLimits"]
+
+
+@dataclass(frozen=True)
+class ToolsetLimits:
+    max_calls: int  # per investigation; further calls are refused
+    call_timeout: float  # seconds, always clipped to the investigation's budget
+    max_output_chars: int = 32_000  # longer results are cut, with a marker
+
+    def __post_init__(self) -> None:
+        if self.max_calls < 0 or self.call_timeout <= 0 or self.max_output_chars < 256:
+            raise ValueError("toolset limits: max_calls >= 0, call_timeout > 0, output >= 256")
+
+
+@dataclass(frozen=True)
+class Toolset:
+    name: str
+    tools: tuple[Tool, ...]
+    limits: ToolsetLimits
+    prompt_note: str = ""
+
+    def __init__(
+        self, name: str, tools: Sequence[Tool], limits: ToolsetLimits, prompt_note: str = ""
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "tools", tuple(tools))
+        object.__setattr__(self, "limits", limits)
+        object.__setattr__(self, "prompt_note", prompt_note)
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(tool.name for tool in self.tools)
+
+    def definitions(self) -> list[ToolDefinition]:
+        return [tool_definition(tool) for tool in self.tools]

@@ -1,0 +1,68 @@
+"""The parameter validation attempts of one investigation and their shared budget.
+
+Tool validations and final-answer checks draw on the same budget. A final
+answer whose parameters already passed a tool validation is confirmed
+without spending another attempt. Proposed parameters are recorded redacted
+(`sensitive.redact_mapping`): they reach responses, stream events and logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hapi_grpc.domain.parameters import ValidationOutcome
+from hapi_grpc.domain.result import ValidationAttempt, ValidationSource
+from hapi_grpc.domain.sensitive import redact_mapping
+from hapi_grpc.domain.toolsets.jsontext import canonical_json
+
+__all__ = ["ValidationLedger"]
+
+
+class ValidationLedger:
+    def __init__(self, max_attempts: int) -> None:
+        self.max_attempts = max_attempts
+        self.attempts: list[ValidationAttempt] = []
+        self.used = 0
+        self._valid: dict[tuple[str, str], ValidationOutcome] = {}
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.max_attempts - self.used)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.max_attempts
+
+    def record(
+        self,
+        workflow_id: str,
+        proposed: Mapping[str, Any] | None,
+        outcome: ValidationOutcome,
+        source: ValidationSource,
+    ) -> ValidationAttempt:
+        """Spend one attempt on a parameter validation and record it."""
+        self.used += 1
+        attempt = ValidationAttempt(
+            attempt=len(self.attempts) + 1,
+            workflow_id=workflow_id,
+            parameters=redact_mapping(dict(proposed or {})),
+            errors=outcome.errors,
+            valid=outcome.valid,
+            source=source,
+        )
+        self.attempts.append(attempt)
+        if outcome.valid:
+            self._valid[(workflow_id, canonical_json(dict(proposed or {})))] = outcome
+            self._valid[(workflow_id, canonical_json(outcome.sanitized))] = outcome
+        return attempt
+
+    def charge(self) -> None:
+        """Spend one attempt on a final answer rejected before any parameter check."""
+        self.used += 1
+
+    def confirmed(
+        self, workflow_id: str, parameters: Mapping[str, Any]
+    ) -> ValidationOutcome | None:
+        """The earlier passing verdict for exactly these parameters, if any."""
+        return self._valid.get((workflow_id, canonical_json(dict(parameters))))

@@ -1,0 +1,352 @@
+"""The `workflow_catalog` toolset: search the catalog, validate parameters.
+
+The argument models mirror `hapi.v1.SearchWorkflowCatalogArgs` and
+`hapi.v1.ValidateWorkflowParametersArgs` (a test keeps them in step). The
+search appends the investigation's `SearchContext`; validation draws on the
+investigation's `ValidationLedger`. What the model reads back is rendered
+here: workflow summaries and the parameter verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from hapi_grpc.domain.catalog import (
+    MIN_SCORE_DEFAULT,
+    TOP_K_DEFAULT,
+    TOP_K_MAX,
+    ParameterSpec,
+    SearchHit,
+)
+from hapi_grpc.domain.levels import RiskLevel
+from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.parameters import ValidationOutcome
+from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
+from hapi_grpc.domain.toolsets.catalog_session import CatalogFailure, CatalogSession, FailureKind
+from hapi_grpc.domain.toolsets.jsontext import one_line
+from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
+from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
+
+__all__ = [
+    "DEGRADED_FALLBACK",
+    "NAME",
+    "SEARCH_TOOL",
+    "TOOL_DEFINITIONS",
+    "VALIDATE_TOOL",
+    "SearchWorkflowCatalogArgs",
+    "ValidateWorkflowParametersArgs",
+    "failure_result",
+    "render_validation",
+    "workflow_catalog_toolset",
+]
+
+NAME = "workflow_catalog"
+SEARCH_TOOL = "search_workflow_catalog"
+VALIDATE_TOOL = "validate_workflow_parameters"
+DEGRADED_FALLBACK = "continue_without_context"
+PROMPT_NOTE = "the two catalog tools"
+
+SEARCH_DESCRIPTION = (
+    "Search the remediation workflow catalog. Returns matching workflows, best first, "
+    "with id, version, match confidence and parameter schema."
+)
+VALIDATE_DESCRIPTION = (
+    "Validate parameters for a workflow returned by search_workflow_catalog against its "
+    "parameter schema. Returns valid/invalid with actionable errors. Call it before "
+    "your final answer."
+)
+
+_DESCRIPTION_CHARS = 160
+_PARAM_DESCRIPTION_CHARS = 80
+
+
+class SearchWorkflowCatalogArgs(ToolArgs):
+    """Arguments of `search_workflow_catalog` (proto `SearchWorkflowCatalogArgs`)."""
+
+    query: str = Field(
+        min_length=1,
+        max_length=512,
+        description="'<signal_type> <severity> [keywords]', e.g. 'OOMKilled critical memory limit'",
+    )
+    similarity_threshold: float = Field(
+        default=MIN_SCORE_DEFAULT, ge=0.0, le=1.0, description="Minimum match score (0-1)"
+    )
+    limit: int = Field(
+        default=TOP_K_DEFAULT, ge=1, le=TOP_K_MAX, description="Maximum number of workflows"
+    )
+    signal_type: str | None = Field(
+        default=None, max_length=128, description="Signal type your RCA identified"
+    )
+    # A Literal rather than `Severity`: an enum would put a `$ref` in the
+    # schema, which some providers reject (a test keeps the two in step).
+    severity: Literal["critical", "high", "medium", "low"] | None = Field(
+        default=None, description="Severity you assessed"
+    )
+    component: str | None = Field(
+        default=None,
+        max_length=128,
+        description="Resource type to remediate, e.g. deployment, node",
+    )
+
+    @field_validator("severity", mode="before")
+    @classmethod
+    def _fold_severity(cls, value: Any) -> Any:
+        # Models often capitalise; "" means "not set" as in the proto.
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return value or None
+        return value
+
+    @field_validator("signal_type", "component", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+
+class ValidateWorkflowParametersArgs(ToolArgs):
+    """Arguments of `validate_workflow_parameters` (proto `ValidateWorkflowParametersArgs`)."""
+
+    workflow_id: str = Field(
+        min_length=1, max_length=128, description="Workflow id exactly as returned by the search"
+    )
+    parameters: dict[str, Any] = Field(
+        description="Parameter name to value, with the schema's types"
+    )
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _json_text_is_object(cls, value: Any) -> Any:
+        # Some models send the object as a JSON string; accept it if it is one.
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return value
+            if isinstance(parsed, dict):
+                return parsed
+        return value
+
+
+TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = (
+    ToolDefinition(SEARCH_TOOL, SEARCH_DESCRIPTION, tool_json_schema(SearchWorkflowCatalogArgs)),
+    ToolDefinition(
+        VALIDATE_TOOL, VALIDATE_DESCRIPTION, tool_json_schema(ValidateWorkflowParametersArgs)
+    ),
+)
+"""What the model is shown of this toolset, in the order offered."""
+
+
+@dataclass(frozen=True)
+class SearchWorkflowCatalog:
+    session: CatalogSession
+    top_k_max: int = TOP_K_MAX
+    name: str = SEARCH_TOOL
+    description: str = SEARCH_DESCRIPTION
+    arguments: type[SearchWorkflowCatalogArgs] = SearchWorkflowCatalogArgs
+
+    async def run(self, args: SearchWorkflowCatalogArgs, ctx: ToolContext) -> ToolResult:
+        try:
+            hits = await self.session.call(self._search(args), ctx.timeout)
+        except CatalogFailure as failure:
+            return failure_result(failure)
+        self.session.remember(hits)
+        payload: dict[str, Any] = {
+            "workflows": [_hit_summary(hit) for hit in hits],
+            "total_results": len(hits),
+        }
+        if not hits:
+            payload["hint"] = (
+                "No workflow matched. Try other keywords or a lower similarity_threshold;"
+                " if nothing fits, answer with selected_workflow null."
+            )
+        return ToolResult(ToolCallStatus.SUCCESS, payload)
+
+    async def _search(self, args: SearchWorkflowCatalogArgs) -> list[SearchHit]:
+        catalog = self.session.catalog
+        query = self.session.context.query(
+            args.query,
+            signal_type=args.signal_type,
+            severity=args.severity,
+            component=args.component,
+            top_k=max(1, min(args.limit, self.top_k_max)),
+            min_score=args.similarity_threshold,
+        )
+        hits = list((await catalog.search(query)).workflows)
+        missing = [i for i, hit in enumerate(hits) if hit.parameters is None]
+        if missing:
+            # Data Storage may omit schemas from search results; the model
+            # needs them to fill parameters, so fetch them (cached upstream).
+            schemas = await asyncio.gather(
+                *(catalog.get_schema(hits[i].workflow_id) for i in missing),
+                return_exceptions=True,
+            )
+            for i, schema in zip(missing, schemas, strict=True):
+                if isinstance(schema, asyncio.CancelledError):
+                    raise schema
+                if not isinstance(schema, BaseException):
+                    hits[i] = hits[i].model_copy(update={"parameters": schema.parameters})
+        return hits
+
+
+@dataclass(frozen=True)
+class ValidateWorkflowParameters:
+    session: CatalogSession
+    ledger: ValidationLedger
+    name: str = VALIDATE_TOOL
+    description: str = VALIDATE_DESCRIPTION
+    arguments: type[ValidateWorkflowParametersArgs] = ValidateWorkflowParametersArgs
+
+    async def run(self, args: ValidateWorkflowParametersArgs, ctx: ToolContext) -> ToolResult:
+        returned = self.session.returned_workflows
+        if args.workflow_id not in returned:
+            known = ", ".join(list(returned)[:10]) or "none yet"
+            return ToolResult(
+                ToolCallStatus.INVALID_ARGUMENTS,
+                {
+                    "error": f"workflow_id {one_line(args.workflow_id, 64)!r} was not returned"
+                    f" by {SEARCH_TOOL} in this investigation (returned: {known})."
+                    " Use an id from the search results.",
+                },
+            )
+        if self.ledger.exhausted:
+            return ToolResult(
+                ToolCallStatus.LIMIT_EXCEEDED,
+                {
+                    "error": f"all {self.ledger.max_attempts} validation attempts are used."
+                    " Reply now with the final JSON answer: selected_workflow null, the"
+                    " workflow in alternative_workflows; a human will review.",
+                },
+            )
+        try:
+            schema, outcome = await self.session.call(
+                validate_workflow_parameters(
+                    self.session.catalog, args.workflow_id, args.parameters
+                ),
+                ctx.timeout,
+            )
+        except CatalogFailure as failure:
+            return failure_result(failure)
+        attempt = self.ledger.record(
+            args.workflow_id, args.parameters, outcome, ValidationSource.TOOL
+        )
+        payload: dict[str, Any] = {
+            "workflow_id": args.workflow_id,
+            "version": schema.version or returned[args.workflow_id].version,
+            **render_validation(outcome),
+        }
+        left = self.ledger.remaining
+        if outcome.valid:
+            if outcome.stripped:
+                payload["parameters"] = outcome.sanitized
+            payload["next"] = "Use these parameters in your final answer."
+        elif left:
+            payload["attempts_left"] = left
+            payload["next"] = "Correct the parameters and validate again."
+        else:
+            payload["attempts_left"] = 0
+            payload["next"] = (
+                "No attempts left. Reply now with the final JSON answer: selected_workflow"
+                " null, this workflow in alternative_workflows; a human will review."
+            )
+        return ToolResult(ToolCallStatus.SUCCESS, payload, attempt)
+
+
+def workflow_catalog_toolset(
+    session: CatalogSession,
+    ledger: ValidationLedger,
+    limits: ToolsetLimits,
+    *,
+    top_k_max: int = TOP_K_MAX,
+) -> Toolset:
+    """The catalog tools bound to one investigation's session and ledger."""
+    return Toolset(
+        NAME,
+        (SearchWorkflowCatalog(session, top_k_max), ValidateWorkflowParameters(session, ledger)),
+        limits,
+        prompt_note=PROMPT_NOTE,
+    )
+
+
+# --- what the model reads ---------------------------------------------------------
+
+
+def render_validation(outcome: ValidationOutcome) -> dict[str, Any]:
+    """Compact verdict for the model; empty lists are omitted."""
+    verdict: dict[str, Any] = {"status": "valid" if outcome.valid else "invalid"}
+    if outcome.errors:
+        verdict["errors"] = [
+            {"parameter": e.parameter, "code": e.code.value, "message": e.message}
+            for e in outcome.errors
+        ]
+    if outcome.stripped:
+        verdict["stripped_parameters"] = list(outcome.stripped)
+    return verdict
+
+
+_NO_TIME = {"error": "no time left for this tool call; reply now with the final JSON answer."}
+
+
+def failure_result(failure: CatalogFailure) -> ToolResult:
+    """What the model is told when a catalog request gave no answer."""
+    kind = failure.kind
+    if kind is FailureKind.NO_TIME:
+        return ToolResult(ToolCallStatus.TIMEOUT, dict(_NO_TIME))
+    if kind is FailureKind.NOT_FOUND:
+        return ToolResult(
+            ToolCallStatus.ERROR,
+            {
+                "error": f"workflow {one_line(failure.message, 64)!r} is not in the"
+                " catalog; choose another one from the search results."
+            },
+        )
+    if kind is FailureKind.INVALID:
+        return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": failure.message})
+    status = ToolCallStatus.TIMEOUT if kind is FailureKind.TIMEOUT else ToolCallStatus.ERROR
+    return ToolResult(
+        status,
+        {
+            "error": f"{failure.message}. Continue your analysis without workflow context; if"
+            " you cannot select a validated workflow, answer with selected_workflow null.",
+            "fallback": DEGRADED_FALLBACK,
+        },
+    )
+
+
+def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name, "type": spec.type, "required": spec.required}
+    if spec.description:
+        out["description"] = one_line(spec.description, _PARAM_DESCRIPTION_CHARS)
+    for key in ("enum", "pattern", "minimum", "maximum", "min_length", "max_length", "default"):
+        value = getattr(spec, key)
+        if value is not None:
+            out[key] = list(value) if isinstance(value, tuple) else value
+    if spec.depends_on:
+        out["depends_on"] = list(spec.depends_on)
+    return out
+
+
+def _hit_summary(hit: SearchHit) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "workflow_id": hit.workflow_id,
+        "version": hit.version,
+        "title": one_line(hit.title, _DESCRIPTION_CHARS),
+    }
+    if hit.description:
+        out["description"] = one_line(hit.description, _DESCRIPTION_CHARS)
+    out["confidence"] = round(hit.confidence, 4)
+    if hit.estimated_risk in tuple(RiskLevel):
+        out["estimated_risk"] = str(hit.estimated_risk)
+    if hit.parameters is None:
+        out["parameters"] = "unknown: call validate_workflow_parameters to learn them"
+    else:
+        out["parameters"] = [_param_summary(spec) for spec in hit.parameters]
+    return out

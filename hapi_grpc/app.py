@@ -15,12 +15,13 @@ import grpc
 
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.observability import logging as hapi_logging
 from hapi_grpc.observability import tracing
+from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.transport.server import HapiServer
 
@@ -162,7 +163,9 @@ def build_server(
     idempotency coordinator."""
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
-    engine = InvestigationEngine(catalog, llm, engine_config or engine_settings(settings))
+    engine = InvestigationEngine(
+        catalog, llm, engine_config or engine_settings(settings), observer=MetricsObserver()
+    )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
     # every log line; without tracing enabled it only reads `traceparent`.

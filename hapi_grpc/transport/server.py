@@ -1,8 +1,9 @@
 """The grpc.aio server: services, health, reflection, interceptors, shutdown.
 
 Lifecycle: `start()` binds and flips health to SERVING; `stop()` flips health
-to NOT_SERVING (probes see it at once), refuses new calls and lets in-flight
-calls finish within the grace period, then closes the adapters.
+to NOT_SERVING (probes see it at once), shortens every running investigation
+so it answers with its best partial result inside the grace period, refuses
+new calls and lets in-flight calls finish, then closes the adapters.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.engine import InvestigationEngine
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
+from hapi_grpc.domain.investigation.engine import InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
@@ -56,6 +57,14 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
             ),
         ]
     return options
+
+
+def drain_seconds(grace: float) -> float:
+    """The share of a shutdown grace investigations may still use.
+
+    The rest (a quarter, at most 2 s) is kept to send the answers.
+    """
+    return max(grace - min(grace * 0.25, 2.0), 0.0)
 
 
 class HapiServer:
@@ -130,6 +139,9 @@ class HapiServer:
         await self.health.enter_graceful_shutdown()
         if self.settings.shutdown_delay_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_delay_seconds)
+        # Running investigations end with their best partial result while
+        # there is still time to send it; only what cannot answer is cut.
+        self.engine.drain(drain_seconds(grace))
         await self._server.stop(grace)
         for closer in (self.idempotency, self.engine, self.llm, self.catalog):
             close = getattr(closer, "close", None)

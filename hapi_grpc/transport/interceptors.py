@@ -168,10 +168,10 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 with self.concurrency.take_slot() as admitted:
                     if not admitted:
                         await context.abort_with_status(self._busy)
-                    invalid = self._invalid_request(request)
-                    if invalid is not None:
-                        await context.abort_with_status(invalid)
                     try:
+                        invalid = self._invalid_request(request)
+                        if invalid is not None:
+                            await context.abort_with_status(invalid)
                         return await behavior(request, context)
                     except grpc.aio.AbortError:
                         raise
@@ -191,10 +191,10 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 with self.concurrency.take_slot() as admitted:
                     if not admitted:
                         await context.abort_with_status(self._busy)
-                    invalid = self._invalid_request(request)
-                    if invalid is not None:
-                        await context.abort_with_status(invalid)
                     try:
+                        invalid = self._invalid_request(request)
+                        if invalid is not None:
+                            await context.abort_with_status(invalid)
                         async for response in behavior(request, context):
                             yield response
                     except grpc.aio.AbortError:

@@ -4,16 +4,20 @@ reflection, request validation, error mapping, concurrency cap, shutdown."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+import protovalidate
 import pytest
 from google.protobuf import descriptor_pb2, json_format
-from google.rpc import error_details_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from hapi.v1 import service_pb2, validation_pb2
+from hapi.v1 import service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.client import error_details, field_violations
 from hapi_grpc.domain import errors
 from hapi_grpc.domain.catalog import (
@@ -24,6 +28,7 @@ from hapi_grpc.domain.catalog import (
     WorkflowSchema,
 )
 from hapi_grpc.observability import metrics
+from hapi_grpc.transport.interceptors import ServicePolicyInterceptor, request_violations
 from hapi_grpc.transport.status import INTERNAL_MESSAGE
 from tests.helpers.grpc_server import running_server
 
@@ -291,6 +296,7 @@ async def test_concurrency_cap_answers_resource_exhausted_but_not_for_health() -
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await srv.stub.ValidateWorkflowParameters(validate_request(), timeout=10)
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert _retry_delay(err.value) == 1.0
         assert _sample("hapi_grpc_server_in_flight", **method) == 2  # the refused one is done
         health = await srv.health.Check(health_pb2.HealthCheckRequest(service=""))
         assert health.status == health_pb2.HealthCheckResponse.SERVING
@@ -333,3 +339,283 @@ async def test_shutdown_grace_cancels_calls_that_outlive_it() -> None:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await in_flight
         assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+
+def _retry_delay(error: grpc.aio.AioRpcError) -> float | None:
+    """Seconds of the google.rpc.RetryInfo carried by a failed call, if any."""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            for detail in status_pb2.Status.FromString(value).details:
+                if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                    info = error_details_pb2.RetryInfo()
+                    detail.Unpack(info)
+                    return info.retry_delay.ToTimedelta().total_seconds()
+    return None
+
+
+# --- The concurrency slot is released on every path -------------------------------
+
+
+class FlakyValidator:
+    """protovalidate's validator, raising `error` on its first `failures` calls."""
+
+    def __init__(self, error: Exception, failures: int) -> None:
+        self.error = error
+        self.failures = failures
+        self.real = protovalidate.Validator()
+
+    def collect_violations(self, message: Any, **kwargs: Any) -> Any:
+        if self.failures > 0:
+            self.failures -= 1
+            raise self.error
+        return self.real.collect_violations(message, **kwargs)
+
+
+class MinimalServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
+    """Answers ValidateWorkflowParameters at once; streams until the caller leaves;
+    AnalyzeIncident fails with an unexpected error."""
+
+    def __init__(self) -> None:
+        self.streaming = asyncio.Event()
+
+    async def ValidateWorkflowParameters(self, request: Any, context: Any) -> Any:
+        return validation_pb2.ValidateWorkflowParametersResponse(workflow_id=request.workflow_id)
+
+    async def AnalyzeIncidentStream(self, request: Any, context: Any) -> Any:
+        while True:
+            yield service_pb2.AnalyzeIncidentStreamResponse()
+            self.streaming.set()
+            await asyncio.sleep(0.01)
+
+    async def AnalyzeIncident(self, request: Any, context: Any) -> Any:
+        raise RuntimeError("handler failed")
+
+
+@contextlib.asynccontextmanager
+async def policy_server(
+    interceptor: ServicePolicyInterceptor, servicer: MinimalServicer
+) -> AsyncIterator[grpc.aio.Channel]:
+    """A real grpc.aio server with only the policy interceptor, and a channel to it."""
+    server = grpc.aio.server(interceptors=[interceptor])
+    service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield channel
+    finally:
+        await channel.close()
+        await server.stop(0)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (
+            protovalidate.EvaluationError("error evaluating x: Iteration budget exceeded"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (RuntimeError("validator bug"), grpc.StatusCode.INTERNAL),
+    ],
+)
+async def test_validator_errors_never_leak_a_concurrency_slot(
+    error: Exception, code: grpc.StatusCode
+) -> None:
+    interceptor = ServicePolicyInterceptor(5, validator=FlakyValidator(error, 200))  # type: ignore[arg-type]
+    async with policy_server(interceptor, MinimalServicer()) as channel:
+        stub = service_pb2_grpc.IncidentAnalysisServiceStub(channel)
+        for _ in range(200):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+            assert err.value.code() == code
+        assert interceptor.concurrency.in_flight == 0
+        reply = await stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert reply.workflow_id == "scale-v1"
+    assert interceptor.concurrency.in_flight == 0
+
+
+async def test_slot_released_after_handler_error_cancellation_and_stream_closed_early() -> None:
+    interceptor = ServicePolicyInterceptor(1)
+    servicer = MinimalServicer()
+    incident = {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"}}}
+    async with policy_server(interceptor, servicer) as channel:
+        stub = service_pb2_grpc.IncidentAnalysisServiceStub(channel)
+        request = json_format.ParseDict(incident, service_pb2.AnalyzeIncidentRequest())
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.AnalyzeIncident(request, timeout=10)
+        assert err.value.code() == grpc.StatusCode.INTERNAL
+        assert interceptor.concurrency.in_flight == 0
+
+        stream_request = json_format.ParseDict(incident, service_pb2.AnalyzeIncidentStreamRequest())
+        call = stub.AnalyzeIncidentStream(stream_request, timeout=10)
+        await call.read()
+        assert interceptor.concurrency.in_flight == 1
+        call.cancel()  # the caller leaves: the server closes the generator early
+        for _ in range(100):
+            if interceptor.concurrency.in_flight == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert interceptor.concurrency.in_flight == 0
+        # The single slot is free again.
+        reply = await stub.ValidateWorkflowParameters(validate_request(), timeout=10)
+        assert reply.workflow_id == "scale-v1"
+
+
+def test_an_evaluation_error_names_the_field_whose_rule_gave_up() -> None:
+    error = protovalidate.EvaluationError(
+        "error evaluating custom_labels.values: Iteration budget exceeded"
+    )
+    request = json_format.ParseDict(
+        {"incident": {"remediationId": "r-1", "signal": {"signalType": "X"}}},
+        service_pb2.AnalyzeIncidentRequest(),
+    )
+    [violation] = request_violations(request, FlakyValidator(error, 1))  # type: ignore[arg-type]
+    assert (violation.field, violation.rule_id) == (
+        "incident.enrichment_results",
+        "custom_labels.values",
+    )
+
+
+# --- Undecodable, oversized and out-of-range requests ------------------------------
+
+UNDECODABLE = [b"\xff\xff\xff\xff", b"\x0a\x04hx-\xff", b"\x0a\x7fshort", b"\x08"]
+
+
+@pytest.mark.parametrize(
+    ("method", "message"),
+    [
+        ("ValidateWorkflowParameters", "hapi.v1.ValidateWorkflowParametersRequest"),
+        ("AnalyzeIncident", "hapi.v1.AnalyzeIncidentRequest"),
+        ("AnalyzeIncidentStream", "hapi.v1.AnalyzeIncidentStreamRequest"),
+    ],
+)
+async def test_undecodable_bytes_are_invalid_argument_logged_once_and_counted(
+    method: str, message: str, caplog: Any
+) -> None:
+    labels = {"method": method, "code": "INVALID_ARGUMENT"}
+    before = _sample("hapi_grpc_server_handled_total", **labels)
+    path = f"/hapi.v1.IncidentAnalysisService/{method}"
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        if method == "AnalyzeIncidentStream":
+            call: Any = srv.channel.unary_stream(path)
+        else:
+            call = srv.channel.unary_unary(path)
+        for payload in UNDECODABLE:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                reply = call(payload, timeout=10)
+                if method == "AnalyzeIncidentStream":
+                    [m async for m in reply]
+                else:
+                    await reply
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert err.value.details() == f"request is not a valid {message} message"
+    assert _sample("hapi_grpc_server_handled_total", **labels) == before + len(UNDECODABLE)
+    warnings = [r for r in caplog.records if "undecodable" in r.getMessage()]
+    assert len(warnings) == 1  # throttled: one line for the burst
+    assert warnings[0].levelno == logging.WARNING and warnings[0].exc_info is None
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def _incident(**sections: Any) -> service_pb2.AnalyzeIncidentRequest:
+    request = service_pb2.AnalyzeIncidentRequest()
+    request.incident.remediation_id = "r-1"
+    request.incident.signal.signal_type = "X"
+    for name, fill in sections.items():
+        fill(getattr(request.incident, name))
+    return request
+
+
+def _custom(keys: int, values: int) -> Any:
+    def fill(enrichment: Any) -> None:
+        for i in range(keys):
+            enrichment.custom_labels[f"k{i}"].extend(["v"] * values)
+
+    return fill
+
+
+def _labels(count: int) -> Any:
+    def fill(cluster: Any) -> None:
+        for i in range(count):
+            cluster.signal_labels[f"k{i}"] = "v"
+
+    return fill
+
+
+@pytest.mark.parametrize(
+    ("sections", "field", "rule_id", "text"),
+    [
+        (
+            {"enrichment_results": _custom(10_000, 1)},
+            "incident.enrichment_results.custom_labels",
+            "map.max_pairs",
+            "map must be at most 32 entries",
+        ),
+        (
+            {"enrichment_results": _custom(700, 16)},
+            "incident.enrichment_results.custom_labels",
+            "map.max_pairs",
+            "map must be at most 32 entries",
+        ),
+        (
+            {"enrichment_results": _custom(1, 100_000)},
+            'incident.enrichment_results.custom_labels["k0"]',
+            "json.max_values",
+            "at most 1024 JSON values",
+        ),
+        (
+            {"cluster": _labels(50_000)},
+            "incident.cluster.signal_labels",
+            "map.max_pairs",
+            "map must be at most 64 entries",
+        ),
+    ],
+)
+async def test_oversized_collections_answer_the_declared_rule_at_once(
+    sections: dict[str, Any], field: str, rule_id: str, text: str
+) -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.AnalyzeIncident(_incident(**sections), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    [violation] = field_violations(err.value)
+    assert (violation.field, violation.rule_id) == (field, rule_id)
+    assert text in violation.description
+
+
+def _stamp(section: str, name: str, seconds: int, nanos: int) -> dict[str, Any]:
+    def fill(message: Any) -> None:
+        stamp = getattr(message, name)
+        stamp.seconds, stamp.nanos = seconds, nanos
+
+    return {section: fill}
+
+
+@pytest.mark.parametrize(
+    ("section", "name"),
+    [
+        ("error_details", "firing_time"),
+        ("error_details", "received_time"),
+        ("deduplication", "first_seen"),
+        ("deduplication", "last_seen"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("seconds", "nanos", "rule_id"),
+    [
+        (253_402_300_800, 0, "timestamp.gte_lte"),
+        (-62_135_596_801, 0, "timestamp.gte_lte"),
+        (2**62, 0, "timestamp.gte_lte"),
+        (0, -1, "timestamp.nanos"),
+        (0, 1_000_000_000, "timestamp.nanos"),
+    ],
+)
+async def test_out_of_range_timestamps_are_field_violations(
+    section: str, name: str, seconds: int, nanos: int, rule_id: str
+) -> None:
+    async with running_server(catalog=ScriptedCatalog()) as srv:
+        request = _incident(**_stamp(section, name, seconds, nanos))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await srv.stub.AnalyzeIncident(request, timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    [violation] = field_violations(err.value)
+    assert (violation.field, violation.rule_id) == (f"incident.{section}.{name}", rule_id)

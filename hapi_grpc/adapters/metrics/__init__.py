@@ -1,0 +1,1 @@
+"""Read-only clients for metrics and alerts: the Prometheus HTTP API and Alertmanager."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from google.protobuf import json_format, struct_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hapi.v1 import incident_pb2
+from hapi_grpc.domain import errors
 from hapi_grpc.domain.catalog import ParameterSpec, WorkflowSchema
 from hapi_grpc.domain.parameters import validate_parameters
 from hapi_grpc.transport.converters import (
     dict_to_struct,
+    incident_from_proto,
     struct_to_dict,
     validation_response,
 )
@@ -98,3 +102,16 @@ def test_unchecked_array_items_are_made_json_in_the_response() -> None:
         "NAME": "web",
         "ARGS": [None],
     }
+
+
+@pytest.mark.parametrize(("seconds", "nanos"), [(253_402_300_800, 0), (0, -1), (0, 10**9)])
+def test_a_timestamp_out_of_range_is_the_callers_mistake_not_a_crash(
+    seconds: int, nanos: int
+) -> None:
+    message = incident_pb2.Incident(remediation_id="r-1")
+    message.deduplication.last_seen.seconds = seconds
+    message.deduplication.last_seen.nanos = nanos
+    with pytest.raises(errors.InvalidRequestError) as err:
+        incident_from_proto(message)
+    [violation] = err.value.violations
+    assert violation.field == "incident.deduplication.last_seen"

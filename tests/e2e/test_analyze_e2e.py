@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -400,3 +401,81 @@ async def test_invalid_request_is_rejected_before_any_model_call() -> None:
             await srv.stub.AnalyzeIncident(service_pb2.AnalyzeIncidentRequest(), timeout=5)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert llm_server.requests == []
+
+
+# --- secrets in model text (issue 11 §3) and shutdown drain (§7) ----------------
+
+PLANTED = {
+    "GIT_PASSWORD=": "hunter2-git-pass-value",
+    "AWS_SECRET_ACCESS_KEY=": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
+    "Authorization: Bearer ": "eyPlantedBearerToken0123456789",
+    "key ": "sk-plantedOpenAIkey0123456789",
+}
+LEAKY_TEXT = "I found " + " and ".join(f"{k}{v}" for k, v in PLANTED.items())
+
+
+def _leaky_answer() -> Step:
+    body = json.loads(answer().content or "{}")  # type: ignore[attr-defined]
+    body["root_cause_assessment"] = "memory limit too low; " + LEAKY_TEXT
+    body["analysis_summary"] = LEAKY_TEXT
+    body["warnings"] = [LEAKY_TEXT]
+    body["selected_workflow"]["rationale"] = LEAKY_TEXT
+    return Step.text(LEAKY_TEXT + "\n" + json.dumps(body))
+
+
+async def test_secret_looking_values_in_model_text_never_leave_the_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    leaky_search = Step.tool_calls(
+        [("search_workflow_catalog", {"query": "OOMKilled critical " + LEAKY_TEXT[:300]})],
+        text=LEAKY_TEXT,
+    )
+    leaky_validate = Step.tool_calls(
+        [
+            (
+                "validate_workflow_parameters",
+                {"workflow_id": OOM_ID, "parameters": {**GOOD, "NOTE": LEAKY_TEXT}},
+            )
+        ],
+        text=LEAKY_TEXT,
+    )
+    script = [leaky_search, leaky_validate, _leaky_answer()]
+    caplog.set_level(logging.DEBUG)
+    async with stack(script * 2) as (srv, _, _):
+        stream = srv.stub.AnalyzeIncidentStream(
+            service_pb2.AnalyzeIncidentStreamRequest(incident=request().incident), timeout=20
+        )
+        events = [event async for event in stream]
+    async with stack(script) as (srv, _, _):
+        unary = await srv.stub.AnalyzeIncident(request(), timeout=20)
+
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds.count("llm_turn") == 3 and kinds[-1] == "result"
+    assert any("[REDACTED]" in e.llm_turn.content for e in events if e.HasField("llm_turn"))
+    assert "[REDACTED]" in unary.result.root_cause_assessment
+    texts = {
+        "stream": "\n".join(str(e) for e in events),
+        "unary": str(unary),
+        "logs": "\n".join(r.getMessage() + repr(r.__dict__) for r in caplog.records),
+    }
+    assert "model turn" in texts["logs"]  # DEBUG turn logs were written, redacted
+    for where, text in texts.items():
+        for secret in PLANTED.values():
+            assert secret not in text, (where, secret)
+
+
+async def test_shutdown_drains_a_slow_investigation_into_a_result_for_review() -> None:
+    script = [search(), Step.text("thinking", delay=30.0)]
+    async with stack(script) as (srv, llm_server, _):
+        call = asyncio.ensure_future(srv.stub.AnalyzeIncident(request(), timeout=60))
+        assert await llm_server.wait_requests(2)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await srv.server.stop(2.0)
+        response = await call
+        elapsed = loop.time() - started
+
+    assert elapsed < 2.5  # inside the grace (plus scheduling noise), not the 30 s turn
+    assert response.result.needs_human_review is True
+    assert response.result.human_review_reason == R.HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED
+    assert [c.status for c in response.result.tool_calls] == [S.TOOL_CALL_STATUS_SUCCESS]

@@ -153,6 +153,9 @@ class Outcome:
     payload: bytes
     completed_at: float  # seconds since the epoch
     reused: ReuseKind | None  # None: this call ran the investigation
+    # True when the investigation ran on this replica, so `on_event` saw its
+    # events; False when the result came from the store or another replica.
+    live: bool = True
 
 
 Listener = Callable[[E], None]
@@ -230,7 +233,7 @@ class IdempotencyCoordinator(Generic[E]):
             if stored is not None:
                 if stored.fingerprint != fingerprint:
                     raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
-                return Outcome(stored.payload, stored.completed_at, "stored")
+                return Outcome(stored.payload, stored.completed_at, "stored", live=False)
             flight = self._flights.get(remediation_id)  # started while we looked
         if flight is not None:
             if flight.fingerprint != fingerprint:
@@ -290,7 +293,7 @@ class IdempotencyCoordinator(Generic[E]):
                 if self._flights.get(remediation_id) is flight:
                     del self._flights[remediation_id]
                 flight.task.cancel()
-        return Outcome(payload, completed_at, "joined" if joined else origin)
+        return Outcome(payload, completed_at, "joined" if joined else origin, origin is None)
 
     def _landed(self, remediation_id: str, flight: _Flight[E], task: asyncio.Task[Any]) -> None:
         if self._flights.get(remediation_id) is flight:

@@ -63,7 +63,7 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             caller_budget(context),
         ):
-            result = await self._analyze(incident, request.force_reanalysis)
+            result, _ = await self._analyze(incident, request.force_reanalysis)
         return service_pb2.AnalyzeIncidentResponse(result=result)
 
     async def AnalyzeIncidentStream(
@@ -91,10 +91,14 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
                         yield _event_to_proto(getter.result())
                         continue
                     getter.cancel()
-                    # The investigation ended: drain what it queued, then the result.
+                    # The investigation ended: drain what it queued, replay what
+                    # happened elsewhere (a kept result, another replica), then the result.
                     while not queue.empty():
                         yield _event_to_proto(queue.get_nowait())
-                    yield service_pb2.AnalyzeIncidentStreamResponse(result=task.result())
+                    result, replay = task.result()
+                    for frame in replay:
+                        yield frame
+                    yield service_pb2.AnalyzeIncidentStreamResponse(result=result)
                     return
             finally:
                 # Client gone or deadline hit: leave the investigation; the last
@@ -109,14 +113,24 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         incident: Incident,
         force: bool,
         on_event: Callable[[r.AnalysisEvent], None] | None = None,
-    ) -> analysis_pb2.AnalysisResult:
-        """The result of this incident: joined, kept from an earlier call, or investigated."""
+    ) -> tuple[analysis_pb2.AnalysisResult, list[service_pb2.AnalyzeIncidentStreamResponse]]:
+        """The result of this incident (joined, kept from an earlier call, or investigated),
+        and the events to replay when `on_event` did not see them as they happened."""
 
         async def investigate(sink: EventSink) -> Finished:
-            result = await self._engine.investigate(incident, on_event=sink)
-            return Finished(
-                converters.result_to_proto(result).SerializeToString(), worth_keeping(result)
+            events: list[r.AnalysisEvent] = []
+
+            async def record(event: r.AnalysisEvent) -> None:
+                events.append(event)
+                await sink(event)
+
+            result = await self._engine.investigate(incident, on_event=record)
+            # Kept as the stream it was: every event, then the result.
+            frames = [_event_to_proto(e) for e in events]
+            frames.append(
+                service_pb2.AnalyzeIncidentStreamResponse(result=converters.result_to_proto(result))
             )
+            return Finished(_pack(frames), worth_keeping(result))
 
         outcome = await self._idempotency.run(
             incident.remediation_id,
@@ -126,12 +140,13 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             on_event=on_event,
         )
         # Every caller decodes its own copy.
-        result = analysis_pb2.AnalysisResult.FromString(outcome.payload)
+        *replay, last = _unpack(outcome.payload)
+        result = last.result
         result.completed_at.FromNanoseconds(int(outcome.completed_at * 1e9))
         if outcome.reused is not None:
             result.reused = True
             _REUSED[outcome.reused].inc()
-        return result
+        return result, ([] if outcome.live else replay)
 
     async def ValidateWorkflowParameters(
         self,
@@ -161,6 +176,40 @@ def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStream
     if isinstance(event, r.AnalysisResult):
         return service_pb2.AnalyzeIncidentStreamResponse(result=converters.result_to_proto(event))
     raise TypeError(f"unexpected event {type(event).__name__}")
+
+
+def _pack(frames: list[service_pb2.AnalyzeIncidentStreamResponse]) -> bytes:
+    """Length-delimited messages (the protobuf convention for a sequence)."""
+    out = bytearray()
+    for frame in frames:
+        data = frame.SerializeToString()
+        size = len(data)
+        while size > 0x7F:
+            out.append((size & 0x7F) | 0x80)
+            size >>= 7
+        out.append(size)
+        out += data
+    return bytes(out)
+
+
+def _unpack(payload: bytes) -> list[service_pb2.AnalyzeIncidentStreamResponse]:
+    frames, position = [], 0
+    while position < len(payload):
+        size = shift = 0
+        while True:
+            byte = payload[position]
+            position += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        frames.append(
+            service_pb2.AnalyzeIncidentStreamResponse.FromString(
+                payload[position : position + size]
+            )
+        )
+        position += size
+    return frames
 
 
 __all__ = ["IncidentAnalysisServicer"]

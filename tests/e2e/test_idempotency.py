@@ -38,6 +38,7 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 OOM_REQUEST = (EXAMPLES / "oomkilled.json").read_text()
 GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
 TURNS = 2  # model requests of one investigation in SCRIPT
+EVENTS = ["llm_turn", "tool_call", "llm_turn", "validation_attempt", "result"]
 
 
 def request(
@@ -158,8 +159,7 @@ async def test_concurrent_calls_share_one_investigation() -> None:
         assert reused("joined") - joined == 6
         for events in results[5:]:
             # Joiners replay what happened before they joined: every event, then the result.
-            kinds = [m.WhichOneof("event") for m in events]
-            assert kinds == ["llm_turn", "tool_call", "llm_turn", "validation_attempt", "result"]
+            assert [m.WhichOneof("event") for m in events] == EVENTS
 
 
 async def test_a_cancelled_caller_does_not_cancel_the_others() -> None:
@@ -209,8 +209,10 @@ async def test_a_retry_after_completion_returns_the_stored_result() -> None:
         assert again.completed_at == first.completed_at
         again.reused = False
         assert again == first  # the very same result
-        assert [m.WhichOneof("event") for m in streamed] == ["result"]
-        assert streamed[0].result.reused
+        # A stream of a kept result replays the investigation's events, then the result.
+        assert [m.WhichOneof("event") for m in streamed] == EVENTS
+        assert streamed[0].llm_turn.tool_calls == ["search_workflow_catalog"]
+        assert streamed[-1].result.reused
         assert reused("stored") - stored == 2
 
 
@@ -348,8 +350,10 @@ async def test_two_replicas_run_one_investigation(redis_url: str) -> None:
         # The second replica's three calls joined one wait for the first's result.
         assert reused("awaited") - awaited == 1
         assert len({r.completed_at.ToNanoseconds() for r in results}) == 1
-        # Later retries on either replica get the result kept in Redis.
+        # Later retries on either replica get the result kept in Redis, events included.
         assert (await second.AnalyzeIncident(request(), timeout=20)).result.reused
+        streamed = await stream_all(second, request())
+        assert [m.WhichOneof("event") for m in streamed] == EVENTS
         client = aioredis.from_url(redis_url)
         try:
             key = "hapi:analysis:result:rr-2026-11-22-oom-7f3a"

@@ -14,8 +14,9 @@ What it checks, with no cluster and no network:
   cover) against a small schema of its essential fields;
 - references between the applied resources: Service, PodDisruptionBudget,
   NetworkPolicy and ServiceMonitor selectors match something, named ports
-  exist, and ConfigMaps, Secrets and the ServiceAccount a pod uses are
-  defined (or marked optional);
+  exist, ConfigMaps, Secrets and the ServiceAccount a pod uses are
+  defined (or marked optional), and role bindings name a defined role
+  (or a built-in system: one) and defined ServiceAccounts;
 - the generated catalog ConfigMap with the service's own catalog loader.
 
 Exit status 0 when everything is valid, 1 when something is not, 2 on usage
@@ -357,6 +358,20 @@ def check_references(manifests: list[Manifest], report: Report) -> None:
         for endpoint in monitor.body["spec"]["endpoints"]:
             if "port" in endpoint and endpoint["port"] not in port_names:
                 report.error(f"{monitor}: port {endpoint['port']!r} is not a port of {chosen[0]}")
+
+    for binding in [
+        *by_kind.get("ClusterRoleBinding", {}).values(),
+        *by_kind.get("RoleBinding", {}).values(),
+    ]:
+        ref = binding.body.get("roleRef", {})
+        defined = by_kind.get(ref.get("kind", ""), {})
+        if ref.get("name") not in defined and not str(ref.get("name", "")).startswith("system:"):
+            report.error(f"{binding}: roleRef {ref.get('kind')} {ref.get('name')!r} is not defined")
+        for subject in binding.body.get("subjects", []):
+            if subject.get("kind") == "ServiceAccount" and subject.get("name") not in by_kind.get(
+                "ServiceAccount", {}
+            ):
+                report.error(f"{binding}: ServiceAccount {subject.get('name')!r} is not defined")
 
     configmaps = by_kind.get("ConfigMap", {})
     secrets = by_kind.get("Secret", {})

@@ -105,6 +105,13 @@ def test_manifests_validate_offline() -> None:
             "matchLabels:\n      app.kubernetes.io/name: other",
             "matches no pod",
         ),
+        # A binding to a role nobody defined.
+        (
+            "clusterrolebinding.yaml",
+            "  name: hapi-grpc-investigator\nsubjects:",
+            "  name: hapi-grpc-reader\nsubjects:",
+            "roleRef ClusterRole 'hapi-grpc-reader' is not defined",
+        ),
         # The catalog goes through the service's own loader.
         ("catalog.yaml", "type: integer", "type: whole-number", "catalog invalid"),
     ],
@@ -239,6 +246,37 @@ def test_settings_configmap_is_understood_by_the_server(settings_env: dict[str, 
     assert settings.grpc_port == 50051
     assert settings.metrics_port == 9090
     assert settings.log_format == "json"
+
+
+def test_investigation_role_is_read_only_and_never_reads_secrets(
+    docs: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    role = docs[("ClusterRole", "hapi-grpc-investigator")]
+    granted = set()
+    for rule in role["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs"}, rule  # no nonResourceURLs
+        assert set(rule["verbs"]) <= {"get", "list"}, rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                assert "*" not in (group, resource), rule
+                assert resource.split("/")[0] != "secrets", rule
+                granted.add((group, resource))
+    assert {("", "pods"), ("", "pods/log"), ("", "nodes"), ("events.k8s.io", "events")} <= granted
+    assert ("cert-manager.io", "certificates") in granted
+
+    binding = docs[("ClusterRoleBinding", "hapi-grpc-investigator")]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "hapi-grpc-investigator",
+    }
+    (subject,) = binding["subjects"]
+    account = docs[("ServiceAccount", "hapi-grpc")]
+    assert subject == {
+        "kind": "ServiceAccount",
+        "name": account["metadata"]["name"],
+        "namespace": "hapi",
+    }
 
 
 def test_disruption_budget_and_scrape_config(docs: dict[tuple[str, str], dict[str, Any]]) -> None:

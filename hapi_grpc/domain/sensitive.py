@@ -76,7 +76,13 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         REDACTED,
     ),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
+    # Basic credentials are base64: demand a digit or base64 punctuation so
+    # that prose such as "Basic troubleshooting" stays readable.
+    (
+        re.compile(r"\b(Basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2}"),
+        r"\1 " + REDACTED,
+    ),
     (
         re.compile(r"""(?i)(\b""" + _ASSIGNED_NAME + r"""["']?\s*[:=]\s*["']?)[^\s"'&,;}\]]+"""),
         r"\1" + REDACTED,

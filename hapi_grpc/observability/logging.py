@@ -8,10 +8,10 @@ investigation through every await and into the tasks it starts (asyncio copies
 the context into new tasks).
 
 Redaction happens in the formatter, the last step before bytes leave the
-process, so it covers records from any library: registered secrets (the LLM API
-key, auth tokens) and anything shaped like a bearer token, an `sk-` API key,
-an `api_key=` assignment or a password in a URL become `[REDACTED]` in the
-message, the arguments, the `extra=` fields and the exception text.
+process, so it covers records from any library: `domain.sensitive` hides
+registered secrets (the LLM API key, auth tokens) and credential-shaped text
+in the message, the arguments, the `extra=` fields (secret-named keys lose
+their values) and the exception text.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -28,8 +27,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import IO, Any, Literal
 
-REDACTED = "[REDACTED]"
-CONTEXT_FIELDS = ("remediation_id", "incident_id", "trace_id")
+from hapi_grpc.domain.sensitive import redact, redact_mapping
 
 # --- Context -----------------------------------------------------------------
 
@@ -74,93 +72,8 @@ def current_log_context() -> Mapping[str, str]:
 
 
 # --- Redaction ---------------------------------------------------------------
-
-# Shapes of credentials that must never be written even if nobody registered
-# them. Each keeps its harmless prefix so a reader still sees what was there.
-_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
-    (
-        re.compile(r"""(?i)\b(api[_-]?key["']?\s*[:=]\s*["']?)[^\s"'&,;}\]]+"""),
-        r"\1" + REDACTED,
-    ),
-    # Credentials in URLs such as redis://:password@host or https://user:pw@host.
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]*:[^/\s@]+@"), r"\1" + REDACTED + "@"),
-    (re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), REDACTED),
-)
-
-_secrets_lock = threading.Lock()
-_secrets: set[str] = set()
-_secrets_re: re.Pattern[str] | None = None
-
-
-def register_secret(value: str) -> None:
-    """Redact every occurrence of `value` from all log output from now on.
-
-    Surrounding whitespace is ignored (secrets read from files often end with
-    a newline); empty values are ignored.
-    """
-    global _secrets_re
-    value = value.strip()
-    if not value:
-        return
-    with _secrets_lock:
-        if value in _secrets:
-            return
-        _secrets.add(value)
-        # Longest first, so a secret that contains another is removed whole.
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
-
-
-def redact(text: str) -> str:
-    """`text` with registered secrets and credential-shaped strings replaced."""
-    pattern = _secrets_re
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    for shape, replacement in _SHAPES:
-        text = shape.sub(replacement, text)
-    return text
-
-
-_SECRET_NAME = re.compile(r"(?i)PASSWORD|PASSWD|TOKEN|SECRET|KEY|CREDENTIAL")
-
-
-def is_secret_name(name: str) -> bool:
-    """True when a parameter or field name suggests its value is a secret."""
-    return bool(_SECRET_NAME.search(name))
-
-
-def redact_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `params` fit for logging.
-
-    Values of secret-looking names are replaced whole, at any depth; other
-    string values are scrubbed like log text.
-    """
-    return _scrub(params, 0, by_name=True)
-
-
-_MAX_DEPTH = 8  # parameters and extras are shallow; a bound keeps hostile nesting cheap
-
-
-def _scrub(value: Any, depth: int, by_name: bool = False) -> Any:
-    """Redacted copy of `value`; with `by_name`, secret-named keys lose their values."""
-    if isinstance(value, str):
-        return redact(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if depth >= _MAX_DEPTH:
-        return REDACTED
-    if isinstance(value, Mapping):
-        return {
-            str(k): REDACTED
-            if by_name and is_secret_name(str(k))
-            else _scrub(v, depth + 1, by_name)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_scrub(v, depth + 1, by_name) for v in value]
-    return redact(str(value))
-
+# What is secret and how it is hidden is decided once, in `domain.sensitive`;
+# here it is applied to every part of a record.
 
 # --- Formatting --------------------------------------------------------------
 
@@ -215,7 +128,7 @@ class JsonFormatter(logging.Formatter):
             entry[name] = redact(value)
         for name, value in _extra_fields(record).items():
             if name not in entry:
-                entry[name] = _scrub(value, 0)
+                entry[name] = redact_mapping(value)
         if record.exc_info:
             entry["exception"] = redact(self.formatException(record.exc_info))
         elif record.exc_text:
@@ -241,7 +154,9 @@ class TextFormatter(logging.Formatter):
         extras = _extra_fields(record)
         if extras:
             parts.append(
-                " ".join(f"{k}={json.dumps(_scrub(v, 0), default=str)}" for k, v in extras.items())
+                " ".join(
+                    f"{k}={json.dumps(redact_mapping(v), default=str)}" for k, v in extras.items()
+                )
             )
         line = redact(" ".join(parts))
         if record.exc_info:

@@ -31,7 +31,8 @@ from typing import Any
 
 import grpc
 
-from hapi_grpc.observability.logging import bind_log_context, redact, reset_log_context
+from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.observability.logging import bind_log_context, reset_log_context
 
 log = logging.getLogger(__name__)
 

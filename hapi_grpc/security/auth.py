@@ -31,7 +31,7 @@ import aiohttp
 import grpc
 
 from hapi_grpc.domain.deadline import request_timeout
-from hapi_grpc.observability.logging import register_secret
+from hapi_grpc.domain.sensitive import register_secret
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from hapi_grpc.domain import sensitive
 from hapi_grpc.observability import logging as hlog
 
 _API_KEY = "sk-proj-Zx81QmVv0cLkTq3bY7wN"
@@ -112,7 +113,7 @@ def test_trace_id_binding_and_reset(stream: io.StringIO) -> None:
 
 
 def test_secrets_redacted_from_message_args_extra_and_exception(stream: io.StringIO) -> None:
-    hlog.register_secret(_REGISTERED + "\n")  # as read from a mounted file
+    sensitive.register_secret(_REGISTERED + "\n")  # as read from a mounted file
     log = logging.getLogger("hapi.test")
     log.info("key is %s", _REGISTERED)
     log.info("calling with Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig")
@@ -150,7 +151,7 @@ def test_text_format_is_readable_and_redacted(stream: io.StringIO) -> None:
     assert _API_KEY not in line and "[REDACTED]" in line
 
 
-def test_redact_parameters_hides_secret_named_values_at_any_depth() -> None:
+def test_redact_mapping_hides_secret_named_values_at_any_depth() -> None:
     params = {
         "NAMESPACE": "payments",
         "DB_PASSWORD": "pw",
@@ -160,7 +161,7 @@ def test_redact_parameters_hides_secret_named_values_at_any_depth() -> None:
         "AWS_CREDENTIALS": "c",
         "NESTED": {"inner_token": "x", "REPLICAS": 3, "list": [f"Bearer {_REGISTERED}"]},
     }
-    redacted = hlog.redact_parameters(params)
+    redacted = sensitive.redact_mapping(params)
     assert redacted == {
         "NAMESPACE": "payments",
         "DB_PASSWORD": "[REDACTED]",
@@ -175,4 +176,4 @@ def test_redact_parameters_hides_secret_named_values_at_any_depth() -> None:
 
 def test_redaction_leaves_ordinary_text_alone() -> None:
     text = "OOMKilled pod api-7d9 in namespace sk-team; 3 tokens; skip-this; bearer of news"
-    assert hlog.redact(text) == text
+    assert sensitive.redact(text) == text

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -18,6 +19,16 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = "hapi.v1.IncidentAnalysisService"
+# Set by `launched_server` itself.
+_LAUNCH = frozenset(
+    {
+        "HAPI_GRPC_HOST",
+        "HAPI_GRPC_PORT",
+        "HAPI_METRICS_PORT",
+        "HAPI_LOG_LEVEL",
+        "HAPI_LLM_PROVIDER",
+    }
+)
 
 
 def free_port() -> int:
@@ -44,9 +55,27 @@ def wait_serving(address: str, proc: subprocess.Popen[bytes] | None, timeout: fl
     raise SystemExit(f"server at {address} not SERVING within {timeout:.0f}s")
 
 
+@dataclass(frozen=True)
+class Server:
+    address: str
+    pid: int
+
+
 @contextlib.contextmanager
 def server_process(**env: str) -> Iterator[str]:
     """Start the server (embedded catalog, built-in analyst) and yield its address."""
+    with launched_server(**env) as server:
+        yield server.address
+
+
+@contextlib.contextmanager
+def launched_server(**env: str) -> Iterator[Server]:
+    """Start `hapi-grpc serve` with its shipped defaults plus `env`; yield address and pid.
+
+    Only what a user must set anyway is set here (address, a free port, no
+    metrics port to collide with, quieter logs); every other setting is the
+    shipped default unless `env` names it.
+    """
     port = free_port()
     environ = {
         **os.environ,
@@ -55,12 +84,12 @@ def server_process(**env: str) -> Iterator[str]:
         "HAPI_METRICS_PORT": "-1",
         "HAPI_LOG_LEVEL": "WARNING",
         "HAPI_LLM_PROVIDER": "builtin",
-        "HAPI_MAX_CONCURRENT_RPCS": "10000",
         **env,
     }
-    # Settings meant for another server must not leak in from the caller.
-    for name in ("HAPI_DATA_STORAGE_URL", "HAPI_CATALOG_FILE", "HAPI_CACHE_URL"):
-        if name not in env:
+    # Settings meant for another server must not leak in from the caller's
+    # environment either: every HAPI_* variable not given here is dropped.
+    for name in [k for k in environ if k.startswith("HAPI_")]:
+        if name not in env and name not in _LAUNCH:
             environ.pop(name, None)
     exe = Path(sys.executable).with_name("hapi-grpc")
     address = f"127.0.0.1:{port}"
@@ -75,7 +104,7 @@ def server_process(**env: str) -> Iterator[str]:
                 log.seek(0)
                 print(log.read().decode(errors="replace")[-4000:], file=sys.stderr)
                 raise
-            yield address
+            yield Server(address, proc.pid)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -140,7 +140,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in vars(args).items() if k != "func" and v is not None}
+    # Configuration mistakes end here with one line on stderr and status 2
+    # (ConfigError is caught in main), before anything starts.
     settings = Settings.from_env(**overrides)
+    settings.check_files()
     from hapi_grpc.observability.logging import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
@@ -150,7 +153,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(settings))
     except CatalogFileError as exc:
-        print(f"hapi-grpc: {exc}", file=sys.stderr)
+        print(f"hapi-grpc: HAPI_CATALOG_FILE: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         print(f"hapi-grpc: {exc}", file=sys.stderr)

@@ -2,7 +2,9 @@
 variables and overridden by command-line flags.
 
 Every knob is listed in the README's configuration table. Secrets are held
-as `SecretStr` so they never print in reprs or logs.
+as `SecretStr` so they never print in reprs or logs. Every mistake raises
+`ConfigError` with one line that names the environment variable and what it
+allows (URL schemes and hosts, number ranges, enum values, readable files).
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ENV_PREFIX = "HAPI_"
 
@@ -22,7 +33,24 @@ _OTHER_ENV = {"otlp_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT"}
 
 
 class ConfigError(ValueError):
-    """The configuration is invalid; the message names the setting."""
+    """The configuration is invalid; the one-line message names the setting's variable."""
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a settings field."""
+    return _OTHER_ENV.get(field, ENV_PREFIX + field.upper())
+
+
+# URL settings and the schemes each accepts. A host is required for every
+# scheme but memory:// (the in-process cache).
+_URL_SCHEMES: dict[str, tuple[str, ...]] = {
+    "data_storage_url": ("http", "https"),
+    "llm_base_url": ("http", "https"),
+    "cache_url": ("memory", "redis", "rediss"),
+    "otlp_endpoint": ("http", "https"),
+    # TokenReview is sent with the service-account token: TLS only.
+    "tokenreview_api_url": ("https",),
+}
 
 
 class Settings(BaseModel):
@@ -33,7 +61,10 @@ class Settings(BaseModel):
     # gRPC server
     grpc_host: str = "[::]"
     grpc_port: int = Field(50051, ge=0, le=65535)
-    max_concurrent_rpcs: int = Field(100, ge=1)
+    # Investigations wait on the model, not the CPU (2-3 ms of CPU each), so the
+    # cap is sized by memory. Measured with bench/bench_concurrent_investigations.py
+    # (hapi-grpc serve, scripted model, 2 s per turn): MEASUREMENT_PLACEHOLDER
+    max_concurrent_rpcs: int = Field(2000, ge=1)
     shutdown_grace_seconds: float = Field(30.0, ge=0)
     # Time between health turning NOT_SERVING and new calls being refused, so
     # load balancers and probes notice before connections are closed.
@@ -62,6 +93,9 @@ class Settings(BaseModel):
     data_storage_url: str | None = None
     data_storage_timeout_seconds: float = Field(2.0, gt=0)
     data_storage_max_retries: int = Field(3, ge=0, le=10)
+    # Connection pool of the Data Storage client; waiting for a connection
+    # counts against the request timeout.
+    data_storage_max_connections: int = Field(100, ge=1, le=10_000)
     cache_url: str | None = None
     cache_ttl_seconds: float = Field(3600.0, gt=0)
     # How long a finished analysis is returned again for the same remediation
@@ -83,6 +117,10 @@ class Settings(BaseModel):
     llm_extra_query: dict[str, str] = Field(default_factory=dict)
     llm_timeout_seconds: float = Field(120.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10)
+    # Model requests in flight at most (and the size of the connection pool).
+    # Set it to what the provider's rate limit allows; calls beyond it wait for
+    # a slot inside their deadline, then get RESOURCE_EXHAUSTED with RetryInfo.
+    llm_max_concurrent_requests: int = Field(1000, ge=1, le=100_000)
     llm_temperature: float | None = Field(0.0, ge=0, le=2)
     llm_max_tokens: int | None = Field(2048, ge=1)
 
@@ -105,34 +143,82 @@ class Settings(BaseModel):
     tokenreview_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
     tokenreview_audiences: list[str] = Field(default_factory=list)
 
+    @field_validator(*_URL_SCHEMES, mode="after")
+    @classmethod
+    def _url(cls, value: str | None, info: Any) -> str | None:
+        if value is None:
+            return None
+        schemes = _URL_SCHEMES[info.field_name]
+        names = [f"{scheme}://" for scheme in schemes]
+        allowed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+        try:
+            parts = urlsplit(value.strip())
+            host = parts.hostname
+        except ValueError:
+            raise ValueError(f"must be a URL with scheme {allowed} and a host") from None
+        scheme = parts.scheme.lower()
+        if scheme not in schemes:
+            # The scheme only: the URL itself may carry credentials.
+            shown = f"scheme {scheme!r}" if scheme else "no scheme"
+            raise ValueError(f"must be a URL with scheme {allowed} and a host, got {shown}")
+        if not host and scheme != "memory":
+            raise ValueError(f"must be a URL with scheme {allowed} and a host, got no host")
+        return value.strip()
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
+        def both(*fields: str) -> str:
+            return " and ".join(env_name(f) for f in fields)
+
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
-            raise ValueError("tls_cert_file and tls_key_file must be set together")
+            raise ValueError(f"{both('tls_cert_file', 'tls_key_file')} must be set together")
         if self.tls_client_ca_file and not self.tls_cert_file:
-            raise ValueError("tls_client_ca_file (mutual TLS) needs tls_cert_file and tls_key_file")
+            raise ValueError(
+                f"HAPI_TLS_CLIENT_CA_FILE (mutual TLS) needs "
+                f"{both('tls_cert_file', 'tls_key_file')}"
+            )
         if self.auth_mode == "static" and not self.auth_tokens_file:
-            raise ValueError("auth_mode=static needs auth_tokens_file")
+            raise ValueError("HAPI_AUTH_MODE=static needs HAPI_AUTH_TOKENS_FILE")
         if self.llm_provider != "builtin" and not self.llm_model:
-            raise ValueError(f"llm_provider={self.llm_provider} needs llm_model")
+            raise ValueError(f"HAPI_LLM_PROVIDER={self.llm_provider} needs HAPI_LLM_MODEL")
         if self.llm_provider == "anthropic" and (self.llm_temperature or 0) > 1:
-            raise ValueError("llm_temperature must be at most 1 for the anthropic provider")
+            raise ValueError("HAPI_LLM_TEMPERATURE must be at most 1 for the anthropic provider")
         if self.llm_provider == "openai" and not self.llm_base_url:
             raise ValueError(
-                "llm_provider=openai needs llm_base_url (e.g. https://api.openai.com/v1)"
+                "HAPI_LLM_PROVIDER=openai needs HAPI_LLM_BASE_URL (e.g. https://api.openai.com/v1)"
             )
         return self
+
+    def check_files(self) -> None:
+        """Raise ConfigError unless every file the settings will use can be read."""
+        files = [
+            "tls_cert_file",
+            "tls_key_file",
+            "tls_client_ca_file",
+            "auth_tokens_file" if self.auth_mode == "static" else "",
+            "catalog_file" if not self.data_storage_url else "",
+        ]
+        if self.llm_provider != "builtin" and self.llm_api_key is None:
+            files.append("llm_api_key_file")
+        if self.auth_mode == "tokenreview":
+            files += ["tokenreview_ca_file", "tokenreview_token_file"]
+        for field in filter(None, files):
+            path = getattr(self, field)
+            if path:
+                _check_readable(field, path)
 
     def resolved_llm_api_key(self) -> str:
         """The API key from HAPI_LLM_API_KEY or the mounted file; "" when none."""
         if self.llm_api_key is not None:
             return self.llm_api_key.get_secret_value()
         if self.llm_api_key_file:
+            _check_readable("llm_api_key_file", self.llm_api_key_file)
             try:
                 return Path(self.llm_api_key_file).read_text(encoding="utf-8").strip()
-            except OSError as exc:
+            except (OSError, UnicodeDecodeError) as exc:
                 raise ConfigError(
-                    f"llm_api_key_file: cannot read {self.llm_api_key_file}: {exc.strerror}"
+                    f"{env_name('llm_api_key_file')}: cannot read {self.llm_api_key_file}: "
+                    f"{getattr(exc, 'strerror', None) or 'not UTF-8 text'}"
                 ) from None
         return ""
 
@@ -142,7 +228,7 @@ class Settings(BaseModel):
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         for name, info in cls.model_fields.items():
-            key = _OTHER_ENV.get(name, ENV_PREFIX + name.upper())
+            key = env_name(name)
             raw = env.get(key)
             if raw is None or raw == "":
                 continue
@@ -151,11 +237,34 @@ class Settings(BaseModel):
         try:
             return cls(**values)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-                for err in exc.errors()
-            )
+            problems = "; ".join(_describe(err) for err in exc.errors(include_url=False))
             raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _describe(err: Any) -> str:
+    """One problem as `HAPI_X: what is allowed (got 'value')`, on one line."""
+    message = str(err["msg"]).removeprefix("Value error, ")
+    loc = err.get("loc") or ()
+    if not loc:  # a rule across settings: its message names the variables
+        return " ".join(message.split())
+    field = str(loc[0])
+    text = f"{env_name(field)}: {message}"
+    value = err.get("input")
+    if isinstance(value, str | int | float) and "secret" not in field and "key" not in field:
+        shown = str(value)
+        if field not in _URL_SCHEMES and len(shown) <= 60:
+            text += f" (got {shown!r})"
+    return " ".join(text.split())
+
+
+def _check_readable(field: str, path: str) -> None:
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        raise ConfigError(
+            f"{env_name(field)}: cannot read {path}: {exc.strerror or type(exc).__name__}"
+        ) from None
 
 
 def _parse_env(name: str, key: str, raw: str, annotation: Any) -> Any:
@@ -164,9 +273,9 @@ def _parse_env(name: str, key: str, raw: str, annotation: Any) -> Any:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError:
-            raise ConfigError(f"{key} must be a JSON object") from None
+            raise ConfigError(f"{key}: must be a JSON object") from None
         if not isinstance(value, dict):
-            raise ConfigError(f"{key} must be a JSON object")
+            raise ConfigError(f"{key}: must be a JSON object of strings")
         return value
     if "list" in text:
         return [item.strip() for item in raw.split(",") if item.strip()]
@@ -176,5 +285,5 @@ def _parse_env(name: str, key: str, raw: str, annotation: Any) -> Any:
             return True
         if lowered in {"0", "false", "no", "off"}:
             return False
-        raise ConfigError(f"{key} must be true or false, got {raw!r}")
+        raise ConfigError(f"{key}: must be true or false, got {raw!r}")
     return raw

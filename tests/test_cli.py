@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.helpers.grpc_server import running_server
 
@@ -13,7 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 EXE = str(Path(sys.executable).with_name("hapi-grpc"))
 
 
-async def run_cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+async def run_cli(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    environ = None
+    if env is not None:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("HAPI_")}
+        environ.update(env)
     proc = await asyncio.create_subprocess_exec(
         EXE,
         *args,
@@ -21,6 +30,7 @@ async def run_cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=ROOT,
+        env=environ,
     )
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
     assert proc.returncode is not None
@@ -114,3 +124,55 @@ async def test_serve_refuses_a_malformed_catalog(tmp_path: Path) -> None:
     )
     assert code == 2
     assert str(bad) in err and "entry #0" in err
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"HAPI_DATA_STORAGE_URL": "ftp://ds.example/"},
+            "HAPI_DATA_STORAGE_URL: must be a URL with scheme http:// or https:// and a host",
+        ),
+        (
+            {
+                "HAPI_LLM_PROVIDER": "openai",
+                "HAPI_LLM_MODEL": "m",
+                "HAPI_LLM_BASE_URL": "ftp://llm.example/v1",
+            },
+            "HAPI_LLM_BASE_URL: must be a URL with scheme http:// or https:// and a host",
+        ),
+        (
+            {"HAPI_CACHE_URL": "memcached://cache:11211", "HAPI_DATA_STORAGE_URL": "http://ds"},
+            "HAPI_CACHE_URL: must be a URL with scheme memory://, redis:// or rediss://",
+        ),
+        ({"HAPI_GRPC_PORT": "fifty"}, "HAPI_GRPC_PORT: Input should be a valid integer"),
+        ({"HAPI_MAX_CONCURRENT_RPCS": "0"}, "HAPI_MAX_CONCURRENT_RPCS: Input should be greater"),
+        ({"HAPI_LLM_PROVIDER": "gemini"}, "HAPI_LLM_PROVIDER: Input should be 'builtin'"),
+        ({"HAPI_LOG_FORMAT": "xml"}, "HAPI_LOG_FORMAT: Input should be 'json' or 'text'"),
+        ({"HAPI_REFLECTION": "perhaps"}, "HAPI_REFLECTION: must be true or false"),
+        (
+            {"HAPI_CATALOG_FILE": "/nonexistent/catalog.yaml"},
+            "HAPI_CATALOG_FILE: cannot read /nonexistent/catalog.yaml",
+        ),
+        (
+            {
+                "HAPI_LLM_PROVIDER": "anthropic",
+                "HAPI_LLM_MODEL": "m",
+                "HAPI_LLM_API_KEY_FILE": "/nonexistent/key",
+            },
+            "HAPI_LLM_API_KEY_FILE: cannot read /nonexistent/key",
+        ),
+    ],
+)
+async def test_configuration_mistakes_exit_2_with_one_line(
+    env: dict[str, str], expected: str
+) -> None:
+    code, out, err = await run_cli(
+        "serve", env={"HAPI_GRPC_PORT": "0", "HAPI_METRICS_PORT": "-1", **env}
+    )
+    assert code == 2
+    assert "Traceback" not in err + out
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert expected in lines[0]
+    assert lines[0].startswith("hapi-grpc: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -41,18 +42,70 @@ def test_environment_and_flags() -> None:
 @pytest.mark.parametrize(
     ("env", "needle"),
     [
-        ({"HAPI_GRPC_PORT": "x"}, "grpc_port"),
-        ({"HAPI_REFLECTION": "maybe"}, "HAPI_REFLECTION"),
-        ({"HAPI_LLM_PROVIDER": "openai"}, "llm_model"),
-        ({"HAPI_TLS_CERT_FILE": "/c.pem"}, "tls_key_file"),
-        ({"HAPI_AUTH_MODE": "static"}, "auth_tokens_file"),
-        ({"HAPI_LLM_EXTRA_HEADERS": "[1]"}, "HAPI_LLM_EXTRA_HEADERS"),
-        ({"HAPI_NOT_A_SETTING": "1", "HAPI_METRICS_PORT": "-5"}, "metrics_port"),
+        ({"HAPI_GRPC_PORT": "x"}, "HAPI_GRPC_PORT: Input should be a valid integer"),
+        ({"HAPI_REFLECTION": "maybe"}, "HAPI_REFLECTION: must be true or false"),
+        ({"HAPI_LLM_PROVIDER": "openai"}, "HAPI_LLM_MODEL"),
+        ({"HAPI_LLM_PROVIDER": "gemini"}, "HAPI_LLM_PROVIDER: Input should be 'builtin'"),
+        ({"HAPI_TLS_CERT_FILE": "/c.pem"}, "HAPI_TLS_KEY_FILE"),
+        ({"HAPI_AUTH_MODE": "static"}, "HAPI_AUTH_TOKENS_FILE"),
+        ({"HAPI_LLM_EXTRA_HEADERS": "[1]"}, "HAPI_LLM_EXTRA_HEADERS: must be a JSON object"),
+        ({"HAPI_NOT_A_SETTING": "1", "HAPI_METRICS_PORT": "-5"}, "HAPI_METRICS_PORT"),
+        ({"HAPI_LLM_MAX_CONCURRENT_REQUESTS": "0"}, "HAPI_LLM_MAX_CONCURRENT_REQUESTS"),
+        ({"HAPI_DATA_STORAGE_MAX_CONNECTIONS": "-1"}, "HAPI_DATA_STORAGE_MAX_CONNECTIONS"),
     ],
 )
-def test_invalid_configuration_names_the_setting(env: dict[str, str], needle: str) -> None:
-    with pytest.raises(ConfigError, match=needle):
+def test_invalid_configuration_names_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)) as caught:
         Settings.from_env(env)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("HAPI_DATA_STORAGE_URL", "ftp://ds:8080", "http:// or https://"),
+        ("HAPI_LLM_BASE_URL", "ftp://llm/v1", "http:// or https://"),
+        ("HAPI_LLM_BASE_URL", "http:///v1", "http:// or https://"),
+        ("HAPI_LLM_BASE_URL", "api.openai.com/v1", "http:// or https://"),
+        ("HAPI_CACHE_URL", "http://redis:6379", "memory://, redis:// or rediss://"),
+        ("HAPI_CACHE_URL", "redis://", "memory://, redis:// or rediss://"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317", "http:// or https://"),
+        ("HAPI_TOKENREVIEW_API_URL", "http://kubernetes", "https://"),
+    ],
+)
+def test_every_url_setting_is_checked(name: str, value: str, allowed: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({name: value})
+    message = str(caught.value)
+    assert f"{name}: must be a URL with scheme {allowed} and a host" in message
+
+
+def test_urls_never_echo_credentials() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"HAPI_CACHE_URL": "http://:s3cr3t@redis:6379"})
+    assert "s3cr3t" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HAPI_DATA_STORAGE_URL", "https://ds.example:8443/base"),
+        ("HAPI_LLM_BASE_URL", "http://[::1]:11434/v1"),
+        ("HAPI_CACHE_URL", "rediss://:pw@redis:6380/1"),
+        ("HAPI_CACHE_URL", "memory://"),
+    ],
+)
+def test_good_urls_are_accepted(name: str, value: str) -> None:
+    Settings.from_env({name: value})
+
+
+def test_unreadable_files_name_their_variable(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.pem")
+    settings = Settings.from_env({"HAPI_TLS_CERT_FILE": missing, "HAPI_TLS_KEY_FILE": missing})
+    with pytest.raises(ConfigError, match=r"HAPI_TLS_CERT_FILE: cannot read .*missing\.pem"):
+        settings.check_files()
+    # Files of features that are off are not read.
+    Settings.from_env({"HAPI_AUTH_TOKENS_FILE": missing}).check_files()
 
 
 def test_api_key_from_file_and_never_in_repr(tmp_path: Path) -> None:
@@ -63,5 +116,5 @@ def test_api_key_from_file_and_never_in_repr(tmp_path: Path) -> None:
     inline = Settings.from_env({"HAPI_LLM_API_KEY": "sk-test-SECRET-456"})
     assert "sk-test-SECRET-456" not in repr(inline) + str(inline.model_dump())
     missing = Settings.from_env({"HAPI_LLM_API_KEY_FILE": str(tmp_path / "nope")})
-    with pytest.raises(ConfigError, match="llm_api_key_file"):
+    with pytest.raises(ConfigError, match="HAPI_LLM_API_KEY_FILE"):
         missing.resolved_llm_api_key()

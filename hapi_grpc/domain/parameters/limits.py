@@ -25,5 +25,8 @@ MAX_STRIPPED_NAMES = 64
 LOG_NAME_CHARS = 64
 """Characters of a caller-supplied name or id shown in a log line."""
 
+LOG_ID_CHARS = 128
+"""Characters of a workflow id shown in a log line (catalog ids are at most 128)."""
+
 LOG_NAMES_SHOWN = 20
 """Undeclared names listed in the log line about stripped parameters."""

@@ -1,14 +1,13 @@
 """The compiled-schema model and its cache.
 
 A schema is compiled once into rules (`rules`) and their phrases
-(`wording`); `CompiledSchema.validate` runs them over proposed parameters.
+(`wording`); `CompiledSchema.check` runs them over proposed parameters.
 Compiled schemas sit in a bounded LRU cache keyed by the identity of the
 catalog's frozen parameter tuple.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 from collections import OrderedDict
@@ -17,11 +16,9 @@ from typing import Any
 
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowSchema
 from hapi_grpc.domain.parameters.display import log_text
-from hapi_grpc.domain.parameters.limits import MAX_NAME_CHARS, MAX_STRIPPED_NAMES
-from hapi_grpc.domain.parameters.outcome import ParameterIssue, ValidationOutcome
+from hapi_grpc.domain.parameters.outcome import ParameterIssue
 from hapi_grpc.domain.parameters.rules import RULE_TYPES, Finding, Rule
 from hapi_grpc.domain.parameters.wording import Phrases
-from hapi_grpc.domain.sensitive import clip
 
 __all__ = ["CompiledSchema", "compiled"]
 
@@ -61,8 +58,10 @@ class CompiledSchema:
         )
         self.names = frozenset(rules)
 
-    def validate(self, parameters: Mapping[str, Any]) -> tuple[ValidationOutcome, int]:
-        """The verdict, and how many undeclared parameters were stripped."""
+    def check(
+        self, parameters: Mapping[str, Any]
+    ) -> tuple[list[ParameterIssue], dict[str, Any], int]:
+        """The issues, the sanitized values and how many keys are undeclared."""
         errors: list[ParameterIssue] = []
         found: list[Finding] = []
         sanitized: dict[str, Any] = {}
@@ -87,19 +86,7 @@ class CompiledSchema:
                 if found:
                     errors.extend(map(phrases.issue, found))
                     found.clear()
-        undeclared = len(parameters) - declared_keys
-        stripped = _stripped_names(parameters, self.names) if undeclared else ()
-        return ValidationOutcome(not errors, tuple(errors), sanitized, stripped), undeclared
-
-
-def _stripped_names(parameters: Mapping[str, Any], declared: frozenset[str]) -> tuple[str, ...]:
-    """The first MAX_STRIPPED_NAMES undeclared names, sorted, each cut to MAX_NAME_CHARS."""
-    names = [str(k) for k in parameters if k not in declared]
-    if len(names) > MAX_STRIPPED_NAMES:
-        names = heapq.nsmallest(MAX_STRIPPED_NAMES, names)
-    else:
-        names.sort()
-    return tuple(clip(n, MAX_NAME_CHARS) for n in names)
+        return errors, sanitized, len(parameters) - declared_keys
 
 
 _schema_cache: OrderedDict[Any, tuple[tuple[ParameterSpec, ...], CompiledSchema]] = OrderedDict()

@@ -10,7 +10,7 @@ secret-looking parameters are shown as `sensitive.REDACTED`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hapi_grpc.domain.catalog import ParameterSpec
@@ -65,6 +65,7 @@ class Phrases:
     __slots__ = (
         "dep_messages",
         "eg_text",
+        "enum_text",
         "example",
         "length_text",
         "missing_issue",
@@ -76,7 +77,9 @@ class Phrases:
 
     def __init__(self, rule: Rule, spec: ParameterSpec) -> None:
         self.rule = rule
-        self.length_text = self.too_long_text = self.range_text = ""
+        self.length_text = self.too_long_text = self.range_text = self.enum_text = ""
+        if rule.enum_list is not None:
+            self.enum_text = _enum_phrase(rule.enum_list)
         if isinstance(rule, StringRule):
             self.length_text = _length_phrase(rule)
             # Without a declared maximum only the cap can be exceeded: say so, not "at least N".
@@ -120,7 +123,7 @@ class Phrases:
         kind = self.rule.kind
         noun = f"{_ARTICLES.get(kind, 'a')} {kind}" if with_article else kind
         if self.rule.enum_list is not None:
-            return f"{noun}, {self._enum_phrase()}"
+            return f"{noun}, {self.enum_text}"
         constraint = self._constraint()
         return f"{noun} {constraint}" if constraint else noun
 
@@ -143,14 +146,6 @@ class Phrases:
                 return f"<= {show_number(high)}"
         return ""
 
-    def _enum_phrase(self) -> str:
-        enum_list = self.rule.enum_list
-        assert enum_list is not None
-        shown = ", ".join(show_enum_value(v) for v in enum_list[:_ENUM_SHOWN])
-        if len(enum_list) > _ENUM_SHOWN:
-            shown += f", … ({len(enum_list) - _ENUM_SHOWN} more)"
-        return f"one of [{shown}]"
-
     def _missing_message(self, spec: ParameterSpec) -> str:
         hint = self.requirement(with_article=False)
         if self.rule.enum_list is None:
@@ -166,50 +161,50 @@ class Phrases:
     # Findings to issues (error path only) -----------------------------------
 
     def issue(self, finding: Finding) -> ParameterIssue:
-        return ParameterIssue(self.rule.name, finding.code, self.message(finding))
-
-    def message(self, finding: Finding) -> str:
-        name, code, value = self.rule.name, finding.code, finding.value
-        if code is Code.MISSING:
-            return self.missing_issue.message
-        if code is Code.MISSING_DEPENDENCY:
-            return self.dep_messages[finding.dependency]
-        if code is Code.WRONG_TYPE:
-            jtype = json_type(value)
-            got = f"{jtype} {self.shown(value)}" if jtype != "object" else "an object"
-            example = "" if self.rule.enum_list is not None else self.eg_text
-            problem = _TYPE_PROBLEMS[finding.reason]
-            return f"{name} must be {self.req_text}{example}; got {got}{problem}"
-        if code is Code.NOT_IN_ENUM:
-            return self._not_in_enum(value)
-        if code is Code.TOO_LONG or code is Code.TOO_SHORT:
-            limit = self.too_long_text if code is Code.TOO_LONG else self.length_text
-            size = finding.size
-            return (
-                f"{name} must be {limit}{self.eg_text};"
-                f" got {self.shown(value)} ({size} character{'' if size == 1 else 's'})"
-            )
-        if code is Code.PATTERN_MISMATCH:
-            return self._pattern_mismatch(value, finding.reason)
-        # BELOW_MINIMUM / ABOVE_MAXIMUM
-        if finding.reason is Reason.UNSAFE_INTEGER:
-            limit = (
-                f"at most {MAX_SAFE_INTEGER}"
-                if code is Code.ABOVE_MAXIMUM
-                else f"at least {-MAX_SAFE_INTEGER}"
-            )
-            return (
-                f"{name} must be {limit} (larger whole numbers cannot be represented"
-                f" exactly){self.eg_text}; got {self.shown(value)}"
-            )
-        return f"{name} must be {self.range_text}{self.eg_text}; got {self.shown(value)}"
+        return ParameterIssue(self.rule.name, finding.code, _MESSAGES[finding.code](self, finding))
 
     def shown(self, value: Any) -> str:
         return REDACTED if self.rule.secret else show_value(value)
 
-    def _not_in_enum(self, value: Any) -> str:
-        rule = self.rule
-        message = f"{rule.name} must be {self._enum_phrase()}; got {self.shown(value)}"
+    def _missing(self, finding: Finding) -> str:
+        return self.missing_issue.message
+
+    def _missing_dependency(self, finding: Finding) -> str:
+        return self.dep_messages[finding.dependency]
+
+    def _wrong_type(self, finding: Finding) -> str:
+        value = finding.value
+        jtype = json_type(value)
+        got = f"{jtype} {self.shown(value)}" if jtype != "object" else "an object"
+        example = "" if self.rule.enum_list is not None else self.eg_text
+        problem = _TYPE_PROBLEMS[finding.reason]
+        return f"{self.rule.name} must be {self.req_text}{example}; got {got}{problem}"
+
+    def _length(self, finding: Finding) -> str:
+        limit = self.too_long_text if finding.code is Code.TOO_LONG else self.length_text
+        size = finding.size
+        return (
+            f"{self.rule.name} must be {limit}{self.eg_text};"
+            f" got {self.shown(finding.value)} ({size} character{'' if size == 1 else 's'})"
+        )
+
+    def _out_of_range(self, finding: Finding) -> str:
+        shown = self.shown(finding.value)
+        if finding.reason is Reason.UNSAFE_INTEGER:
+            limit = (
+                f"at most {MAX_SAFE_INTEGER}"
+                if finding.code is Code.ABOVE_MAXIMUM
+                else f"at least {-MAX_SAFE_INTEGER}"
+            )
+            return (
+                f"{self.rule.name} must be {limit} (larger whole numbers cannot be represented"
+                f" exactly){self.eg_text}; got {shown}"
+            )
+        return f"{self.rule.name} must be {self.range_text}{self.eg_text}; got {shown}"
+
+    def _not_in_enum(self, finding: Finding) -> str:
+        rule, value = self.rule, finding.value
+        message = f"{rule.name} must be {self.enum_text}; got {self.shown(value)}"
         if not rule.secret and isinstance(value, str) and rule.enum_list is not None:
             folded = value.casefold()
             for allowed in rule.enum_list:
@@ -218,11 +213,11 @@ class Phrases:
                     break
         return message
 
-    def _pattern_mismatch(self, value: Any, reason: Reason) -> str:
+    def _pattern_mismatch(self, finding: Finding) -> str:
         rule = self.rule
         assert isinstance(rule, StringRule)
         name = rule.name
-        if reason is Reason.PATTERN_UNUSABLE:
+        if finding.reason is Reason.PATTERN_UNUSABLE:
             assert rule.pattern_problem is not None
             return (
                 f"{name} cannot be accepted: the workflow schema's pattern for it"
@@ -230,7 +225,21 @@ class Phrases:
                 " if it is optional, or choose another workflow"
             )
         assert rule.pattern is not None
-        return f"{name} must match {rule.pattern.source}{self.eg_text}; got {self.shown(value)}"
+        shown = self.shown(finding.value)
+        return f"{name} must match {rule.pattern.source}{self.eg_text}; got {shown}"
+
+
+_MESSAGES: dict[ParameterErrorCode, Callable[[Phrases, Finding], str]] = {
+    Code.MISSING: Phrases._missing,
+    Code.WRONG_TYPE: Phrases._wrong_type,
+    Code.NOT_IN_ENUM: Phrases._not_in_enum,
+    Code.BELOW_MINIMUM: Phrases._out_of_range,
+    Code.ABOVE_MAXIMUM: Phrases._out_of_range,
+    Code.TOO_SHORT: Phrases._length,
+    Code.TOO_LONG: Phrases._length,
+    Code.PATTERN_MISMATCH: Phrases._pattern_mismatch,
+    Code.MISSING_DEPENDENCY: Phrases._missing_dependency,
+}
 
 
 # --- phrases of bounds --------------------------------------------------------
@@ -242,6 +251,13 @@ def _length_phrase(rule: StringRule) -> str:
     if rule.min_len:
         return f"at least {rule.min_len} characters long"
     return f"at most {rule.max_len} characters long"
+
+
+def _enum_phrase(enum_list: tuple[Any, ...]) -> str:
+    shown = ", ".join(show_enum_value(v) for v in enum_list[:_ENUM_SHOWN])
+    if len(enum_list) > _ENUM_SHOWN:
+        shown += f", … ({len(enum_list) - _ENUM_SHOWN} more)"
+    return f"one of [{shown}]"
 
 
 def _range_phrase(low: int | float | None, high: int | float | None) -> str:

@@ -100,13 +100,11 @@ def _walk(
 ) -> None:
     for check in plan.checks:
         action = check.action
-        path = prefix + check.name
         if action == _STRING or action == _BYTES:
             if len(getattr(msg, check.name)) > check.limit:
                 unit = "characters" if action == _STRING else "bytes"
-                found.append(
-                    FieldViolation(path, f"must be at most {check.limit} {unit}", check.rule_id)
-                )
+                text = f"must be at most {check.limit} {unit}"
+                found.append(FieldViolation(prefix + check.name, text, check.rule_id))
         elif action == _SIZE_MAP or action == _SIZE_LIST:
             value = getattr(msg, check.name)
             if check.limit and len(value) > check.limit:
@@ -115,10 +113,11 @@ def _walk(
                     if action == _SIZE_MAP
                     else f"must contain no more than {check.limit} item(s)"
                 )
-                found.append(FieldViolation(path, text, check.rule_id))
+                found.append(FieldViolation(prefix + check.name, text, check.rule_id))
                 continue  # too many to look inside
             if check.each == 0:
                 continue
+            path = prefix + check.name
             if action == _SIZE_MAP:
                 items: Any = ((f'{path}["{clip(key, 64)}"]', value[key]) for key in value)
             else:
@@ -136,15 +135,15 @@ def _walk(
             if not 0 <= nanos < _NANOS_PER_SECOND:
                 found.append(
                     FieldViolation(
-                        path,
+                        prefix + check.name,
                         "must be a valid timestamp (nanos in [0, 999999999])",
                         "timestamp.nanos",
                     )
                 )
         elif action == _JSON:
-            _spend_json(getattr(msg, check.name), path, found, budget)
+            _spend_json(getattr(msg, check.name), prefix + check.name, found, budget)
         elif check.plan is not None and check.plan.checks:
-            _walk(getattr(msg, check.name), check.plan, path + ".", found, budget)
+            _walk(getattr(msg, check.name), check.plan, f"{prefix}{check.name}.", found, budget)
 
 
 def _spend_json(value: Message, path: str, found: list[FieldViolation], budget: list[int]) -> bool:

@@ -66,7 +66,10 @@ ReuseKind = Literal["joined", "awaited", "stored"]
 REUSE_KINDS: tuple[ReuseKind, ...] = ("joined", "awaited", "stored")
 
 # Bump when the fingerprint's content changes, so old stored results stop matching.
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
+
+# Deduplication fields a controller updates between retries of one incident.
+_MOVING_DEDUPLICATION_FIELDS = ("last_seen", "occurrence_count")
 
 # Review reasons a retry may not get again: keeping them would hand a retry
 # with a longer deadline, or after the outage, the same partial answer.
@@ -82,12 +85,17 @@ _TRANSIENT = frozenset(
 def incident_fingerprint(incident: Incident) -> str:
     """SHA-256 (hex) of the incident's canonical JSON, without the remediation id.
 
-    Every other field is in it: each one reaches the prompt, the catalog
-    search filters or the result (`incident_id` is echoed), so each can
-    change the decision. Map keys are sorted, timestamps normalised to UTC.
+    Nearly every field is in it: each reaches the prompt, the catalog search
+    filters or the result (`incident_id` is echoed), so each can change the
+    decision. Left out are the deduplication counters that move while the
+    same incident goes on (`last_seen`, `occurrence_count`): a controller
+    that rebuilds its request on a retry updates them, and that retry must
+    still find its investigation. Map keys are sorted, timestamps in UTC.
     """
     content = dataclasses.asdict(incident)
     content.pop("remediation_id")
+    for moving in _MOVING_DEDUPLICATION_FIELDS:
+        content["deduplication"].pop(moving, None)
     canonical = json.dumps(
         {"v": FINGERPRINT_VERSION, "incident": content},
         sort_keys=True,

@@ -247,6 +247,27 @@ async def test_a_different_incident_under_the_same_id_is_already_exists() -> Non
         assert old.value.code() == grpc.StatusCode.ALREADY_EXISTS
 
 
+async def test_a_retry_with_updated_deduplication_counters_reuses_the_result() -> None:
+    """A controller that rebuilds its request on a retry bumps last_seen and the count."""
+    async with (
+        ScriptedLLMServer("openai", script()) as llm,
+        serving(llm) as stub,
+    ):
+        first = (await stub.AnalyzeIncident(request(), timeout=20)).result
+        retry = request()
+        retry.incident.deduplication.occurrence_count += 3
+        retry.incident.deduplication.last_seen.seconds += 120
+        again = (await stub.AnalyzeIncident(retry, timeout=20)).result
+        assert again.reused and not first.reused
+        assert llm.conversation_count == 1
+        # Anything else that changes is another incident.
+        moved = request()
+        moved.incident.deduplication.is_duplicate = not moved.incident.deduplication.is_duplicate
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.AnalyzeIncident(moved, timeout=20)
+        assert refused.value.code() == grpc.StatusCode.ALREADY_EXISTS
+
+
 async def test_force_reanalysis_runs_the_same_incident_again() -> None:
     async with (
         ScriptedLLMServer("openai", script()) as llm,

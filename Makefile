@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install generate check-generated tools redis run datastorage test test-python lint fmt bench clean
+.PHONY: help install generate check-generated tools redis kube run datastorage test test-python lint fmt bench clean
 
 help:
 	@echo "make run      start the server on the embedded default (catalog + built-in analyst)"
@@ -39,6 +39,11 @@ tools:
 redis:
 	./scripts/ensure_redis.sh
 
+# Test cluster binaries (kube-apiserver built from the Go module proxy, Debian's
+# etcd), cached once per machine: ~17 min the first time, instant afterwards.
+kube:
+	./scripts/ensure_kube_apiserver.sh
+
 prometheus:
 	./scripts/ensure_prometheus.sh
 
@@ -48,7 +53,7 @@ run: $(STAMP)
 datastorage: $(STAMP)
 	$(BIN)/hapi-grpc datastorage serve --port 8080
 
-test: $(STAMP) tools redis prometheus
+test: $(STAMP) tools redis prometheus kube
 	./scripts/check_generated.sh
 	./scripts/buf_checks.sh
 	$(BIN)/ruff check .

@@ -13,9 +13,8 @@ from typing import Any
 from hapi_grpc.domain.catalog import WorkflowCatalog, WorkflowSchema, is_valid_workflow_id
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.parameters import ValidationOutcome, validate_parameters
-from hapi_grpc.domain.sensitive import redact_mapping
 
-__all__ = ["MAX_PROPOSED_PARAMETERS", "redact_parameters", "validate_workflow_parameters"]
+__all__ = ["MAX_PROPOSED_PARAMETERS", "validate_workflow_parameters"]
 
 # Proposed parameters accepted in one request. This is a domain rule rather
 # than a protovalidate rule on the proto's Struct: a CEL rule over a Struct
@@ -60,15 +59,3 @@ async def validate_workflow_parameters(
         )
     schema = await catalog.get_schema(workflow_id)
     return schema, validate_parameters(schema, parameters, workflow_id=workflow_id)
-
-
-def redact_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`sensitive.redact_mapping` of `parameters` (an empty dict for None).
-
-    Kept as a name for the tool layer, which redacts proposed parameters
-    before they are recorded.
-    """
-    if not parameters:
-        return {}
-    redacted: dict[str, Any] = redact_mapping(parameters)
-    return redacted

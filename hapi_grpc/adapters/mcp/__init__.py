@@ -1,0 +1,1 @@
+"""Tools from MCP servers: configuration, connections and a manager that exposes them."""

@@ -1,0 +1,19 @@
+"""Errors of the MCP client: one the model can act on, one that says "not now"."""
+
+from __future__ import annotations
+
+from hapi_grpc.domain.errors import HapiError
+
+
+class McpConfigError(ValueError):
+    """The MCP configuration file is unreadable or invalid; the message names server and key."""
+
+
+class McpToolError(HapiError):
+    """The call was refused before reaching the server: unknown tool, arguments that
+    do not fit the tool's schema, or the server's call cap reached. The message
+    tells the model what to change."""
+
+
+class McpUnavailableError(HapiError):
+    """The server cannot answer now: not connected, too slow, died, or its breaker is open."""

@@ -1,0 +1,74 @@
+"""The HAPI_MCP_CONFIG file: the mcpServers convention plus our keys, with clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hapi_grpc.adapters.mcp.config import load_mcp_config, parse_mcp_config
+from hapi_grpc.adapters.mcp.errors import McpConfigError
+from hapi_grpc.domain.sensitive import redact
+
+
+def test_both_transports_and_our_keys(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "runbooks": {"command": "runbook-mcp", "args": ["-v"], "env": {"A": "b"}},
+                    "tickets": {
+                        "type": "http",
+                        "url": "https://mcp.example.internal/mcp",
+                        "headers": {"X-Team": "sre", "X-Api-Key": "k-123456789"},
+                        "tokenFile": "/run/token",
+                        "allowedTools": ["search"],
+                        "deniedTools": ["delete"],
+                        "maxCalls": 3,
+                        "timeoutSeconds": 5,
+                    },
+                    "old": {"command": "x", "disabled": True},
+                }
+            }
+        )
+    )
+    config = load_mcp_config(path)
+    assert set(config.enabled()) == {"runbooks", "tickets"}
+    tickets = config.mcp_servers["tickets"]
+    assert tickets.transport == "http" and config.mcp_servers["runbooks"].transport == "stdio"
+    assert tickets.offers("search") and not tickets.offers("delete") and not tickets.offers("x")
+    assert tickets.max_calls == 3 and tickets.timeout_seconds == 5
+    # A secret-named header's value is hidden from every message from now on.
+    assert "k-123456789" not in redact("sent k-123456789")
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ({"command": "x", "allowedtools": ["a"]}, "server 'ops', key 'allowedtools': Extra inputs"),
+        ({"command": "x", "url": "http://h/mcp"}, "server 'ops': Value error, give either"),
+        ({}, "give either command"),
+        ({"url": "ftp://h"}, "server 'ops', key 'url'"),
+        ({"command": "x", "maxCalls": 0}, "server 'ops', key 'maxCalls'"),
+        ({"url": "http://h/mcp", "headers": {"X-A": "a\nB: c"}}, "line break"),
+        ({"command": "x", "tokenFile": "/t"}, "url servers only"),
+    ],
+)
+def test_errors_name_the_server_and_key(server: dict[str, object], message: str) -> None:
+    with pytest.raises(McpConfigError) as err:
+        parse_mcp_config({"mcpServers": {"ops": server}})
+    assert message in str(err.value)
+
+
+def test_bad_names_and_files(tmp_path: Path) -> None:
+    with pytest.raises(McpConfigError, match="no '__'"):
+        parse_mcp_config({"mcpServers": {"a__b": {"command": "x"}}})
+    with pytest.raises(McpConfigError, match="key 'mcpServers': Field required"):
+        parse_mcp_config({"servers": {}})
+    with pytest.raises(McpConfigError, match="cannot read"):
+        load_mcp_config(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(McpConfigError, match="not valid JSON"):
+        load_mcp_config(tmp_path / "bad.json")

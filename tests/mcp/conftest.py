@@ -20,11 +20,15 @@ async def manager_for(
     servers: dict[str, Any],
     breaker_factory: Callable[[str], RateCircuitBreaker] | None = None,
     connect_timeout: float = 15.0,
+    refresh_interval: float = 0.0,
 ) -> AsyncIterator[McpManager]:
-    """A started manager (no background refresh) over `servers`, closed afterwards."""
+    """A started manager over `servers` (no background refresh unless asked), closed afterwards."""
     config = parse_mcp_config({"mcpServers": servers})
     manager = McpManager(
-        config, refresh_interval=0, connect_timeout=connect_timeout, breaker_factory=breaker_factory
+        config,
+        refresh_interval=refresh_interval,
+        connect_timeout=connect_timeout,
+        breaker_factory=breaker_factory,
     )
     await manager.start()
     try:

@@ -72,3 +72,16 @@ def test_bad_names_and_files(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(McpConfigError, match="not valid JSON"):
         load_mcp_config(tmp_path / "bad.json")
+
+
+def test_manager_from_settings(tmp_path: Path) -> None:
+    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
+
+    assert McpManager.from_settings(McpSettings(config_file=None)) is None
+    path = tmp_path / "mcp.json"
+    path.write_text('{"mcpServers": {"ops": {"command": "x", "maxcalls": 1}}}')
+    with pytest.raises(McpConfigError, match="server 'ops', key 'maxcalls'"):
+        McpManager.from_settings(McpSettings(config_file=str(path)))
+    path.write_text('{"mcpServers": {"ops": {"command": "x"}}}')
+    manager = McpManager.from_settings(McpSettings(config_file=str(path)))
+    assert manager is not None and manager.status()["ops"]["available"] is False

@@ -270,3 +270,23 @@ def test_durations_and_headers() -> None:
         HttpSourceSettings("http://x", headers={"X-A": "a\r\nInjected: 1"})
     with pytest.raises(ValueError, match="absolute"):
         HttpSourceSettings("prometheus:9090")
+
+
+async def test_clients_from_settings(prometheus: PrometheusServer) -> None:
+    from hapi_grpc.adapters.metrics.settings import MetricsSettings
+
+    assert MetricsSettings().prometheus_client() is None
+    assert MetricsSettings().alertmanager_client() is None
+    prom = MetricsSettings(
+        prometheus_url=prometheus.url, prometheus_headers='{"X-Scope-OrgID": "t"}'
+    ).prometheus_client()
+    assert prom is not None
+    try:
+        result = await prom.query("vector(3)", time=prometheus.now)
+    finally:
+        await prom.close()
+    assert result.series[0].samples[0][1] == 3
+    with pytest.raises(ValueError, match="Name=value"):
+        MetricsSettings(
+            prometheus_url=prometheus.url, prometheus_headers="oops"
+        ).prometheus_client()

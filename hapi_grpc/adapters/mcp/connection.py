@@ -23,14 +23,15 @@ import mcp_types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from hapi_grpc.adapters.mcp.config import McpServerConfig
 from hapi_grpc.adapters.mcp.errors import McpUnavailableError
-from hapi_grpc.domain.sensitive import register_secret
+from hapi_grpc.domain.sensitive import clip, redact, register_secret
 
 log = logging.getLogger(__name__)
 
-__all__ = ["McpConnection", "read_token"]
+__all__ = ["McpConnection", "cause", "read_token"]
 
 # A listing is paged; more pages than this is a server that never stops.
 MAX_LIST_PAGES = 10
@@ -50,6 +51,17 @@ def read_token(path: str) -> str:
         raise McpUnavailableError("the bearer token file is empty")
     register_secret(token)
     return token
+
+
+def cause(exc: BaseException) -> str:
+    """A short, secret-free reason: the first leaf of exception groups, HTTP statuses."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code}"
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.error.code}: {clip(redact(str(exc.error.message)), 200)}"
+    return type(exc).__name__
 
 
 class McpConnection:
@@ -107,8 +119,9 @@ class McpConnection:
             raise
         except Exception as exc:
             await self.close()
+            verb = "started" if self.config.transport == "stdio" else "reached"
             raise McpUnavailableError(
-                f"MCP server {self.name!r} could not be started ({type(exc).__name__})"
+                f"MCP server {self.name!r} could not be {verb} ({cause(exc)})"
             ) from None
 
     async def _run(self, ready: asyncio.Future[None]) -> None:

@@ -39,8 +39,8 @@ from jsonschema.validators import validator_for
 from mcp.shared.exceptions import MCPError
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig
-from hapi_grpc.adapters.mcp.connection import McpConnection
+from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig, load_mcp_config
+from hapi_grpc.adapters.mcp.connection import McpConnection, cause
 from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
@@ -125,6 +125,27 @@ class McpManager:
         self._connect_timeout = connect_timeout
         self._loop_task: asyncio.Task[None] | None = None
         self._refresh_lock = asyncio.Lock()
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: McpSettings,
+        breaker_factory: Callable[[str], RateCircuitBreaker] | None = None,
+    ) -> McpManager | None:
+        """A manager for `HAPI_MCP_CONFIG`, or None when it is unset.
+
+        Raises McpConfigError (naming the server and key) for a bad file:
+        a configuration mistake stops the service at startup, an unreachable
+        server never does.
+        """
+        if not settings.config_file:
+            return None
+        return cls(
+            load_mcp_config(settings.config_file),
+            refresh_interval=settings.refresh_interval_seconds,
+            connect_timeout=settings.connect_timeout_seconds,
+            breaker_factory=breaker_factory,
+        )
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -371,6 +392,4 @@ def _describe(exc: BaseException) -> str:
         return exc.message
     if isinstance(exc, TimeoutError):
         return "listing its tools timed out"
-    if isinstance(exc, MCPError):
-        return f"MCP error {exc.error.code}: {clip(redact(str(exc.error.message)), 200)}"
-    return type(exc).__name__
+    return cause(exc)

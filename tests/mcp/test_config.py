@@ -85,3 +85,30 @@ def test_manager_from_settings(tmp_path: Path) -> None:
     path.write_text('{"mcpServers": {"ops": {"command": "x"}}}')
     manager = McpManager.from_settings(McpSettings(config_file=str(path)))
     assert manager is not None and manager.status()["ops"]["available"] is False
+
+
+def test_untrusted_tool_listings_are_bounded() -> None:
+    from types import SimpleNamespace
+
+    from hapi_grpc.adapters.mcp.config import McpServerConfig
+    from hapi_grpc.adapters.mcp.manager import MAX_SCHEMA_CHARS, McpManager
+
+    def tool(name: str, schema: object, description: str = "d") -> SimpleNamespace:
+        return SimpleNamespace(name=name, description=description, input_schema=schema)
+
+    listed = [
+        tool("ok", {"type": "object", "properties": {"a": {"type": "string"}}}, "x " * 5000),
+        tool("huge", {"type": "object", "description": "y" * MAX_SCHEMA_CHARS}),
+        tool("invalid", {"type": "no-such-type"}),
+        tool("bad name!", {"type": "object"}),
+        tool("none", None),
+        tool("extra", {"type": "object"}),
+    ]
+    exposed = McpManager._expose("srv", McpServerConfig(command="x", maxTools=2), listed)
+    # Sorted by name, unusable ones skipped, then capped at maxTools.
+    assert list(exposed) == ["srv__extra", "srv__none"]
+    exposed = McpManager._expose("srv", McpServerConfig(command="x"), listed)
+    assert set(exposed) == {"srv__ok", "srv__none", "srv__extra"}
+    ok = exposed["srv__ok"][0]
+    assert len(ok.description) < 1100
+    assert exposed["srv__none"][0].input_schema == {"type": "object"}

@@ -290,3 +290,19 @@ async def test_clients_from_settings(prometheus: PrometheusServer) -> None:
         MetricsSettings(
             prometheus_url=prometheus.url, prometheus_headers="oops"
         ).prometheus_client()
+
+
+async def test_oversized_answer_is_an_actionable_error(prometheus: PrometheusServer) -> None:
+    from hapi_grpc.adapters.metrics.errors import ResponseTooLargeError
+
+    prom = client(prometheus.url, max_response_bytes=2048)
+    try:
+        with pytest.raises(ResponseTooLargeError, match="more than 2048 bytes") as big:
+            await prom.query_range(
+                MEMORY, start=prometheus.now - WINDOW, end=prometheus.now, step=30
+            )
+        small = await prom.query(f"max({MEMORY})", time=prometheus.now)
+    finally:
+        await prom.close()
+    assert isinstance(big.value, MetricsQueryError) and big.value.error_type == "too_large"
+    assert small.series[0].samples[0][1] == MEMORY_LIMIT

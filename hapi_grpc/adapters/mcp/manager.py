@@ -53,6 +53,8 @@ __all__ = ["CallCounter", "McpCallResult", "McpManager", "McpSettings", "McpTool
 SEPARATOR = "__"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_DESCRIPTION = 1000
+# Every offered schema goes into the prompt; a larger one is not offered.
+MAX_SCHEMA_CHARS = 16_000
 _MAX_SCHEMA_ERRORS = 5
 _BUDGET_SLACK = 0.05
 
@@ -226,6 +228,14 @@ class McpManager:
                 continue
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
             schema = schema or {"type": "object"}
+            if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+                log.warning(
+                    "MCP server %s: the input schema of %s is larger than %d characters; skipped",
+                    name,
+                    tool.name,
+                    MAX_SCHEMA_CHARS,
+                )
+                continue
             try:
                 cls = validator_for(schema, default=jsonschema.Draft202012Validator)
                 cls.check_schema(schema)

@@ -30,5 +30,12 @@ class QueryRefusedError(MetricsQueryError):
         super().__init__(message, "refused")
 
 
+class ResponseTooLargeError(MetricsQueryError):
+    """The answer is larger than the client accepts; a narrower request may fit."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "too_large")
+
+
 class MetricsUnavailableError(HapiError):
     """The server cannot answer now: connection, timeout, 5xx, or a body that breaks the API."""

@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from hapi_grpc.adapters.metrics.errors import MetricsUnavailableError
+from hapi_grpc.adapters.metrics.errors import MetricsUnavailableError, ResponseTooLargeError
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact, register_secret
@@ -219,8 +219,9 @@ class JsonHttpClient:
                 f"{self.source} is unreachable ({type(exc).__name__})"
             ) from None
         if raw is None:
-            raise MetricsUnavailableError(
-                f"{self.source} answered with more than {limit} bytes; narrow the request"
+            raise ResponseTooLargeError(
+                f"{self.source} answered with more than {limit} bytes; narrow the selector, "
+                "shorten the range or aggregate (sum by, topk)"
             )
         text = redact(clip(raw[: _ERROR_SNIPPET * 4].decode("utf-8", "replace"), _ERROR_SNIPPET))
         try:

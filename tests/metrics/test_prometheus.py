@@ -217,10 +217,13 @@ async def test_server_timeout_is_clipped_to_the_budget(prometheus: PrometheusSer
         with budget_scope(Budget.from_timeout(2.0)):
             await prom.query("vector(1)", time=prometheus.now)
         await prom.query("vector(1)", time=prometheus.now)
+        await prom.query("vector(1)", time=prometheus.now, timeout=3.0)
     finally:
         await prom.close()
         await proxy.stop()
-    clipped, default = (h["path"] for h in proxy.seen)
+    clipped, default, capped = (h["path"] for h in proxy.seen)
+    capped_ms = int(capped.split("timeout=")[1].split("ms")[0])
+    assert 2000 < capped_ms < 3000  # a toolset's per-call timeout lowers it too
     clipped_ms = int(clipped.split("timeout=")[1].split("ms")[0])
     default_ms = int(default.split("timeout=")[1].split("ms")[0])
     assert 1000 < clipped_ms < 2000

@@ -287,9 +287,18 @@ class McpManager:
         }
 
     async def call(
-        self, name: str, arguments: Any, *, calls: CallCounter | None = None
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        calls: CallCounter | None = None,
+        timeout: float | None = None,
     ) -> McpCallResult:
-        """Call the exposed tool `name` with `arguments` (see the module docstring)."""
+        """Call the exposed tool `name` with `arguments` (see the module docstring).
+
+        `timeout` (a toolset's per-call timeout) lowers the server's
+        `timeoutSeconds` for this call; the caller's budget always does.
+        """
         server_name, _, _ = name.partition(SEPARATOR)
         server = self._servers.get(server_name)
         entry = server.tools.get(name) if server is not None else None
@@ -324,16 +333,17 @@ class McpManager:
             )
         conn = server.connection
         try:
-            return await server.breaker.call(lambda: self._invoke(conn, tool, arguments))
+            return await server.breaker.call(lambda: self._invoke(conn, tool, arguments, timeout))
         except CatalogUnavailableError as exc:
             # The breaker failed fast: the server was not called.
             raise McpUnavailableError(exc.message.replace("mcp_", "MCP server ", 1)) from None
 
     async def _invoke(
-        self, conn: McpConnection, tool: McpTool, arguments: dict[str, Any]
+        self, conn: McpConnection, tool: McpTool, arguments: dict[str, Any], cap: float | None
     ) -> McpCallResult:
         cfg = conn.config
-        timeout = deadline.request_timeout(cfg.timeout_seconds)
+        limit = cfg.timeout_seconds if cap is None else min(cfg.timeout_seconds, cap)
+        timeout = deadline.request_timeout(limit)
         try:
             async with asyncio.timeout(timeout):
                 result = await conn.session.call_tool(tool.tool, arguments)

@@ -66,7 +66,11 @@ class AlertmanagerClient:
         await self._http.close()
 
     async def active_alerts(
-        self, labels: Mapping[str, str] | None = None, *, namespace: str | None = None
+        self,
+        labels: Mapping[str, str] | None = None,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """Summary of the active, unsilenced, uninhibited alerts matching every label given."""
         wanted = dict(labels or {})
@@ -74,7 +78,7 @@ class AlertmanagerClient:
             wanted["namespace"] = namespace
         params = [("active", "true"), ("silenced", "false"), ("inhibited", "false")]
         params += [("filter", matcher(k, v)) for k, v in sorted(wanted.items())]
-        resp = await self._http.get("/api/v2/alerts", params)
+        resp = await self._http.get("/api/v2/alerts", params, timeout=self._http.timeout(timeout))
         if resp.status == 400:
             raise QueryRefusedError(f"Alertmanager refused the filter: {resp.text}")
         if not 200 <= resp.status < 300:

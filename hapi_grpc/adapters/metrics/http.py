@@ -176,17 +176,23 @@ class JsonHttpClient:
             headers["Authorization"] = f"Bearer {self._token.current(self.source)}"
         return headers
 
+    def timeout(self, cap: float | None = None) -> float:
+        """`request_timeout`, lowered to `cap` (a toolset's per-call timeout) and the budget.
+
+        Raises BudgetExhaustedError when the caller's deadline leaves no time.
+        """
+        configured = self.settings.request_timeout
+        return deadline.request_timeout(configured if cap is None else min(configured, cap))
+
     async def get(
         self, path: str, params: Sequence[tuple[str, str]], *, timeout: float | None = None
     ) -> HttpResponse:
         """GET `path` with `params`; any HTTP status is returned, transport failures raise.
 
-        `timeout` (already clipped to the budget by the caller) defaults to
-        `request_timeout` clipped to the budget.
+        `timeout` (from `self.timeout()`) defaults to `self.timeout()`.
         """
-        configured = self.settings.request_timeout
         if timeout is None:
-            timeout = deadline.request_timeout(configured)
+            timeout = self.timeout()
         headers = self._headers()
         url = URL(self._base + path, encoded=False)
         limit = self.settings.max_response_bytes

@@ -35,7 +35,6 @@ from hapi_grpc.adapters.metrics.errors import (
     QueryRefusedError,
 )
 from hapi_grpc.adapters.metrics.http import HttpResponse, HttpSourceSettings, JsonHttpClient
-from hapi_grpc.domain import deadline
 from hapi_grpc.domain.sensitive import clip, redact
 
 __all__ = [
@@ -159,16 +158,28 @@ class PrometheusClient:
 
     # -- queries --------------------------------------------------------------------
 
-    async def query(self, promql: str, *, time: float | None = None) -> QueryResult:
-        """Instant query at `time` (unix seconds; the server's now when None)."""
+    async def query(
+        self, promql: str, *, time: float | None = None, timeout: float | None = None
+    ) -> QueryResult:
+        """Instant query at `time` (unix seconds; the server's now when None).
+
+        `timeout` (every method takes it) lowers `request_timeout` for this
+        call; the caller's budget always does.
+        """
         self._check_query(promql)
         params = [("query", promql)]
         if time is not None:
             params.append(("time", _ts(time)))
-        return await self._query("/api/v1/query", params)
+        return await self._query("/api/v1/query", params, timeout)
 
     async def query_range(
-        self, promql: str, *, start: float, end: float, step: float
+        self,
+        promql: str,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        timeout: float | None = None,
     ) -> QueryResult:
         """Range query over [start, end] (unix seconds) every `step` seconds.
 
@@ -201,7 +212,7 @@ class PrometheusClient:
                 f"at least {format_duration(smallest)} or a shorter range"
             )
         params = [("query", promql), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step))]
-        return await self._query("/api/v1/query_range", params)
+        return await self._query("/api/v1/query_range", params, timeout)
 
     # -- lookups --------------------------------------------------------------------
 
@@ -212,12 +223,13 @@ class PrometheusClient:
         match: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        timeout: float | None = None,
     ) -> LabelValues:
         """Values of `label` (`__name__` lists metric names), optionally under selectors."""
         if not _LABEL_NAME.match(label):
             raise QueryRefusedError(f"{clip(label, 60)!r} is not a label name")
         params = self._lookup_params(match, start, end)
-        data = await self._data(f"/api/v1/label/{label}/values", params)
+        data = await self._data(f"/api/v1/label/{label}/values", params, timeout)
         if not isinstance(data, list) or not all(isinstance(v, str) for v in data):
             raise self._contract("label values are not a list of strings")
         values = sorted(data)
@@ -229,12 +241,13 @@ class PrometheusClient:
         *,
         start: float | None = None,
         end: float | None = None,
+        timeout: float | None = None,
     ) -> SeriesList:
         """Label sets of the series matching any selector in `match` (at least one)."""
         if not match:
             raise QueryRefusedError('give at least one series selector, such as up{job="api"}')
         params = self._lookup_params(match, start, end)
-        data = await self._data("/api/v1/series", params)
+        data = await self._data("/api/v1/series", params, timeout)
         if not isinstance(data, list) or not all(_is_labels(item) for item in data):
             raise self._contract("series are not a list of label sets")
         ordered = sorted(data, key=lambda labels: sorted(labels.items()))
@@ -264,8 +277,10 @@ class PrometheusClient:
             params.append(("end", _ts(end)))
         return params
 
-    async def _query(self, path: str, params: list[tuple[str, str]]) -> QueryResult:
-        timeout = deadline.request_timeout(self._http.settings.request_timeout)
+    async def _query(
+        self, path: str, params: list[tuple[str, str]], cap: float | None
+    ) -> QueryResult:
+        timeout = self._http.timeout(cap)
         # The server stops a little before we do, so its own timeout error wins.
         server_timeout = max(timeout * 0.9 - 0.05, 0.001)
         params.append(("timeout", f"{max(int(server_timeout * 1000), 1)}ms"))
@@ -280,8 +295,8 @@ class PrometheusClient:
         except (TypeError, ValueError, KeyError, IndexError):
             raise self._contract("the query result does not have the documented shape") from None
 
-    async def _data(self, path: str, params: list[tuple[str, str]]) -> Any:
-        resp = await self._http.get(path, params)
+    async def _data(self, path: str, params: list[tuple[str, str]], cap: float | None) -> Any:
+        resp = await self._http.get(path, params, timeout=self._http.timeout(cap))
         return self._success(resp).get("data")
 
     def _success(self, resp: HttpResponse) -> dict[str, Any]:

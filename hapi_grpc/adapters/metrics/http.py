@@ -146,7 +146,10 @@ class JsonHttpClient:
     ) -> None:
         self.source = source
         self.settings = settings
-        self._base = str(URL(settings.url)).rstrip("/")
+        url = URL(settings.url)
+        if url.password:
+            register_secret(url.password)  # sent as basic auth by aiohttp; never shown
+        self._base = str(url).rstrip("/")
         self._token = _TokenFile(settings.token_file) if settings.token_file else None
         self._session = session
         self._owns_session = session is None

@@ -20,7 +20,6 @@ against the pass rules:
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import time
 from collections import Counter
@@ -244,7 +243,6 @@ class Harness:
         self._settings = settings
         self.server: ServeProcess | None = None
         self.channel: grpc.aio.Channel | None = None
-        self.rng = random.Random(1)
 
     async def __aenter__(self) -> Harness:
         await self.ds.start()

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
@@ -34,11 +35,14 @@ from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
 from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, workflow_catalog_toolset
 
-__all__ = ["EngineSettings", "EventSink", "InvestigationEngine"]
+__all__ = ["EngineSettings", "EventSink", "InvestigationEngine", "ToolsetSource"]
+
+ToolsetSource = Callable[[], Toolset]
+"""Makes one investigation's instance of an extra toolset (e.g. `kubernetes`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +78,10 @@ class InvestigationEngine:
         settings: EngineSettings = EngineSettings(),
         *,
         observer: InvestigationObserver = NO_OBSERVER,
+        toolsets: Sequence[ToolsetSource] = (),
     ) -> None:
         self._catalog = catalog
+        self._toolsets = tuple(toolsets)
         self._llm = llm
         self._settings = settings
         self._observer = observer
@@ -170,7 +176,9 @@ class InvestigationEngine:
             budget=budget,
             ledger=ledger,
             catalog=session,
-            tools=ToolDispatcher([catalog_tools], budget, self._observer),
+            tools=ToolDispatcher(
+                [catalog_tools, *(make() for make in self._toolsets)], budget, self._observer
+            ),
             progress=Progress(on_event, self._observer),
             model=self._llm.model or self._llm.name,
             language_model_used=bool(self._llm.uses_language_model),

@@ -1,0 +1,1 @@
+"""Read-only Kubernetes access for the `kubernetes` investigation toolset."""

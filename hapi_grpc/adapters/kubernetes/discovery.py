@@ -1,0 +1,148 @@
+"""Kind resolution through the API server's discovery (`/api`, `/apis`).
+
+The aggregated discovery documents (`apidiscovery.k8s.io/v2`) list every
+group, version and resource in two requests; older servers get the classic
+walk (`/api/v1`, `/apis`, then each group's preferred version). The index
+is kept for a TTL; an unknown kind triggers one early refresh (a CRD
+created a moment ago), never more than one per `min_refresh` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
+
+__all__ = ["AGGREGATED_ACCEPT", "Discovery", "parse_aggregated"]
+
+AGGREGATED_ACCEPT = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+)
+_MAX_LEGACY_GROUPS = 64
+
+Fetch = Callable[[str, str, float], Awaitable[dict[str, Any]]]  # path, accept, timeout
+
+
+def parse_aggregated(document: dict[str, Any]) -> list[ResourceType]:
+    """Resource types of an APIGroupDiscoveryList, preferred versions first."""
+    types = []
+    for group in document.get("items") or []:
+        name = (group.get("metadata") or {}).get("name") or ""
+        for version in group.get("versions") or []:
+            for res in version.get("resources") or []:
+                kind = (res.get("responseKind") or {}).get("kind")
+                if not kind or "/" in str(res.get("resource", "")):
+                    continue
+                types.append(
+                    ResourceType(
+                        group=name,
+                        version=str(version.get("version")),
+                        kind=str(kind),
+                        plural=str(res.get("resource")),
+                        namespaced=res.get("scope") == "Namespaced",
+                        short_names=tuple(res.get("shortNames") or ()),
+                    )
+                )
+    return types
+
+
+def _parse_resource_list(group: str, version: str, body: dict[str, Any]) -> list[ResourceType]:
+    return [
+        ResourceType(
+            group=group,
+            version=version,
+            kind=str(r.get("kind")),
+            plural=str(r.get("name")),
+            namespaced=bool(r.get("namespaced")),
+            short_names=tuple(r.get("shortNames") or ()),
+        )
+        for r in body.get("resources") or []
+        if "/" not in str(r.get("name", "")) and r.get("kind")
+    ]
+
+
+class Discovery:
+    """Resolves kinds to resource types; safe for concurrent use."""
+
+    def __init__(self, fetch: Fetch, *, ttl: float = 300.0, min_refresh: float = 10.0) -> None:
+        self._fetch = fetch
+        self._ttl = ttl
+        self._min_refresh = min_refresh
+        self._types: list[ResourceType] = []
+        self._loaded_at = -float("inf")
+        self._lock = asyncio.Lock()
+
+    async def resolve(self, spelling: str, timeout: float) -> ResourceType:
+        now = time.monotonic()
+        if now - self._loaded_at > self._ttl:
+            await self._refresh(timeout, stale_before=now - self._ttl)
+        found = self._match(spelling)
+        if found is None and time.monotonic() - self._loaded_at > self._min_refresh:
+            await self._refresh(timeout, stale_before=time.monotonic() - self._min_refresh)
+            found = self._match(spelling)
+        if found is None:
+            raise KubeFailure(
+                KubeFailureKind.UNKNOWN_KIND,
+                f"the cluster serves no kind {spelling[:64]!r}; use a kind name such as Pod,"
+                " Deployment, Node, or group/version/Kind for custom resources.",
+            )
+        return found
+
+    async def _refresh(self, timeout: float, stale_before: float) -> None:
+        async with self._lock:
+            if self._loaded_at > stale_before:
+                return  # another caller refreshed while this one waited
+            types = await self._load(timeout)
+            self._types = types
+            self._loaded_at = time.monotonic()
+
+    async def _load(self, timeout: float) -> list[ResourceType]:
+        core = await self._fetch("/api", AGGREGATED_ACCEPT, timeout)
+        if core.get("kind") == "APIGroupDiscoveryList":
+            groups = await self._fetch("/apis", AGGREGATED_ACCEPT, timeout)
+            # The core group has no name in /api; it is listed there only.
+            return parse_aggregated(core) + parse_aggregated(groups)
+        types = _parse_resource_list("", "v1", await self._fetch("/api/v1", "", timeout))
+        listing = await self._fetch("/apis", "", timeout)
+        for group in (listing.get("groups") or [])[:_MAX_LEGACY_GROUPS]:
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            if not preferred:
+                continue
+            name, _, version = str(preferred).rpartition("/")
+            body = await self._fetch(f"/apis/{preferred}", "", timeout)
+            types.extend(_parse_resource_list(name, version, body))
+        return types
+
+    def _match(self, spelling: str) -> ResourceType | None:
+        text = spelling.strip().strip("/")
+        group = version = None
+        if "/" in text:
+            parts = text.split("/")
+            text = parts[-1]
+            if len(parts) == 2:
+                version = parts[0]
+                group = "" if version == "v1" else None
+                if group is None:  # "apps/Deployment"
+                    group, version = parts[0], None
+            else:
+                group, version = "/".join(parts[:-2]), parts[-2]
+                group = "" if group == "core" else group
+        elif "." in text:  # certificates.cert-manager.io, Certificate.cert-manager.io
+            text, group = text.split(".", 1)
+        lowered = text.lower()
+        for rtype in self._types:
+            if group is not None and rtype.group != group:
+                continue
+            if version is not None and rtype.version != version:
+                continue
+            names = {
+                rtype.kind.lower(),
+                rtype.plural.lower(),
+                *(s.lower() for s in rtype.short_names),
+            }
+            if lowered in names:
+                return rtype
+        return None

@@ -1,0 +1,248 @@
+"""`ApiServerReader`: the `KubernetesReader` port over HTTPS, GET requests only.
+
+There is no method that writes: every request goes through `_get`, which
+sends GET. Each request has a timeout clipped to the investigation's budget
+(`deadline.request_timeout`), a body size bound (a larger answer is a
+`TOO_LARGE` failure, a longer log is cut), no redirects, and is abandoned at
+once when the investigation is cancelled. Error bodies from the server are
+reduced to their `message`, redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from hapi_grpc.adapters.kubernetes.credentials import ClusterConnection
+from hapi_grpc.adapters.kubernetes.discovery import Discovery
+from hapi_grpc.domain.deadline import request_timeout
+from hapi_grpc.domain.errors import BudgetExhaustedError
+from hapi_grpc.domain.sensitive import clip, redact
+from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
+
+__all__ = ["ApiServerReader"]
+
+logger = logging.getLogger(__name__)
+
+MAX_OBJECT_BYTES = 2 * 1024 * 1024
+MAX_LIST_BYTES = 8 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+class ApiServerReader:
+    """Reads one cluster (see module docstring); share one per process."""
+
+    def __init__(
+        self,
+        connection: ClusterConnection,
+        *,
+        discovery_ttl: float = 300.0,
+        max_connections: int = 16,
+    ) -> None:
+        self._connection = connection
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._discovery = Discovery(self._discovery_fetch, ttl=discovery_ttl)
+        self._requests = 0
+
+    @property
+    def requests_made(self) -> int:
+        return self._requests
+
+    @property
+    def url(self) -> str:
+        return self._connection.url
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- the port ---------------------------------------------------------------------
+
+    async def resolve(self, kind: str, timeout: float) -> ResourceType:
+        return await self._discovery.resolve(kind, timeout)
+
+    async def get(
+        self, rtype: ResourceType, namespace: str | None, name: str, timeout: float
+    ) -> dict[str, Any]:
+        path = f"{self._collection(rtype, namespace)}/{_segment(name)}"
+        return await self._get_json(path, {}, timeout, MAX_OBJECT_BYTES)
+
+    async def list(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        timeout: float,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        params: dict[str, str] = {"limit": str(max(1, limit))}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        return await self._get_json(
+            self._collection(rtype, namespace), params, timeout, MAX_LIST_BYTES
+        )
+
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        timeout: float,
+        *,
+        previous: bool = False,
+        tail_lines: int = 100,
+        since_seconds: int | None = None,
+        limit_bytes: int = 256 * 1024,
+    ) -> str:
+        params = {"container": container, "tailLines": str(tail_lines)}
+        params["limitBytes"] = str(limit_bytes)
+        if previous:
+            params["previous"] = "true"
+        if since_seconds:
+            params["sinceSeconds"] = str(since_seconds)
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(pod)}/log"
+        body, _ = await self._get(path, params, timeout, limit_bytes, accept="text/plain", cut=True)
+        return body.decode("utf-8", errors="replace")
+
+    # --- requests ---------------------------------------------------------------------
+
+    @staticmethod
+    def _collection(rtype: ResourceType, namespace: str | None) -> str:
+        base = f"/apis/{rtype.group}/{rtype.version}" if rtype.group else f"/api/{rtype.version}"
+        if rtype.namespaced and namespace:
+            base += f"/namespaces/{_segment(namespace)}"
+        return f"{base}/{rtype.plural}"
+
+    async def _discovery_fetch(self, path: str, accept: str, timeout: float) -> dict[str, Any]:
+        return await self._get_json(path, {}, timeout, MAX_LIST_BYTES, accept=accept)
+
+    async def _get_json(
+        self,
+        path: str,
+        params: dict[str, str],
+        timeout: float,
+        max_bytes: int,
+        *,
+        accept: str = "application/json",
+    ) -> dict[str, Any]:
+        body, _ = await self._get(
+            path, params, timeout, max_bytes, accept=accept or "application/json"
+        )
+        try:
+            value = json.loads(body)
+        except ValueError:
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE, "the API server answered non-JSON"
+            ) from None
+        if not isinstance(value, dict):
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE, "the API server answered non-object JSON"
+            )
+        return value
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    ssl=self._connection.ssl_context, limit=self._max_connections
+                ),
+                raise_for_status=False,
+            )
+        return self._session
+
+    async def _get(
+        self,
+        path: str,
+        params: dict[str, str],
+        timeout: float,
+        max_bytes: int,
+        *,
+        accept: str,
+        cut: bool = False,
+    ) -> tuple[bytes, bool]:
+        """GET `path`; (body, cut). The only place a request is sent."""
+        try:
+            seconds = min(timeout, request_timeout(timeout))
+        except BudgetExhaustedError:
+            raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
+        headers = {"Accept": accept}
+        auth = await self._connection.auth_header()
+        if auth:
+            headers["Authorization"] = auth
+        self._requests += 1
+        try:
+            async with asyncio.timeout(seconds):
+                async with self._client().get(
+                    self._connection.url + path,
+                    params=params,
+                    headers=headers,
+                    allow_redirects=False,
+                ) as response:
+                    body, truncated = await _read(response, max_bytes)
+                    if response.status != 200:
+                        raise _status_failure(response.status, body)
+        except TimeoutError:
+            raise KubeFailure(
+                KubeFailureKind.TIMEOUT, f"the API server did not answer within {seconds:.3g}s"
+            ) from None
+        except aiohttp.ClientError as exc:
+            logger.warning("kubernetes request failed: %s", clip(redact(str(exc)), 300))
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE, "the API server is unreachable"
+            ) from None
+        if truncated and not cut:
+            raise KubeFailure(
+                KubeFailureKind.TOO_LARGE,
+                f"the answer is larger than {max_bytes} bytes; narrow the request",
+            )
+        return body, truncated
+
+
+async def _read(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
+    """The body, at most `max_bytes`; whether more was left unread."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = await response.content.read(_CHUNK)
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[:max_bytes], True
+
+
+def _status_failure(status: int, body: bytes) -> KubeFailure:
+    try:
+        message = str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        message = body[:300].decode("utf-8", errors="replace")
+    message = clip(redact(" ".join(message.split())), 300)
+    if status == 404:
+        return KubeFailure(KubeFailureKind.NOT_FOUND, f"not found: {message}")
+    if status in (401, 403):
+        return KubeFailure(
+            KubeFailureKind.FORBIDDEN,
+            f"forbidden: the service's role may not read this ({message})",
+        )
+    if status in (400, 422):
+        return KubeFailure(
+            KubeFailureKind.INVALID, f"the API server refused the request: {message}"
+        )
+    if status == 429:
+        return KubeFailure(KubeFailureKind.UNAVAILABLE, "the API server is throttling requests")
+    return KubeFailure(KubeFailureKind.UNAVAILABLE, f"the API server answered {status}: {message}")

@@ -1,0 +1,118 @@
+"""`kubernetes_owner_chain`: from a Pod (or any object) up to what should be remediated.
+
+Pod -> ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job -> CronJob:
+the controller owner reference is followed (at most five levels), each link
+read through discovery so custom controllers work too. The top of the chain
+is the resource to remediate, spelled as ADR-038's `namespace/group/Kind/name`
+(`/core/Node/worker-3` for a cluster-scoped one). For a Pod, its Node is read
+as well, since a node condition is a root cause the Pod cannot show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hapi_grpc.domain.toolsets.kubernetes_args import KubernetesOwnerChainArgs
+from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
+from hapi_grpc.domain.toolsets.kubernetes_scope import ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes_session import KubernetesSession, guarded
+from hapi_grpc.domain.toolsets.kubernetes_summaries import list_line
+from hapi_grpc.domain.toolsets.kubernetes_views import object_view
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+
+__all__ = ["OWNERS_TOOL", "KubernetesOwnerChain", "resource_ref"]
+
+OWNERS_TOOL = "kubernetes_owner_chain"
+_MAX_LINKS = 5
+
+
+def resource_ref(rtype: ResourceType, namespace: str | None, name: str) -> str:
+    """ADR-038's `namespace/group/Kind/name`; the namespace is empty when cluster-scoped."""
+    where = namespace if rtype.namespaced and namespace else ""
+    return f"{where}/{rtype.group_label}/{rtype.kind}/{name}"
+
+
+def _controller(meta: dict[str, Any]) -> dict[str, Any] | None:
+    refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+
+
+@dataclass(frozen=True)
+class KubernetesOwnerChain:
+    session: KubernetesSession
+    name: str = OWNERS_TOOL
+    description: str = (
+        "Follow owner references from an object (default kind Pod) up to the workload that"
+        " manages it (ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job -> CronJob), plus a"
+        " Pod's Node. Returns remediation_target as namespace/group/Kind/name."
+    )
+    arguments: type[KubernetesOwnerChainArgs] = KubernetesOwnerChainArgs
+
+    async def run(self, args: KubernetesOwnerChainArgs, ctx: ToolContext) -> ToolResult:
+        async def work() -> ToolResult:
+            session = self.session
+            rtype = await session.resolve(args.kind, args.namespace, ctx)
+            namespace = args.namespace if rtype.namespaced else None
+            obj = await session.reader.get(rtype, namespace, args.name, ctx.timeout)
+            obj.setdefault("kind", rtype.kind)
+            chain = [{"ref": resource_ref(rtype, namespace, args.name), "status": list_line(obj)}]
+            target = chain[0]["ref"]
+            start, notes = obj, []
+            for _ in range(_MAX_LINKS):
+                owner = _controller(obj.get("metadata") or {})
+                if owner is None:
+                    break
+                spelled = f"{owner.get('apiVersion')}/{owner.get('kind')}"
+                try:
+                    session.scope.check_kind(spelled)
+                    otype = await session.reader.resolve(spelled, ctx.timeout)
+                    obj = await session.reader.get(
+                        otype,
+                        namespace if otype.namespaced else None,
+                        str(owner.get("name")),
+                        ctx.timeout,
+                    )
+                except ScopeRefusal as refusal:
+                    notes.append(f"owner {spelled}/{owner.get('name')} not read: {refusal.message}")
+                    break
+                except KubeFailure as failure:
+                    if failure.kind is KubeFailureKind.TIMEOUT:
+                        raise
+                    notes.append(f"owner {spelled}/{owner.get('name')} not read: {failure.message}")
+                    break
+                obj.setdefault("kind", otype.kind)
+                ref = resource_ref(otype, namespace, str(owner.get("name")))
+                chain.append({"ref": ref, "status": list_line(obj)})
+                target = ref
+            data: dict[str, Any] = {
+                "kind": "OwnerChain",
+                "chain": chain,
+                "remediation_target": target,
+            }
+            if rtype.kind == "Pod":
+                node = await self._node(start, ctx, notes)
+                if node is not None:
+                    data["node"] = node
+            if notes:
+                data["notes"] = notes
+            return session.answer(data)
+
+        return await guarded(work)
+
+    async def _node(
+        self, pod: dict[str, Any], ctx: ToolContext, notes: list[str]
+    ) -> dict[str, Any] | None:
+        name = (pod.get("spec") or {}).get("nodeName")
+        if not name:
+            notes.append("the pod is not scheduled to a node")
+            return None
+        try:
+            ntype = await self.session.reader.resolve("v1/Node", ctx.timeout)
+            self.session.scope.check_type(ntype)
+            node = object_view(await self.session.reader.get(ntype, None, name, ctx.timeout))
+        except (ScopeRefusal, KubeFailure) as exc:
+            notes.append(f"node {name} not read: {exc.message}")
+            return None
+        keep = ("name", "ready", "conditions", "pressure", "unschedulable", "taints")
+        return {"ref": f"/core/Node/{name}", **{k: node[k] for k in keep if k in node}}

@@ -3,12 +3,13 @@
 Every hapi.v1 call goes through these steps, outermost first:
 
 1. metrics: in-flight gauge, latency histogram, handled counter by final code;
-2. undecodable bytes: INVALID_ARGUMENT with a fixed message (see `undecodable`);
-3. concurrency cap: RESOURCE_EXHAUSTED with RetryInfo beyond the configured
+2. shutdown: UNAVAILABLE once the server is shutting down (see `shutdown_gate`);
+3. undecodable bytes: INVALID_ARGUMENT with a fixed message (see `undecodable`);
+4. concurrency cap: RESOURCE_EXHAUSTED with RetryInfo beyond the configured
    number of calls; the slot is held by a context manager for the whole call;
-4. request validation: the size rules declared in the proto checked cheaply
+5. request validation: the size rules declared in the proto checked cheaply
    first (`request_limits`), then the protovalidate rules; INVALID_ARGUMENT;
-5. error mapping: a domain error becomes its status code, anything else INTERNAL.
+6. error mapping: a domain error becomes its status code, anything else INTERNAL.
 
 They run inside one wrapper per method rather than one interceptor each:
 every interceptor layer costs a coroutine per call, and on a cheap RPC such
@@ -37,6 +38,7 @@ from hapi_grpc.domain.errors import FieldViolation
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.observability import metrics
 from hapi_grpc.transport.request_limits import rule_path, structural_violations
+from hapi_grpc.transport.shutdown_gate import ShutdownGate
 from hapi_grpc.transport.status import bad_request, retry_info, rich_status, status_for
 from hapi_grpc.transport.undecodable import (
     Undecodable,
@@ -102,17 +104,22 @@ class _Slot:
 
 
 class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
-    """Applies metrics, the concurrency cap, request validation and error
-    mapping to unary-unary and unary-stream hapi.v1 methods.
+    """Applies metrics, the shutdown gate, the concurrency cap, request
+    validation and error mapping to unary-unary and unary-stream hapi.v1 methods.
 
     The wrapped handler is built once per (method, handler) and reused:
     rebuilding handlers on every call is measurable overhead.
     """
 
     def __init__(
-        self, max_concurrent_rpcs: int, validator: protovalidate.Validator | None = None
+        self,
+        max_concurrent_rpcs: int,
+        validator: protovalidate.Validator | None = None,
+        *,
+        gate: ShutdownGate | None = None,
     ) -> None:
         self.concurrency = ConcurrencyLimit(max_concurrent_rpcs)
+        self.gate = gate if gate is not None else ShutdownGate()
         self._validator = validator or _default_validator()
         self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
         self._busy = rich_status(
@@ -162,7 +169,9 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         undecodable = _UndecodableAnswer(method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with track.call(context):
+            with track.call(context), self.gate.call() as open_:
+                if not open_:
+                    await context.abort_with_status(self.gate.refusal)
                 if isinstance(request, Undecodable):
                     await context.abort_with_status(undecodable.status(request))
                 with self.concurrency.take_slot() as admitted:
@@ -185,7 +194,9 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         undecodable = _UndecodableAnswer(method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            with track.call(context):
+            with track.call(context), self.gate.call() as open_:
+                if not open_:
+                    await context.abort_with_status(self.gate.refusal)
                 if isinstance(request, Undecodable):
                     await context.abort_with_status(undecodable.status(request))
                 with self.concurrency.take_slot() as admitted:

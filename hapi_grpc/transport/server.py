@@ -1,9 +1,10 @@
 """The grpc.aio server: services, health, reflection, interceptors, shutdown.
 
 Lifecycle: `start()` binds and flips health to SERVING; `stop()` flips health
-to NOT_SERVING (probes see it at once), shortens every running investigation
-so it answers with its best partial result inside the grace period, refuses
-new calls and lets in-flight calls finish, then closes the adapters.
+to NOT_SERVING (probes see it at once), answers new hapi.v1 calls with
+UNAVAILABLE, shortens every running investigation so it answers with its best
+partial result inside the grace period, waits until no hapi.v1 call is in
+flight, only then stops the grpc.aio server, and closes the adapters.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -27,6 +29,7 @@ from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
+from hapi_grpc.transport.shutdown_gate import ShutdownGate
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,12 @@ def drain_seconds(grace: float) -> float:
     return max(grace - min(grace * 0.25, 2.0), 0.0)
 
 
+def stop_reserve(grace: float) -> float:
+    """The end of the grace kept for `grpc.aio.Server.stop()` itself: the wait
+    for hapi.v1 calls to finish gives up this long before the grace ends."""
+    return min(grace * 0.1, 0.5)
+
+
 class HapiServer:
     """Hosts IncidentAnalysisService with health and reflection."""
 
@@ -87,10 +96,11 @@ class HapiServer:
         self.engine = engine
         self.idempotency = idempotency or IdempotencyCoordinator()
         self.health = health.aio.HealthServicer()
+        self.gate = ShutdownGate()
         # Outermost first: tracing and auth from the caller, then our policies.
         interceptors: list[grpc.aio.ServerInterceptor] = [
             *extra_interceptors,
-            ServicePolicyInterceptor(settings.max_concurrent_rpcs),
+            ServicePolicyInterceptor(settings.max_concurrent_rpcs, gate=self.gate),
         ]
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
@@ -139,10 +149,23 @@ class HapiServer:
         await self.health.enter_graceful_shutdown()
         if self.settings.shutdown_delay_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_delay_seconds)
+        ends = time.monotonic() + grace
+        # New and queued hapi.v1 calls are answered UNAVAILABLE, which callers
+        # retry on another replica; health and reflection still answer.
+        self.gate.close()
         # Running investigations end with their best partial result while
         # there is still time to send it; only what cannot answer is cut.
         self.engine.drain(drain_seconds(grace))
-        await self._server.stop(grace)
+        idle = await self.gate.wait_until_idle(ends - stop_reserve(grace))
+        log.info("hapi.v1 calls drained", extra={"idle": idle, "in_flight": self.gate.in_flight})
+        # grpc core cancels (CANCELLED) the calls it has received but not yet
+        # handed to a handler when stop() begins, and answers calls arriving
+        # afterwards with UNAVAILABLE (GOAWAY, then the listener is closed).
+        # Stopping only once nothing was in flight or arriving for a few event
+        # loop turns leaves to that cancellation just the calls that reach the
+        # server in the last poll interval (about 20 ms) before stop(), or
+        # whatever a caller keeps sending until the grace is nearly spent.
+        await self._server.stop(max(ends - time.monotonic(), 0.0))
         for closer in (self.idempotency, self.engine, self.llm, self.catalog):
             close = getattr(closer, "close", None)
             if close is not None:

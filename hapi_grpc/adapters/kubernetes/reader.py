@@ -116,7 +116,7 @@ class ApiServerReader:
         if since_seconds:
             params["sinceSeconds"] = str(since_seconds)
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(pod)}/log"
-        body, _ = await self._get(path, params, timeout, limit_bytes, accept="text/plain", cut=True)
+        body, _ = await self._get(path, params, timeout, limit_bytes, accept="*/*", cut=True)
         return body.decode("utf-8", errors="replace")
 
     # --- requests ---------------------------------------------------------------------

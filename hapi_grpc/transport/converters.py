@@ -236,6 +236,11 @@ _TOOL_ARGS = {
         "validate_workflow_parameters",
         tools_pb2.ValidateWorkflowParametersArgs,
     ),
+    "kubernetes_get": ("kubernetes_get", tools_pb2.KubernetesGetArgs),
+    "kubernetes_list": ("kubernetes_list", tools_pb2.KubernetesListArgs),
+    "kubernetes_events": ("kubernetes_events", tools_pb2.KubernetesEventsArgs),
+    "kubernetes_pod_logs": ("kubernetes_pod_logs", tools_pb2.KubernetesPodLogsArgs),
+    "kubernetes_owner_chain": ("kubernetes_owner_chain", tools_pb2.KubernetesOwnerChainArgs),
 }
 
 

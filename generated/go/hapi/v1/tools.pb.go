@@ -244,6 +244,389 @@ func (x *ValidateWorkflowParametersArgs) GetParameters() *structpb.Struct {
 	return nil
 }
 
+// Arguments of the kubernetes_get tool: one object by kind, namespace and name.
+type KubernetesGetArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind as the cluster serves it (Pod, Deployment, Node, Certificate, or group/version/Kind).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Object name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Namespace; empty for cluster-scoped kinds.
+	Namespace     string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesGetArgs) Reset() {
+	*x = KubernetesGetArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesGetArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesGetArgs) ProtoMessage() {}
+
+func (x *KubernetesGetArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesGetArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesGetArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *KubernetesGetArgs) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KubernetesGetArgs) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KubernetesGetArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// Arguments of the kubernetes_list tool: objects of one kind, one line each.
+type KubernetesListArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind to list.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Namespace; required for namespaced kinds.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Label selector, e.g. "app=payment-api".
+	LabelSelector string `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// Field selector, e.g. "spec.nodeName=worker-3".
+	FieldSelector string `protobuf:"bytes,4,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
+	// Maximum objects, 1-100. Default 30.
+	Limit         *int32 `protobuf:"varint,5,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesListArgs) Reset() {
+	*x = KubernetesListArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesListArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesListArgs) ProtoMessage() {}
+
+func (x *KubernetesListArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesListArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesListArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *KubernetesListArgs) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KubernetesListArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *KubernetesListArgs) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *KubernetesListArgs) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
+}
+
+func (x *KubernetesListArgs) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+// Arguments of the kubernetes_events tool: events about an object or a namespace.
+type KubernetesEventsArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace; empty for a cluster-scoped object such as a Node.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Kind of the object the events are about.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Name of the object; empty for the whole namespace.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Maximum folded events, 1-50. Default 20.
+	Limit         *int32 `protobuf:"varint,4,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesEventsArgs) Reset() {
+	*x = KubernetesEventsArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesEventsArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesEventsArgs) ProtoMessage() {}
+
+func (x *KubernetesEventsArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesEventsArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesEventsArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *KubernetesEventsArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *KubernetesEventsArgs) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KubernetesEventsArgs) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KubernetesEventsArgs) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+// Arguments of the kubernetes_pod_logs tool: the tail of one container's log.
+type KubernetesPodLogsArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pod namespace.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Pod name.
+	Pod string `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Container; empty when the pod has one.
+	Container string `protobuf:"bytes,3,opt,name=container,proto3" json:"container,omitempty"`
+	// The previous (crashed) container instance.
+	Previous bool `protobuf:"varint,4,opt,name=previous,proto3" json:"previous,omitempty"`
+	// Last N lines, 1-500. Default 100.
+	TailLines *int32 `protobuf:"varint,5,opt,name=tail_lines,json=tailLines,proto3,oneof" json:"tail_lines,omitempty"`
+	// RE2 pattern: only matching lines are shown.
+	Filter string `protobuf:"bytes,6,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Only lines from the last N seconds.
+	SinceSeconds  *int32 `protobuf:"varint,7,opt,name=since_seconds,json=sinceSeconds,proto3,oneof" json:"since_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesPodLogsArgs) Reset() {
+	*x = KubernetesPodLogsArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesPodLogsArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesPodLogsArgs) ProtoMessage() {}
+
+func (x *KubernetesPodLogsArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesPodLogsArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesPodLogsArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *KubernetesPodLogsArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *KubernetesPodLogsArgs) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+func (x *KubernetesPodLogsArgs) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *KubernetesPodLogsArgs) GetPrevious() bool {
+	if x != nil {
+		return x.Previous
+	}
+	return false
+}
+
+func (x *KubernetesPodLogsArgs) GetTailLines() int32 {
+	if x != nil && x.TailLines != nil {
+		return *x.TailLines
+	}
+	return 0
+}
+
+func (x *KubernetesPodLogsArgs) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *KubernetesPodLogsArgs) GetSinceSeconds() int32 {
+	if x != nil && x.SinceSeconds != nil {
+		return *x.SinceSeconds
+	}
+	return 0
+}
+
+// Arguments of the kubernetes_owner_chain tool: owners up to the resource to remediate.
+type KubernetesOwnerChainArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace; empty for cluster-scoped kinds.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Kind of the starting object. Default Pod.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Name of the starting object.
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesOwnerChainArgs) Reset() {
+	*x = KubernetesOwnerChainArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesOwnerChainArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesOwnerChainArgs) ProtoMessage() {}
+
+func (x *KubernetesOwnerChainArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesOwnerChainArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesOwnerChainArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KubernetesOwnerChainArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *KubernetesOwnerChainArgs) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KubernetesOwnerChainArgs) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // One tool call made during an investigation, with typed arguments.
 type ToolCallRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -255,6 +638,11 @@ type ToolCallRecord struct {
 	//
 	//	*ToolCallRecord_SearchWorkflowCatalog
 	//	*ToolCallRecord_ValidateWorkflowParameters
+	//	*ToolCallRecord_KubernetesGet
+	//	*ToolCallRecord_KubernetesList
+	//	*ToolCallRecord_KubernetesEvents
+	//	*ToolCallRecord_KubernetesPodLogs
+	//	*ToolCallRecord_KubernetesOwnerChain
 	Arguments isToolCallRecord_Arguments `protobuf_oneof:"arguments"`
 	// The raw argument text the model sent (kept for debugging; may be malformed JSON).
 	RawArguments string `protobuf:"bytes,4,opt,name=raw_arguments,json=rawArguments,proto3" json:"raw_arguments,omitempty"`
@@ -270,7 +658,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[2]
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +670,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[2]
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +683,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{2}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToolCallRecord) GetName() string {
@@ -325,6 +713,51 @@ func (x *ToolCallRecord) GetValidateWorkflowParameters() *ValidateWorkflowParame
 	if x != nil {
 		if x, ok := x.Arguments.(*ToolCallRecord_ValidateWorkflowParameters); ok {
 			return x.ValidateWorkflowParameters
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetKubernetesGet() *KubernetesGetArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesGet); ok {
+			return x.KubernetesGet
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetKubernetesList() *KubernetesListArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesList); ok {
+			return x.KubernetesList
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetKubernetesEvents() *KubernetesEventsArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesEvents); ok {
+			return x.KubernetesEvents
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetKubernetesPodLogs() *KubernetesPodLogsArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesPodLogs); ok {
+			return x.KubernetesPodLogs
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetKubernetesOwnerChain() *KubernetesOwnerChainArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesOwnerChain); ok {
+			return x.KubernetesOwnerChain
 		}
 	}
 	return nil
@@ -372,9 +805,44 @@ type ToolCallRecord_ValidateWorkflowParameters struct {
 	ValidateWorkflowParameters *ValidateWorkflowParametersArgs `protobuf:"bytes,3,opt,name=validate_workflow_parameters,json=validateWorkflowParameters,proto3,oneof"`
 }
 
+type ToolCallRecord_KubernetesGet struct {
+	// Arguments of a kubernetes_get call.
+	KubernetesGet *KubernetesGetArgs `protobuf:"bytes,8,opt,name=kubernetes_get,json=kubernetesGet,proto3,oneof"`
+}
+
+type ToolCallRecord_KubernetesList struct {
+	// Arguments of a kubernetes_list call.
+	KubernetesList *KubernetesListArgs `protobuf:"bytes,9,opt,name=kubernetes_list,json=kubernetesList,proto3,oneof"`
+}
+
+type ToolCallRecord_KubernetesEvents struct {
+	// Arguments of a kubernetes_events call.
+	KubernetesEvents *KubernetesEventsArgs `protobuf:"bytes,10,opt,name=kubernetes_events,json=kubernetesEvents,proto3,oneof"`
+}
+
+type ToolCallRecord_KubernetesPodLogs struct {
+	// Arguments of a kubernetes_pod_logs call.
+	KubernetesPodLogs *KubernetesPodLogsArgs `protobuf:"bytes,11,opt,name=kubernetes_pod_logs,json=kubernetesPodLogs,proto3,oneof"`
+}
+
+type ToolCallRecord_KubernetesOwnerChain struct {
+	// Arguments of a kubernetes_owner_chain call.
+	KubernetesOwnerChain *KubernetesOwnerChainArgs `protobuf:"bytes,12,opt,name=kubernetes_owner_chain,json=kubernetesOwnerChain,proto3,oneof"`
+}
+
 func (*ToolCallRecord_SearchWorkflowCatalog) isToolCallRecord_Arguments() {}
 
 func (*ToolCallRecord_ValidateWorkflowParameters) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesGet) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesList) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesEvents) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesPodLogs) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesOwnerChain) isToolCallRecord_Arguments() {}
 
 var File_hapi_v1_tools_proto protoreflect.FileDescriptor
 
@@ -399,11 +867,55 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"workflowId\x12?\n" +
 	"\n" +
 	"parameters\x18\x02 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01R\n" +
-	"parameters\"\x95\x03\n" +
+	"parameters\"z\n" +
+	"\x11KubernetesGetArgs\x12\x1e\n" +
+	"\x04kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12%\n" +
+	"\tnamespace\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\"\xed\x01\n" +
+	"\x12KubernetesListArgs\x12\x1e\n" +
+	"\x04kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04kind\x12%\n" +
+	"\tnamespace\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12/\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\rlabelSelector\x12/\n" +
+	"\x0efield_selector\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\rfieldSelector\x12$\n" +
+	"\x05limit\x18\x05 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\x05limit\x88\x01\x01B\b\n" +
+	"\x06_limit\"\xa9\x01\n" +
+	"\x14KubernetesEventsArgs\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1c\n" +
+	"\x04kind\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04kind\x12\x1c\n" +
+	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x04name\x12$\n" +
+	"\x05limit\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x182(\x01H\x00R\x05limit\x88\x01\x01B\b\n" +
+	"\x06_limit\"\xcc\x02\n" +
+	"\x15KubernetesPodLogsArgs\x12'\n" +
+	"\tnamespace\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\tnamespace\x12\x1c\n" +
+	"\x03pod\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x03pod\x12&\n" +
+	"\tcontainer\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\tcontainer\x12\x1a\n" +
+	"\bprevious\x18\x04 \x01(\bR\bprevious\x12.\n" +
+	"\n" +
+	"tail_lines\x18\x05 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xf4\x03(\x01H\x00R\ttailLines\x88\x01\x01\x12 \n" +
+	"\x06filter\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x06filter\x125\n" +
+	"\rsince_seconds\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xf5$(\x01H\x01R\fsinceSeconds\x88\x01\x01B\r\n" +
+	"\v_tail_linesB\x10\n" +
+	"\x0e_since_seconds\"\x7f\n" +
+	"\x18KubernetesOwnerChainArgs\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1c\n" +
+	"\x04kind\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"\x9d\x06\n" +
 	"\x0eToolCallRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\\\n" +
 	"\x17search_workflow_catalog\x18\x02 \x01(\v2\".hapi.v1.SearchWorkflowCatalogArgsH\x00R\x15searchWorkflowCatalog\x12k\n" +
-	"\x1cvalidate_workflow_parameters\x18\x03 \x01(\v2'.hapi.v1.ValidateWorkflowParametersArgsH\x00R\x1avalidateWorkflowParameters\x12#\n" +
+	"\x1cvalidate_workflow_parameters\x18\x03 \x01(\v2'.hapi.v1.ValidateWorkflowParametersArgsH\x00R\x1avalidateWorkflowParameters\x12C\n" +
+	"\x0ekubernetes_get\x18\b \x01(\v2\x1a.hapi.v1.KubernetesGetArgsH\x00R\rkubernetesGet\x12F\n" +
+	"\x0fkubernetes_list\x18\t \x01(\v2\x1b.hapi.v1.KubernetesListArgsH\x00R\x0ekubernetesList\x12L\n" +
+	"\x11kubernetes_events\x18\n" +
+	" \x01(\v2\x1d.hapi.v1.KubernetesEventsArgsH\x00R\x10kubernetesEvents\x12P\n" +
+	"\x13kubernetes_pod_logs\x18\v \x01(\v2\x1e.hapi.v1.KubernetesPodLogsArgsH\x00R\x11kubernetesPodLogs\x12Y\n" +
+	"\x16kubernetes_owner_chain\x18\f \x01(\v2!.hapi.v1.KubernetesOwnerChainArgsH\x00R\x14kubernetesOwnerChain\x12#\n" +
 	"\rraw_arguments\x18\x04 \x01(\tR\frawArguments\x12\x16\n" +
 	"\x06result\x18\x05 \x01(\tR\x06result\x12/\n" +
 	"\x06status\x18\x06 \x01(\x0e2\x17.hapi.v1.ToolCallStatusR\x06status\x12)\n" +
@@ -432,24 +944,34 @@ func file_hapi_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_hapi_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_hapi_v1_tools_proto_goTypes = []any{
 	(ToolCallStatus)(0),                    // 0: hapi.v1.ToolCallStatus
 	(*SearchWorkflowCatalogArgs)(nil),      // 1: hapi.v1.SearchWorkflowCatalogArgs
 	(*ValidateWorkflowParametersArgs)(nil), // 2: hapi.v1.ValidateWorkflowParametersArgs
-	(*ToolCallRecord)(nil),                 // 3: hapi.v1.ToolCallRecord
-	(*structpb.Struct)(nil),                // 4: google.protobuf.Struct
+	(*KubernetesGetArgs)(nil),              // 3: hapi.v1.KubernetesGetArgs
+	(*KubernetesListArgs)(nil),             // 4: hapi.v1.KubernetesListArgs
+	(*KubernetesEventsArgs)(nil),           // 5: hapi.v1.KubernetesEventsArgs
+	(*KubernetesPodLogsArgs)(nil),          // 6: hapi.v1.KubernetesPodLogsArgs
+	(*KubernetesOwnerChainArgs)(nil),       // 7: hapi.v1.KubernetesOwnerChainArgs
+	(*ToolCallRecord)(nil),                 // 8: hapi.v1.ToolCallRecord
+	(*structpb.Struct)(nil),                // 9: google.protobuf.Struct
 }
 var file_hapi_v1_tools_proto_depIdxs = []int32{
-	4, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
+	9, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
 	1, // 1: hapi.v1.ToolCallRecord.search_workflow_catalog:type_name -> hapi.v1.SearchWorkflowCatalogArgs
 	2, // 2: hapi.v1.ToolCallRecord.validate_workflow_parameters:type_name -> hapi.v1.ValidateWorkflowParametersArgs
-	0, // 3: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // 3: hapi.v1.ToolCallRecord.kubernetes_get:type_name -> hapi.v1.KubernetesGetArgs
+	4, // 4: hapi.v1.ToolCallRecord.kubernetes_list:type_name -> hapi.v1.KubernetesListArgs
+	5, // 5: hapi.v1.ToolCallRecord.kubernetes_events:type_name -> hapi.v1.KubernetesEventsArgs
+	6, // 6: hapi.v1.ToolCallRecord.kubernetes_pod_logs:type_name -> hapi.v1.KubernetesPodLogsArgs
+	7, // 7: hapi.v1.ToolCallRecord.kubernetes_owner_chain:type_name -> hapi.v1.KubernetesOwnerChainArgs
+	0, // 8: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_hapi_v1_tools_proto_init() }
@@ -458,9 +980,17 @@ func file_hapi_v1_tools_proto_init() {
 		return
 	}
 	file_hapi_v1_tools_proto_msgTypes[0].OneofWrappers = []any{}
-	file_hapi_v1_tools_proto_msgTypes[2].OneofWrappers = []any{
+	file_hapi_v1_tools_proto_msgTypes[3].OneofWrappers = []any{}
+	file_hapi_v1_tools_proto_msgTypes[4].OneofWrappers = []any{}
+	file_hapi_v1_tools_proto_msgTypes[5].OneofWrappers = []any{}
+	file_hapi_v1_tools_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToolCallRecord_SearchWorkflowCatalog)(nil),
 		(*ToolCallRecord_ValidateWorkflowParameters)(nil),
+		(*ToolCallRecord_KubernetesGet)(nil),
+		(*ToolCallRecord_KubernetesList)(nil),
+		(*ToolCallRecord_KubernetesEvents)(nil),
+		(*ToolCallRecord_KubernetesPodLogs)(nil),
+		(*ToolCallRecord_KubernetesOwnerChain)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -468,7 +998,7 @@ func file_hapi_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapi_v1_tools_proto_rawDesc), len(file_hapi_v1_tools_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

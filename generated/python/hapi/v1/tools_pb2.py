@@ -26,7 +26,7 @@ from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13hapi/v1/tools.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xab\x02\n\x19SearchWorkflowCatalogArgs\x12\x1c\n\x05query\x18\x01 \x01(\tB\r\xbaH\nr\x05\x10\x01\x18\x80\x04\xc8\x01\x01\x12:\n\x14similarity_threshold\x18\x02 \x01(\x01\x42\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00H\x00\x88\x01\x01\x12\x1d\n\x05limit\x18\x03 \x01(\x05\x42\t\xbaH\x06\x1a\x04\x18\n(\x01H\x01\x88\x01\x01\x12\x1d\n\x0bsignal_type\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x12\x36\n\x08severity\x18\x05 \x01(\tB$\xbaH!r\x1fR\x00R\x08\x63riticalR\x04highR\x06mediumR\x03low\x12\x1b\n\tcomponent\x18\x06 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x42\x17\n\x15_similarity_thresholdB\x08\n\x06_limit\"y\n\x1eValidateWorkflowParametersArgs\x12\"\n\x0bworkflow_id\x18\x01 \x01(\tB\r\xbaH\nr\x05\x10\x01\x18\x80\x01\xc8\x01\x01\x12\x33\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01\"\xad\x02\n\x0eToolCallRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x45\n\x17search_workflow_catalog\x18\x02 \x01(\x0b\x32\".hapi.v1.SearchWorkflowCatalogArgsH\x00\x12O\n\x1cvalidate_workflow_parameters\x18\x03 \x01(\x0b\x32\'.hapi.v1.ValidateWorkflowParametersArgsH\x00\x12\x15\n\rraw_arguments\x18\x04 \x01(\t\x12\x0e\n\x06result\x18\x05 \x01(\t\x12\'\n\x06status\x18\x06 \x01(\x0e\x32\x17.hapi.v1.ToolCallStatus\x12\x18\n\x10\x64uration_seconds\x18\x07 \x01(\x01\x42\x0b\n\targuments*\x99\x02\n\x0eToolCallStatus\x12 \n\x1cTOOL_CALL_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18TOOL_CALL_STATUS_SUCCESS\x10\x01\x12&\n\"TOOL_CALL_STATUS_INVALID_ARGUMENTS\x10\x02\x12!\n\x1dTOOL_CALL_STATUS_UNKNOWN_TOOL\x10\x03\x12\x1a\n\x16TOOL_CALL_STATUS_ERROR\x10\x04\x12#\n\x1fTOOL_CALL_STATUS_LIMIT_EXCEEDED\x10\x05\x12\x1d\n\x19TOOL_CALL_STATUS_REPEATED\x10\x06\x12\x1c\n\x18TOOL_CALL_STATUS_TIMEOUT\x10\x07\x42<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13hapi/v1/tools.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xab\x02\n\x19SearchWorkflowCatalogArgs\x12\x1c\n\x05query\x18\x01 \x01(\tB\r\xbaH\nr\x05\x10\x01\x18\x80\x04\xc8\x01\x01\x12:\n\x14similarity_threshold\x18\x02 \x01(\x01\x42\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00H\x00\x88\x01\x01\x12\x1d\n\x05limit\x18\x03 \x01(\x05\x42\t\xbaH\x06\x1a\x04\x18\n(\x01H\x01\x88\x01\x01\x12\x1d\n\x0bsignal_type\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x12\x36\n\x08severity\x18\x05 \x01(\tB$\xbaH!r\x1fR\x00R\x08\x63riticalR\x04highR\x06mediumR\x03low\x12\x1b\n\tcomponent\x18\x06 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x42\x17\n\x15_similarity_thresholdB\x08\n\x06_limit\"y\n\x1eValidateWorkflowParametersArgs\x12\"\n\x0bworkflow_id\x18\x01 \x01(\tB\r\xbaH\nr\x05\x10\x01\x18\x80\x01\xc8\x01\x01\x12\x33\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01\"c\n\x11KubernetesGetArgs\x12\x18\n\x04kind\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01\x12\x18\n\x04name\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\xfd\x01\x12\x1a\n\tnamespace\x18\x03 \x01(\tB\x07\xbaH\x04r\x02\x18?\"\xb7\x01\n\x12KubernetesListArgs\x12\x18\n\x04kind\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01\x12\x1a\n\tnamespace\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x18?\x12 \n\x0elabel_selector\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x04\x12 \n\x0e\x66ield_selector\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x04\x12\x1d\n\x05limit\x18\x05 \x01(\x05\x42\t\xbaH\x06\x1a\x04\x18\x64(\x01H\x00\x88\x01\x01\x42\x08\n\x06_limit\"\x8b\x01\n\x14KubernetesEventsArgs\x12\x1a\n\tnamespace\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x18?\x12\x16\n\x04kind\x18\x02 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x12\x16\n\x04name\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\xfd\x01\x12\x1d\n\x05limit\x18\x04 \x01(\x05\x42\t\xbaH\x06\x1a\x04\x18\x32(\x01H\x00\x88\x01\x01\x42\x08\n\x06_limit\"\x86\x02\n\x15KubernetesPodLogsArgs\x12\x1c\n\tnamespace\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?\x12\x17\n\x03pod\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\xfd\x01\x12\x1b\n\tcontainer\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\xfd\x01\x12\x10\n\x08previous\x18\x04 \x01(\x08\x12#\n\ntail_lines\x18\x05 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xf4\x03(\x01H\x00\x88\x01\x01\x12\x18\n\x06\x66ilter\x18\x06 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\x12\'\n\rsince_seconds\x18\x07 \x01(\x05\x42\x0b\xbaH\x08\x1a\x06\x18\x80\xf5$(\x01H\x01\x88\x01\x01\x42\r\n\x0b_tail_linesB\x10\n\x0e_since_seconds\"h\n\x18KubernetesOwnerChainArgs\x12\x1a\n\tnamespace\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x18?\x12\x16\n\x04kind\x18\x02 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x12\x18\n\x04name\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\xfd\x01\"\xdb\x04\n\x0eToolCallRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x45\n\x17search_workflow_catalog\x18\x02 \x01(\x0b\x32\".hapi.v1.SearchWorkflowCatalogArgsH\x00\x12O\n\x1cvalidate_workflow_parameters\x18\x03 \x01(\x0b\x32\'.hapi.v1.ValidateWorkflowParametersArgsH\x00\x12\x34\n\x0ekubernetes_get\x18\x08 \x01(\x0b\x32\x1a.hapi.v1.KubernetesGetArgsH\x00\x12\x36\n\x0fkubernetes_list\x18\t \x01(\x0b\x32\x1b.hapi.v1.KubernetesListArgsH\x00\x12:\n\x11kubernetes_events\x18\n \x01(\x0b\x32\x1d.hapi.v1.KubernetesEventsArgsH\x00\x12=\n\x13kubernetes_pod_logs\x18\x0b \x01(\x0b\x32\x1e.hapi.v1.KubernetesPodLogsArgsH\x00\x12\x43\n\x16kubernetes_owner_chain\x18\x0c \x01(\x0b\x32!.hapi.v1.KubernetesOwnerChainArgsH\x00\x12\x15\n\rraw_arguments\x18\x04 \x01(\t\x12\x0e\n\x06result\x18\x05 \x01(\t\x12\'\n\x06status\x18\x06 \x01(\x0e\x32\x17.hapi.v1.ToolCallStatus\x12\x18\n\x10\x64uration_seconds\x18\x07 \x01(\x01\x42\x0b\n\targuments*\x99\x02\n\x0eToolCallStatus\x12 \n\x1cTOOL_CALL_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18TOOL_CALL_STATUS_SUCCESS\x10\x01\x12&\n\"TOOL_CALL_STATUS_INVALID_ARGUMENTS\x10\x02\x12!\n\x1dTOOL_CALL_STATUS_UNKNOWN_TOOL\x10\x03\x12\x1a\n\x16TOOL_CALL_STATUS_ERROR\x10\x04\x12#\n\x1fTOOL_CALL_STATUS_LIMIT_EXCEEDED\x10\x05\x12\x1d\n\x19TOOL_CALL_STATUS_REPEATED\x10\x06\x12\x1c\n\x18TOOL_CALL_STATUS_TIMEOUT\x10\x07\x42<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,12 +50,64 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VALIDATEWORKFLOWPARAMETERSARGS'].fields_by_name['workflow_id']._serialized_options = b'\272H\nr\005\020\001\030\200\001\310\001\001'
   _globals['_VALIDATEWORKFLOWPARAMETERSARGS'].fields_by_name['parameters']._loaded_options = None
   _globals['_VALIDATEWORKFLOWPARAMETERSARGS'].fields_by_name['parameters']._serialized_options = b'\272H\003\310\001\001'
-  _globals['_TOOLCALLSTATUS']._serialized_start=821
-  _globals['_TOOLCALLSTATUS']._serialized_end=1102
+  _globals['_KUBERNETESGETARGS'].fields_by_name['kind']._loaded_options = None
+  _globals['_KUBERNETESGETARGS'].fields_by_name['kind']._serialized_options = b'\272H\007r\005\020\001\030\200\001'
+  _globals['_KUBERNETESGETARGS'].fields_by_name['name']._loaded_options = None
+  _globals['_KUBERNETESGETARGS'].fields_by_name['name']._serialized_options = b'\272H\007r\005\020\001\030\375\001'
+  _globals['_KUBERNETESGETARGS'].fields_by_name['namespace']._loaded_options = None
+  _globals['_KUBERNETESGETARGS'].fields_by_name['namespace']._serialized_options = b'\272H\004r\002\030?'
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['kind']._loaded_options = None
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['kind']._serialized_options = b'\272H\007r\005\020\001\030\200\001'
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['namespace']._loaded_options = None
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['namespace']._serialized_options = b'\272H\004r\002\030?'
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['label_selector']._loaded_options = None
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['label_selector']._serialized_options = b'\272H\005r\003\030\200\004'
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['field_selector']._loaded_options = None
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['field_selector']._serialized_options = b'\272H\005r\003\030\200\004'
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['limit']._loaded_options = None
+  _globals['_KUBERNETESLISTARGS'].fields_by_name['limit']._serialized_options = b'\272H\006\032\004\030d(\001'
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['namespace']._loaded_options = None
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['namespace']._serialized_options = b'\272H\004r\002\030?'
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['kind']._loaded_options = None
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['kind']._serialized_options = b'\272H\005r\003\030\200\001'
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['name']._loaded_options = None
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['name']._serialized_options = b'\272H\005r\003\030\375\001'
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['limit']._loaded_options = None
+  _globals['_KUBERNETESEVENTSARGS'].fields_by_name['limit']._serialized_options = b'\272H\006\032\004\0302(\001'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['namespace']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['namespace']._serialized_options = b'\272H\006r\004\020\001\030?'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['pod']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['pod']._serialized_options = b'\272H\007r\005\020\001\030\375\001'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['container']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['container']._serialized_options = b'\272H\005r\003\030\375\001'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['tail_lines']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['tail_lines']._serialized_options = b'\272H\007\032\005\030\364\003(\001'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['filter']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['filter']._serialized_options = b'\272H\005r\003\030\200\002'
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['since_seconds']._loaded_options = None
+  _globals['_KUBERNETESPODLOGSARGS'].fields_by_name['since_seconds']._serialized_options = b'\272H\010\032\006\030\200\365$(\001'
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['namespace']._loaded_options = None
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['namespace']._serialized_options = b'\272H\004r\002\030?'
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['kind']._loaded_options = None
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['kind']._serialized_options = b'\272H\005r\003\030\200\001'
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['name']._loaded_options = None
+  _globals['_KUBERNETESOWNERCHAINARGS'].fields_by_name['name']._serialized_options = b'\272H\007r\005\020\001\030\375\001'
+  _globals['_TOOLCALLSTATUS']._serialized_start=1923
+  _globals['_TOOLCALLSTATUS']._serialized_end=2204
   _globals['_SEARCHWORKFLOWCATALOGARGS']._serialized_start=92
   _globals['_SEARCHWORKFLOWCATALOGARGS']._serialized_end=391
   _globals['_VALIDATEWORKFLOWPARAMETERSARGS']._serialized_start=393
   _globals['_VALIDATEWORKFLOWPARAMETERSARGS']._serialized_end=514
-  _globals['_TOOLCALLRECORD']._serialized_start=517
-  _globals['_TOOLCALLRECORD']._serialized_end=818
+  _globals['_KUBERNETESGETARGS']._serialized_start=516
+  _globals['_KUBERNETESGETARGS']._serialized_end=615
+  _globals['_KUBERNETESLISTARGS']._serialized_start=618
+  _globals['_KUBERNETESLISTARGS']._serialized_end=801
+  _globals['_KUBERNETESEVENTSARGS']._serialized_start=804
+  _globals['_KUBERNETESEVENTSARGS']._serialized_end=943
+  _globals['_KUBERNETESPODLOGSARGS']._serialized_start=946
+  _globals['_KUBERNETESPODLOGSARGS']._serialized_end=1208
+  _globals['_KUBERNETESOWNERCHAINARGS']._serialized_start=1210
+  _globals['_KUBERNETESOWNERCHAINARGS']._serialized_end=1314
+  _globals['_TOOLCALLRECORD']._serialized_start=1317
+  _globals['_TOOLCALLRECORD']._serialized_end=1920
 # @@protoc_insertion_point(module_scope)

@@ -51,11 +51,80 @@ class ValidateWorkflowParametersArgs(_message.Message):
     parameters: _struct_pb2.Struct
     def __init__(self, workflow_id: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
+class KubernetesGetArgs(_message.Message):
+    __slots__ = ("kind", "name", "namespace")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    namespace: str
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class KubernetesListArgs(_message.Message):
+    __slots__ = ("kind", "namespace", "label_selector", "field_selector", "limit")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    limit: int
+    def __init__(self, kind: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class KubernetesEventsArgs(_message.Message):
+    __slots__ = ("namespace", "kind", "name", "limit")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    kind: str
+    name: str
+    limit: int
+    def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class KubernetesPodLogsArgs(_message.Message):
+    __slots__ = ("namespace", "pod", "container", "previous", "tail_lines", "filter", "since_seconds")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    POD_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    TAIL_LINES_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    pod: str
+    container: str
+    previous: bool
+    tail_lines: int
+    filter: str
+    since_seconds: int
+    def __init__(self, namespace: _Optional[str] = ..., pod: _Optional[str] = ..., container: _Optional[str] = ..., previous: _Optional[bool] = ..., tail_lines: _Optional[int] = ..., filter: _Optional[str] = ..., since_seconds: _Optional[int] = ...) -> None: ...
+
+class KubernetesOwnerChainArgs(_message.Message):
+    __slots__ = ("namespace", "kind", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    kind: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
 class ToolCallRecord(_message.Message):
-    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "raw_arguments", "result", "status", "duration_seconds")
+    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "kubernetes_get", "kubernetes_list", "kubernetes_events", "kubernetes_pod_logs", "kubernetes_owner_chain", "raw_arguments", "result", "status", "duration_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SEARCH_WORKFLOW_CATALOG_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_WORKFLOW_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_GET_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_LIST_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_POD_LOGS_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_OWNER_CHAIN_FIELD_NUMBER: _ClassVar[int]
     RAW_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -63,8 +132,13 @@ class ToolCallRecord(_message.Message):
     name: str
     search_workflow_catalog: SearchWorkflowCatalogArgs
     validate_workflow_parameters: ValidateWorkflowParametersArgs
+    kubernetes_get: KubernetesGetArgs
+    kubernetes_list: KubernetesListArgs
+    kubernetes_events: KubernetesEventsArgs
+    kubernetes_pod_logs: KubernetesPodLogsArgs
+    kubernetes_owner_chain: KubernetesOwnerChainArgs
     raw_arguments: str
     result: str
     status: ToolCallStatus
     duration_seconds: float
-    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., kubernetes_get: _Optional[_Union[KubernetesGetArgs, _Mapping]] = ..., kubernetes_list: _Optional[_Union[KubernetesListArgs, _Mapping]] = ..., kubernetes_events: _Optional[_Union[KubernetesEventsArgs, _Mapping]] = ..., kubernetes_pod_logs: _Optional[_Union[KubernetesPodLogsArgs, _Mapping]] = ..., kubernetes_owner_chain: _Optional[_Union[KubernetesOwnerChainArgs, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...

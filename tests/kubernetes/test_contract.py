@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hapi.v1 import tools_pb2
 
+from hapi.v1 import tools_pb2
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus
 from hapi_grpc.domain.toolsets import kubernetes_args as a
 from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal, kind_key

@@ -15,18 +15,24 @@ step:
 4. answer the ADR-038 JSON contract: the validated selection, or none.
 
 It is honest about what it is: the answer says that no language model was
-used and no root cause analysis was made, and its confidence is the
-catalog's match confidence.
+used, and its confidence is the catalog's match confidence. Without cluster
+tools it makes no root cause analysis. When the read-only `kubernetes` tools
+are offered it reads the evidence first (`builtin_evidence`), targets the
+resource the owner chain names (the Deployment, or the Node), fills
+parameters from what it read (the memory limit hit -> twice that) and cites
+the evidence (object, field, value) in `root_cause_assessment`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolDefinition
 from hapi_grpc.domain.prompt import CLUSTER, ERROR_DETAILS, SIGNAL, read_facts
@@ -121,10 +127,24 @@ class _Turn:
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
         self.exchanges = _exchanges(messages)
         self.step = sum(1 for m in messages if m.role == "assistant") + 1
+        self.findings: Findings | None = None
 
     def next(self) -> LLMResponse:
         if self.corrected:
             return self._answer(None, [], "the service did not accept the rule-based answer")
+        if GET in self.offered and self.facts.name:
+            read = plan(
+                self.facts.kind,
+                self.facts.namespace,
+                self.facts.name,
+                self.facts.signal_type,
+                self.exchanges,
+            )
+            if isinstance(read, tuple):
+                return self._call(*read)
+            if read.evidence:
+                self.findings = read
+                self.facts = _with_findings(self.facts, read)
         searches = [e for e in self.exchanges if e.name == SEARCH_TOOL]
         if not searches:
             if SEARCH_TOOL not in self.offered or not self.facts.signal_type:
@@ -240,8 +260,12 @@ class _Turn:
         where = f" in namespace {f.namespace}" if f.namespace else ""
         signal = f.signal_type or "unknown"
         severity = f.severity if f.severity in _SEVERITIES else Severity.MEDIUM
+        found = self.findings
         warnings = [
-            "No language model was used: rule-based workflow match without root cause"
+            "No language model was used: rule-based reading of evidence from the cluster"
+            " (read-only Kubernetes tools) and rule-based workflow match."
+            if found
+            else "No language model was used: rule-based workflow match without root cause"
             " analysis. The reported signal may be a symptom of another cause."
         ]
         if f.severity not in _SEVERITIES:
@@ -276,7 +300,10 @@ class _Turn:
         answer = {
             "analysis_summary": summary,
             "root_cause_assessment": (
-                f"Not independently assessed (no language model was used); the reported"
+                "Evidence read from the cluster (rule-based, no language model was used): "
+                + "; ".join(found.evidence)
+                if found
+                else f"Not independently assessed (no language model was used); the reported"
                 f" {signal} signal is taken at face value."
             ),
             "rca_severity": severity,
@@ -291,12 +318,15 @@ class _Turn:
             ],
             "warnings": warnings,
             "context_used": {
-                "cluster_state": "not assessed",
+                "cluster_state": found.evidence[0][:500] if found else "not assessed",
                 "resource_availability": "not assessed",
                 "blast_radius": f"{resource}{where}" if f.name else "not assessed",
             },
         }
-        if f.name:
+        target = found.target_resource() if found else None
+        if target is not None:
+            answer["target_resource"] = target
+        elif f.name:
             answer["target_resource"] = {
                 "namespace": f.namespace,
                 "kind": f.kind,
@@ -311,6 +341,24 @@ class _Turn:
 
 
 # --- helpers ------------------------------------------------------------------------
+
+
+def _with_findings(facts: _Facts, findings: Findings) -> _Facts:
+    """The facts as the evidence corrects them: the resource to remediate, the limit hit."""
+    target = findings.target_resource()
+    text = facts.error_text
+    if findings.memory_limit:
+        text = f"memory limit {findings.memory_limit}. {text}"
+    if target is None:
+        return dataclasses.replace(facts, error_text=text)
+    return dataclasses.replace(
+        facts,
+        kind=target["kind"],
+        name=target["name"],
+        namespace=target["namespace"],
+        component=target["kind"].lower(),
+        error_text=text,
+    )
 
 
 def _exchanges(messages: Iterable[ChatMessage]) -> list[_Exchange]:

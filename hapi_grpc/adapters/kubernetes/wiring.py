@@ -1,0 +1,74 @@
+"""Builds the `kubernetes` toolset source from `KubernetesSettings`, or none."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hapi_grpc.adapters.kubernetes.credentials import credentials_present, load_connection
+from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
+from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
+from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
+from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+
+__all__ = ["KubernetesWiring", "open_kubernetes", "toolset_source"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class KubernetesWiring:
+    reader: ApiServerReader
+    source: KubernetesToolsetSource
+
+    async def close(self) -> None:
+        await self.reader.close()
+
+
+def toolset_source(
+    reader: ApiServerReader, settings: KubernetesSettings
+) -> KubernetesToolsetSource:
+    return KubernetesToolsetSource(
+        reader,
+        KubernetesScope.of(settings.namespaces_allow, settings.namespaces_deny, settings.kinds),
+        ToolsetLimits(
+            max_calls=settings.max_calls,
+            call_timeout=settings.call_timeout,
+            max_output_chars=settings.max_output_chars,
+        ),
+        settings.investigation_output_chars,
+    )
+
+
+async def open_kubernetes(
+    settings: KubernetesSettings | None = None, environ: Mapping[str, str] = os.environ
+) -> KubernetesWiring | None:
+    """The toolset when enabled (`on`, or `auto` with credentials found); else None.
+
+    `on` without usable credentials raises, so a misconfiguration stops startup
+    instead of silently investigating without the cluster.
+    """
+    settings = settings or KubernetesSettings.from_env(environ)
+    env = dict(environ)
+    if settings.mode == "off" or (settings.mode == "auto" and not credentials_present(env)):
+        log.info("kubernetes investigation tools off", extra={"mode": settings.mode})
+        return None
+    try:
+        connection = await load_connection(env)
+    except Exception as exc:
+        if settings.mode == "on":
+            raise ValueError(
+                f"HAPI_KUBERNETES=on but the credentials cannot be used: {exc}"
+            ) from exc
+        log.warning("kubernetes credentials found but unusable; tools off: %s", type(exc).__name__)
+        return None
+    if connection is None:
+        if settings.mode == "on":
+            raise ValueError("HAPI_KUBERNETES=on but no in-cluster or KUBECONFIG credentials")
+        return None
+    reader = ApiServerReader(connection)
+    log.info("kubernetes investigation tools on", extra={"source": connection.source})
+    return KubernetesWiring(reader, toolset_source(reader, settings))

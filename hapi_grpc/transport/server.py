@@ -158,13 +158,16 @@ class HapiServer:
         self.engine.drain(drain_seconds(grace))
         idle = await self.gate.wait_until_idle(ends - stop_reserve(grace))
         log.info("hapi.v1 calls drained", extra={"idle": idle, "in_flight": self.gate.in_flight})
-        # grpc core cancels (CANCELLED) the calls it has received but not yet
-        # handed to a handler when stop() begins, and answers calls arriving
-        # afterwards with UNAVAILABLE (GOAWAY, then the listener is closed).
-        # Stopping only once nothing was in flight or arriving for a few event
-        # loop turns leaves to that cancellation just the calls that reach the
-        # server in the last poll interval (about 20 ms) before stop(), or
-        # whatever a caller keeps sending until the grace is nearly spent.
+        # What grpc.aio does once stop() begins (measured with grpcio 1.85):
+        # calls arriving afterwards fail UNAVAILABLE on the caller's side
+        # (GOAWAY, then the closed listener), but calls grpc core has already
+        # received and not yet handed to a handler are CANCELLED, and grpc.aio
+        # hands them over one at a time. Stopping only once nothing was in
+        # flight or arriving for a few event loop turns leaves to that
+        # cancellation just the calls that reach the server in the last poll
+        # (about 20 ms) before stop(); or, when callers keep sending faster
+        # than grpc.aio hands calls over until the grace is nearly spent, the
+        # queue of that moment. The library offers no GOAWAY without it.
         await self._server.stop(max(ends - time.monotonic(), 0.0))
         for closer in (self.idempotency, self.engine, self.llm, self.catalog):
             close = getattr(closer, "close", None)

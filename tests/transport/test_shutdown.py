@@ -160,3 +160,12 @@ async def test_calls_queued_when_shutdown_begins_are_unavailable_not_cancelled()
             assert_partial_result(code, reply)
         else:
             assert (code, reply) == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+
+
+async def test_an_idle_server_stops_at_once_whatever_the_grace() -> None:
+    async with running_server() as srv:
+        reply = await srv.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        began = time.monotonic()
+        await asyncio.wait_for(srv.server.stop(grace=30.0), 5)
+        assert time.monotonic() - began < 1.0

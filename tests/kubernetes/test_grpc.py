@@ -233,3 +233,14 @@ async def test_the_investigation_call_cap_holds(
         for t in result.tool_calls
         if t.name == "kubernetes_list"
     )
+
+
+async def test_certificate_through_its_crd_is_read_and_targeted(
+    reader: ApiServerReader, kube_api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    s = kube_fixtures.certificate_not_ready(kube_api, namespace)
+    result = await analyze(reader, request("certificate-not-ready.json", namespace=namespace))
+    t = result.target_resource
+    assert f"{t.namespace}/{t.api_group}/{t.kind}/{t.name}" == s.target
+    assert "Ready=False" in result.root_cause_assessment
+    assert "letsencrypt-prod" in result.root_cause_assessment

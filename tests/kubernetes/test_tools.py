@@ -61,8 +61,6 @@ async def test_get_workload_node_and_custom_resource(
     kubelet: FakeKubelet,
 ) -> None:
     s = kube_fixtures.oomkilled(kube_api, namespace, node_name, kubelet)
-    # Before the first call: discovery is read once and refreshed at most every 10 s.
-    cert = kube_fixtures.certificate_not_ready(kube_api, namespace)
     tools = toolset(reader)
     deployment = data(
         await call(
@@ -85,6 +83,8 @@ async def test_get_workload_node_and_custom_resource(
     assert deployment["strategy"]["type"] == "RollingUpdate"
     node = data(await call(tools, "kubernetes_get", kind="Node", name=node_name))
     assert node["ready"] == "True" and node["allocatable"]["memory"]
+    # Created after discovery was read: an unknown kind reads discovery again.
+    cert = kube_fixtures.certificate_not_ready(kube_api, namespace)
     certificate = data(
         await call(
             tools, "kubernetes_get", kind="Certificate", namespace=namespace, name="demo-app-cert"

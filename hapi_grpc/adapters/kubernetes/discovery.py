@@ -4,7 +4,7 @@ The aggregated discovery documents (`apidiscovery.k8s.io/v2`) list every
 group, version and resource in two requests; older servers get the classic
 walk (`/api/v1`, `/apis`, then each group's preferred version). The index
 is kept for a TTL; an unknown kind triggers one early refresh (a CRD
-created a moment ago), never more than one per `min_refresh` seconds.
+created a moment ago), at most once per spelling per `min_refresh` seconds.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ AGGREGATED_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 )
 _MAX_LEGACY_GROUPS = 64
+_MAX_MISSES = 256
 
 Fetch = Callable[[str, str, float], Awaitable[dict[str, Any]]]  # path, accept, timeout
 
@@ -74,14 +75,24 @@ class Discovery:
         self._types: list[ResourceType] = []
         self._loaded_at = -float("inf")
         self._lock = asyncio.Lock()
+        self._missed: dict[str, float] = {}  # unknown spelling -> when it was last looked up
 
     async def resolve(self, spelling: str, timeout: float) -> ResourceType:
         now = time.monotonic()
         if now - self._loaded_at > self._ttl:
             await self._refresh(timeout, stale_before=now - self._ttl)
         found = self._match(spelling)
-        if found is None and time.monotonic() - self._loaded_at > self._min_refresh:
-            await self._refresh(timeout, stale_before=time.monotonic() - self._min_refresh)
+        key = spelling.strip().lower()
+        if (
+            found is None
+            and time.monotonic() - self._missed.get(key, -float("inf")) > self._min_refresh
+        ):
+            # A kind not seen yet may be a CRD created since the last read:
+            # read again, at most once per spelling per `min_refresh`.
+            if len(self._missed) >= _MAX_MISSES:
+                self._missed.clear()
+            self._missed[key] = time.monotonic()
+            await self._refresh(timeout, stale_before=time.monotonic() - 0.001)
             found = self._match(spelling)
         if found is None:
             raise KubeFailure(

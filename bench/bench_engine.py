@@ -31,7 +31,14 @@ from hapi_grpc.domain.incident import (
     SignalInfo,
 )
 from hapi_grpc.domain.investigation.engine import InvestigationEngine
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolCall,
+    ToolChoice,
+    ToolDefinition,
+)
 from hapi_grpc.domain.result import AnalysisEvent
 
 PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
@@ -78,7 +85,11 @@ class InstantModel:
     uses_language_model = True
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         step = sum(1 for m in messages if m.role == "assistant")
         usage = TokenUsage(1000, 50)

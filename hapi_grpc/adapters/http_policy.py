@@ -13,7 +13,9 @@ loop. The runner:
   would only hide it);
 - clips each attempt's timeout to the remaining budget, and tells a timeout
   the budget caused (`BudgetExhaustedError`) from one the dependency caused
-  (retried);
+  (retried; with `retry_timeouts_in_full`, only while the budget still holds a
+  whole `attempt_timeout` after the wait: a slow dependency that used up one
+  full attempt would not finish a shorter one);
 - waits between attempts with exponential backoff and full jitter, or the
   server's `Retry-After` when that is longer, and gives up at once on a
   `Retry-After` beyond `retry_after_cap`;
@@ -63,6 +65,9 @@ class RetryPolicy:
         give up at once rather than hold the caller.
     min_attempt_seconds: an attempt that would get less time than this before
         the deadline is not started.
+    retry_timeouts_in_full: a timed-out attempt is retried only when the
+        budget still holds a full `attempt_timeout` (for dependencies whose
+        answers take long, like model completions).
     """
 
     attempt_timeout: float
@@ -72,6 +77,7 @@ class RetryPolicy:
     jitter: bool = True
     retry_after_cap: float = 60.0
     min_attempt_seconds: float = 0.1
+    retry_timeouts_in_full: bool = False
 
     def __post_init__(self) -> None:
         if self.attempt_timeout <= 0:
@@ -104,10 +110,13 @@ class TransientError(Exception):
     `reason` must already be safe to show (redacted, no URL, no body).
     """
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, *, timed_out: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)
@@ -247,7 +256,7 @@ async def _attempt(
                 raise BudgetExhaustedError(
                     f"{what} did not finish before the caller's deadline ({timeout:.2f}s)"
                 ) from None
-            raise TransientError(f"timed out after {timeout:.3g}s") from None
+            raise TransientError(f"timed out after {timeout:.3g}s", timed_out=True) from None
     finally:
         if slots is not None and taken_at is not None:
             slots.release(taken_at)
@@ -275,6 +284,16 @@ def _wait(
     budget = current_budget()
     if budget is not None:
         left = budget.remaining()
+        if (
+            failure.timed_out
+            and policy.retry_timeouts_in_full
+            and delay + policy.attempt_timeout > left
+        ):
+            raise fail(
+                f"{what} failed: {failure.reason}; not retried: the remaining"
+                f" {max(left, 0):.2f}s cannot hold another full attempt"
+                f" ({policy.attempt_timeout:g}s)"
+            )
         if delay + policy.min_attempt_seconds >= left:
             wait = (
                 f"Retry-After {retry_after:g}s"

@@ -59,6 +59,14 @@ class LLMResponseError(HapiError):
     """The provider answered with something that is not a valid completion."""
 
 
+class ContextOverflowError(LLMUnavailableError):
+    """The conversation does not fit the model's context window.
+
+    Never retried: the same request gets the same refusal. The investigation
+    ends with a review reason of its own rather than as an unavailable model.
+    """
+
+
 class BudgetExhaustedError(HapiError):
     """The caller's deadline or one of our own bounds ran out (DEADLINE_EXCEEDED)."""
 

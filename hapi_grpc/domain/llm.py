@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
+# "auto": the model may call the offered tools or answer; "none": it must
+# answer in text (the last turn). The tools are still described either way.
+ToolChoice = Literal["auto", "none"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,12 @@ class LLMProvider(Protocol):
 
     `complete` honours the current `hapi_grpc.domain.deadline` budget for its
     timeouts, retries transient failures within it, and raises
-    `LLMUnavailableError` when the provider cannot answer, or
-    `BudgetExhaustedError` when the budget ran out. Cancelling the awaiting
-    task aborts the HTTP request.
+    `LLMUnavailableError` when the provider cannot answer,
+    `ContextOverflowError` (never retried) when the conversation does not fit
+    the model's context, or `BudgetExhaustedError` when the budget ran out.
+    Cancelling the awaiting task aborts the HTTP request. `tool_choice="none"`
+    asks for a text answer: each adapter maps it to its protocol's way of
+    forbidding tool calls.
     """
 
     name: str  # provider name for metrics: "openai", "anthropic", "builtin"
@@ -89,7 +95,11 @@ class LLMProvider(Protocol):
     uses_language_model: bool  # False for the built-in deterministic analyst
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse: ...
 
     async def close(self) -> None: ...

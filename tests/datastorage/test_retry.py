@@ -92,6 +92,7 @@ def test_each_adapter_states_its_policy() -> None:
         backoff_cap=30.0,
         retry_after_cap=60.0,
         min_attempt_seconds=0.1,
+        retry_timeouts_in_full=True,
     )
 
 

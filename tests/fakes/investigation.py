@@ -33,7 +33,14 @@ from hapi_grpc.domain.incident import (
 )
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolCall,
+    ToolChoice,
+    ToolDefinition,
+)
 from hapi_grpc.domain.result import AnalysisEvent
 
 OOM_ID = "oomkill-increase-memory-v1"
@@ -154,15 +161,21 @@ class ScriptedLLM:
         self.model = model
         self.calls: list[list[ChatMessage]] = []
         self.tools: list[list[ToolDefinition]] = []
+        self.tool_choices: list[ToolChoice] = []
         self.cancelled = 0
         self.closed = False
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         index = min(len(self.calls), len(self.steps) - 1)
         self.calls.append(list(messages))
         self.tools.append(list(tools))
+        self.tool_choices.append(tool_choice)
         step = self.steps[index]
         try:
             if isinstance(step, BaseException):

@@ -30,7 +30,14 @@ from hapi_grpc.adapters.llm.http import (
     sensitive_values,
 )
 from hapi_grpc.domain.errors import LLMResponseError
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolCall,
+    ToolChoice,
+    ToolDefinition,
+)
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_MAX_TOKENS = 2048
@@ -58,6 +65,7 @@ class AnthropicProvider:
         max_retries: int = 2,
         backoff_base: float = 0.5,
         max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        min_attempt_seconds: float = 0.1,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
         if not base_url:
@@ -88,6 +96,7 @@ class AnthropicProvider:
             max_retries=max_retries,
             backoff_base=backoff_base,
             max_concurrent_requests=max_concurrent_requests,
+            min_attempt_seconds=min_attempt_seconds,
             session=session,
         )
 
@@ -95,7 +104,11 @@ class AnthropicProvider:
         return f"AnthropicProvider(url={self._url!r}, model={self.model!r})"
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         system, wire_messages = to_anthropic_messages(messages)
         body: dict[str, Any] = {
@@ -106,7 +119,11 @@ class AnthropicProvider:
         if system:
             body["system"] = system
         if tools:
+            # The tools stay described even when none may be called: a request
+            # whose history holds tool_use blocks must define them.
             body["tools"] = to_anthropic_tools(tools)
+            if tool_choice == "none":
+                body["tool_choice"] = {"type": "none"}
         if self._temperature is not None:
             body["temperature"] = self._temperature
         return await self._http.post_completion(

@@ -34,7 +34,7 @@ from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
 from hapi_grpc.domain.levels import RiskLevel, Severity
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolDefinition
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.prompt import CLUSTER, ERROR_DETAILS, SIGNAL, read_facts
 from hapi_grpc.domain.toolsets.jsontext import compact_json
 from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, VALIDATE_TOOL
@@ -108,10 +108,16 @@ class BuiltinAnalyst:
     uses_language_model = False
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         """The next step; instant, so it needs no timeout and cannot be cancelled midway."""
-        return _Turn(messages, {tool.name for tool in tools}).next()
+        # tool_choice "none" (the last turn): answer with what is known.
+        offered = set() if tool_choice == "none" else {tool.name for tool in tools}
+        return _Turn(messages, offered).next()
 
     async def close(self) -> None:
         """Nothing to release."""

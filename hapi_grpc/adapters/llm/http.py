@@ -14,6 +14,9 @@ Failure policy:
 - Anything else that is not 2xx (400/401/403/404/422, redirects) fails at once.
 - `LLMUnavailableError` when the provider cannot answer. Its message names the
   provider, the HTTP status and the provider's own error message, redacted.
+- `ContextOverflowError` when the provider says the conversation does not fit
+  the model's context (`is_context_overflow`), whatever the status: llama.cpp
+  answers it with a 500, which would otherwise look transient. Never retried.
 - `LLMResponseError` when a 2xx body is not a valid completion. Not retried:
   the same request would most likely get the same answer.
 - `BudgetExhaustedError` when the caller's deadline leaves no time for an
@@ -46,7 +49,7 @@ from hapi_grpc.adapters.http_policy import (
     run_attempts,
 )
 from hapi_grpc.adapters.retry import parse_retry_after
-from hapi_grpc.domain.errors import LLMResponseError, LLMUnavailableError
+from hapi_grpc.domain.errors import ContextOverflowError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.domain.sensitive import is_secret_name, redact
 from hapi_grpc.observability import metrics
@@ -64,13 +67,42 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
 
 _TRANSIENT_4XX = frozenset({408, 429})
 
+# How providers say "the conversation does not fit the context", as each
+# documents or sends it (matched case-insensitively in the error body):
+# - llama.cpp server: HTTP 500 "Context size has been exceeded." (older
+#   builds), HTTP 400/500 type "exceed_context_size_error" ("the request
+#   exceeds the available context size ...");
+# - OpenAI and Azure OpenAI: HTTP 400 code "context_length_exceeded", message
+#   "This model's maximum context length is N tokens ...";
+# - vLLM, LiteLLM and other compatible servers: HTTP 400 "... maximum context
+#   length is N tokens ...";
+# - Anthropic: HTTP 400 invalid_request_error "prompt is too long: N tokens >
+#   M maximum".
+# Ollama truncates the prompt silently instead of refusing it.
+_CONTEXT_OVERFLOW_MARKERS = (
+    "context size has been exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "context_length_exceeded",
+    "maximum context length",
+    "prompt is too long",
+)
 
-def llm_retry_policy(request_timeout: float, max_retries: int, backoff_base: float) -> RetryPolicy:
+
+def llm_retry_policy(
+    request_timeout: float,
+    max_retries: int,
+    backoff_base: float,
+    min_attempt_seconds: float = 0.1,
+) -> RetryPolicy:
     """The model providers' retry policy.
 
     Retry-After is honoured up to 60 s: providers' rate-limit windows are
-    often a minute. No attempt starts with less than 0.1 s left: no model
-    answers faster, so a shorter attempt would only spend a request.
+    often a minute. No attempt starts with less than `min_attempt_seconds`
+    left (default 0.1 s: no model answers faster; a slow local model needs
+    more). A timed-out completion is retried only when the budget still holds
+    a full `request_timeout`: a model that used a whole attempt would not
+    finish a shorter one, and the retry would only hold the caller.
     """
     return RetryPolicy(
         attempt_timeout=request_timeout,
@@ -78,7 +110,8 @@ def llm_retry_policy(request_timeout: float, max_retries: int, backoff_base: flo
         backoff_base=backoff_base,
         backoff_cap=30.0,
         retry_after_cap=60.0,
-        min_attempt_seconds=0.1,
+        min_attempt_seconds=min_attempt_seconds,
+        retry_timeouts_in_full=True,
     )
 
 
@@ -116,6 +149,14 @@ def extract_error_message(body: str) -> str:
     return truncate(" ".join(message.split()))
 
 
+def is_context_overflow(status: int, body: str) -> bool:
+    """Whether an error answer says the request does not fit the model's context."""
+    if status not in (400, 413, 500):
+        return False
+    text = body.lower()
+    return any(marker in text for marker in _CONTEXT_OVERFLOW_MARKERS)
+
+
 def truncate(text: str, limit: int = ERROR_MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -145,6 +186,8 @@ class LLMHttpClient:
         backoff_base: first backoff in seconds; doubles per retry, with jitter.
         max_concurrent_requests: requests in flight at most (slots); the
             connection pool of the session created here has the same size.
+        min_attempt_seconds: no attempt starts with less time than this left
+            in the caller's budget (what the slowest useful completion takes).
         session: a shared aiohttp session; closed by its owner, not here.
     """
 
@@ -159,6 +202,7 @@ class LLMHttpClient:
         max_retries: int = 2,
         backoff_base: float = 0.5,
         max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        min_attempt_seconds: float = 0.1,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
         if connect_timeout <= 0:
@@ -166,7 +210,9 @@ class LLMHttpClient:
         self.provider = provider
         self.model = model
         self._secrets = tuple(s for s in secrets if s and s.strip())
-        self.policy = llm_retry_policy(request_timeout, max_retries, backoff_base)
+        self.policy = llm_retry_policy(
+            request_timeout, max_retries, backoff_base, min_attempt_seconds
+        )
         self.slots = RequestSlots(max_concurrent_requests, f"{provider} model requests")
         self._connect_timeout = connect_timeout
         self._session = session
@@ -277,9 +323,13 @@ class LLMHttpClient:
                         return result
                     status_label = _status_label(resp.status)
                     error_body, _ = await read_bounded(resp, _MAX_ERROR_BODY_BYTES)
-                    reason = self.redact(
-                        self._describe_status(resp, error_body.decode("utf-8", "replace"))
-                    )
+                    error_text = error_body.decode("utf-8", "replace")
+                    reason = self.redact(self._describe_status(resp, error_text))
+                    if is_context_overflow(resp.status, error_text):
+                        raise ContextOverflowError(
+                            f"{self.provider}: the conversation does not fit the model's"
+                            f" context: {reason}"
+                        )
                     if resp.status in _TRANSIENT_4XX or resp.status >= 500:
                         retry_after = parse_retry_after(resp.headers.get("Retry-After"))
                         raise TransientError(reason, retry_after)

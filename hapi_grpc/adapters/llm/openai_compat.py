@@ -34,7 +34,14 @@ from hapi_grpc.adapters.llm.http import (
     sensitive_values,
 )
 from hapi_grpc.domain.errors import LLMResponseError
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, TokenUsage, ToolCall, ToolDefinition
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolCall,
+    ToolChoice,
+    ToolDefinition,
+)
 
 
 class OpenAICompatibleProvider:
@@ -58,6 +65,7 @@ class OpenAICompatibleProvider:
         max_retries: int = 2,
         backoff_base: float = 0.5,
         max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        min_attempt_seconds: float = 0.1,
         auth_style: Literal["bearer", "api-key"] = "bearer",
         session: aiohttp.ClientSession | None = None,
     ) -> None:
@@ -88,6 +96,7 @@ class OpenAICompatibleProvider:
             max_retries=max_retries,
             backoff_base=backoff_base,
             max_concurrent_requests=max_concurrent_requests,
+            min_attempt_seconds=min_attempt_seconds,
             session=session,
         )
 
@@ -95,13 +104,19 @@ class OpenAICompatibleProvider:
         return f"OpenAICompatibleProvider(url={self._url!r}, model={self.model!r})"
 
     async def complete(
-        self, messages: list[ChatMessage], tools: list[ToolDefinition]
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
+        *,
+        tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
         if tools:
             # tool_choice without tools is rejected by OpenAI, so both or neither.
+            # "none" keeps the tools described (the history calls them) and
+            # makes the model answer in text.
             body["tools"] = to_openai_tools(tools)
-            body["tool_choice"] = "auto"
+            body["tool_choice"] = tool_choice
         if self._temperature is not None:
             body["temperature"] = self._temperature
         if self._max_tokens is not None:

@@ -4,7 +4,9 @@ The model's answer must parse as the ADR-038 contract, select only a
 workflow this investigation's searches returned (in its catalog version),
 and carry parameters that pass the shared validator. A failed check becomes
 a `Verdict` with feedback the model can act on while attempts remain; tool
-validations and final-answer checks share one budget of attempts.
+validations and final-answer checks share one budget of attempts. An answer
+that does not parse spends the format-repair budget (`max_format_repairs`)
+instead: nothing was validated.
 """
 
 from __future__ import annotations
@@ -59,12 +61,7 @@ async def check_final_answer(state: InvestigationState, text: str) -> Verdict:
     try:
         answer = parse_final_answer(text)
     except AnswerFormatError as exc:
-        return _reject(
-            state,
-            None,
-            HumanReviewReason.LLM_OUTPUT_UNPARSEABLE,
-            "Your final answer was not accepted: " + "; ".join(exc.problems) + ". " + _CORRECT,
-        )
+        return _format_rejected(state, exc)
     state.last_answer = answer
     proposed = answer.selected
     if proposed is None:
@@ -175,6 +172,21 @@ def _accept(
         parameters=parameters,
     )
     return Verdict(answer, accepted=True, selection=selection)
+
+
+def _format_rejected(state: InvestigationState, exc: AnswerFormatError) -> Verdict:
+    """An answer that is not the JSON contract: sent back while format repairs remain."""
+    state.format_failures += 1
+    left = state.settings.max_format_repairs - state.format_failures
+    logger.info("final answer unparseable failures=%d", state.format_failures)
+    return Verdict(
+        None,
+        reason=HumanReviewReason.LLM_OUTPUT_UNPARSEABLE,
+        feedback="Your final answer was not accepted: "
+        + "; ".join(exc.problems)
+        + f". {_CORRECT} Format corrections left after this one: {max(left, 0)}.",
+        terminal=left < 0,
+    )
 
 
 def _reject(

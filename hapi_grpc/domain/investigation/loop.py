@@ -1,11 +1,19 @@
 """The conversation loop: ask the model, run its tool calls, check its answer.
 
     for each turn, while turns and time remain:
-        ask the model (bounded by the budget)
-        if it called tools: run them, give it the results, next turn
+        fit the conversation into the model's context (`context_window.py`)
+        ask the model (bounded by the budget; on the last turn with
+            tool_choice "none", so it must answer)
+        if it called tools (and this is not the last turn): run them, give it
+            the results (each cut to a share of the context), next turn
         else: check its final answer; accepted or terminal: done;
               otherwise tell it what to correct, next turn
     out of turns: the best partial result
+
+A provider's context-overflow refusal is never retried as such: the older
+half of what can be trimmed goes, and the request is sent once more (at most
+`_OVERFLOW_RECOVERIES` times per investigation); after that the
+investigation ends with CONTEXT_WINDOW_EXCEEDED.
 
 Every model text that leaves the process (stream events, logs) is redacted
 here, where the turn is recorded. `ResourceExhaustedError` (no model-request
@@ -17,11 +25,16 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from hapi_grpc.domain.errors import BudgetExhaustedError, LLMResponseError, LLMUnavailableError
+from hapi_grpc.domain.errors import (
+    BudgetExhaustedError,
+    ContextOverflowError,
+    LLMResponseError,
+    LLMUnavailableError,
+)
 from hapi_grpc.domain.investigation.final_check import check_final_answer
 from hapi_grpc.domain.investigation.outcome import StopReason, finished_result, partial_result
 from hapi_grpc.domain.investigation.state import InvestigationState
-from hapi_grpc.domain.llm import ChatMessage, LLMProvider, LLMResponse, ToolDefinition
+from hapi_grpc.domain.llm import ChatMessage, LLMProvider, LLMResponse, ToolChoice, ToolDefinition
 from hapi_grpc.domain.prompt import build_messages
 from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, LlmTurn
 from hapi_grpc.domain.sensitive import clip, redact
@@ -36,6 +49,8 @@ OUT_OF_TIME = StopReason(HumanReviewReason.BUDGET_EXHAUSTED, "the time budget ra
 # Model text in a stream event or a log line is cut to this many characters.
 _SHOWN_TEXT_CHARS = 16_000
 _LOGGED_TEXT_CHARS = 4000
+# Trim-and-resend rounds after a provider refused a request as too long.
+_OVERFLOW_RECOVERIES = 2
 
 
 async def converse(state: InvestigationState, llm: LLMProvider) -> AnalysisResult:
@@ -48,14 +63,25 @@ async def converse(state: InvestigationState, llm: LLMProvider) -> AnalysisResul
     tool_defs = state.tools.definitions()
     max_turns = state.settings.max_llm_turns
     for turn in range(1, max_turns + 1):
-        response = await _ask_model(state, llm, messages, tool_defs)
+        last = turn == max_turns
+        response = await _ask_model(state, llm, messages, tool_defs, "none" if last else "auto")
         if isinstance(response, StopReason):
             return partial_result(state, response)
         await _record_turn(state, turn, response)
         next_is_last = turn + 1 == max_turns
-        if response.tool_calls:
+        if response.tool_calls and not last:
             await _run_tool_calls(state, response, messages, next_is_last)
             continue
+        if response.tool_calls and not response.content.strip():
+            # tool_choice "none" was ignored: the calls are not run.
+            return partial_result(
+                state,
+                StopReason(
+                    HumanReviewReason.BUDGET_EXHAUSTED,
+                    f"the model did not give an accepted answer within {max_turns} turns: it"
+                    " called tools on the last one instead of answering",
+                ),
+            )
         messages.append(ChatMessage("assistant", response.content))
         verdict = await check_final_answer(state, response.content)
         if verdict.accepted or verdict.terminal:
@@ -83,7 +109,7 @@ async def _run_tool_calls(
         await state.progress.tool_call(dispatched.record)
         if dispatched.attempt is not None:
             await state.progress.attempt(dispatched.attempt)
-        content = dispatched.record.result
+        content = state.window.compact_tool_output(dispatched.record.result)
         if next_is_last and index == len(response.tool_calls) - 1:
             content = with_notice(content, LAST_TURN_NOTICE)
         messages.append(ChatMessage("tool", content, tool_call_id=call.id, name=call.name))
@@ -94,7 +120,47 @@ async def _ask_model(
     llm: LLMProvider,
     messages: list[ChatMessage],
     tool_defs: list[ToolDefinition],
+    tool_choice: ToolChoice,
 ) -> LLMResponse | StopReason:
+    window = state.window
+    while True:
+        try:
+            window.fit(messages, tool_defs)
+        except ContextOverflowError as exc:
+            return _overflow(exc)
+        response = await _complete(state, llm, messages, tool_defs, tool_choice)
+        if not isinstance(response, ContextOverflowError):
+            if isinstance(response, LLMResponse):
+                window.observe(response.usage.prompt_tokens)
+            return response
+        logger.warning(
+            "the model refused the conversation as too long (about %d estimated tokens): %s",
+            window.last_estimate,
+            clip(redact(response.message), 512),
+        )
+        if state.overflow_recoveries >= _OVERFLOW_RECOVERIES or not window.after_overflow(messages):
+            return _overflow(response)
+        state.overflow_recoveries += 1
+
+
+def _overflow(exc: ContextOverflowError) -> StopReason:
+    logger.warning(
+        "conversation does not fit the model's context: %s", clip(redact(exc.message), 512)
+    )
+    return StopReason(
+        HumanReviewReason.CONTEXT_WINDOW_EXCEEDED,
+        "the conversation no longer fits the model's context window"
+        " (set HAPI_LLM_CONTEXT_TOKENS to the model's context size, or use a larger one)",
+    )
+
+
+async def _complete(
+    state: InvestigationState,
+    llm: LLMProvider,
+    messages: list[ChatMessage],
+    tool_defs: list[ToolDefinition],
+    tool_choice: ToolChoice,
+) -> LLMResponse | StopReason | ContextOverflowError:
     remaining = state.budget.remaining()
     if remaining <= 0:
         return OUT_OF_TIME
@@ -102,7 +168,9 @@ async def _ask_model(
         # The provider clips its own timeouts to the budget; this also
         # bounds a provider that does not.
         async with asyncio.timeout(remaining):
-            return await llm.complete(messages, tool_defs)
+            return await llm.complete(messages, tool_defs, tool_choice=tool_choice)
+    except ContextOverflowError as exc:
+        return exc
     except TimeoutError:
         if state.budget.expired:
             return OUT_OF_TIME

@@ -18,6 +18,13 @@ class EngineSettings:
     quarter of what is left, so a short deadline still leaves time to work.
     `max_tool_calls` and `tool_timeout` are the `workflow_catalog` toolset's
     limits.
+
+    `max_format_repairs`: answers that do not parse as the JSON contract are
+    sent back this many times; they never spend the parameter-validation
+    attempts (BR-HAPI-191). `context_tokens` is the model's context window
+    (None: unknown, nothing is trimmed ahead, a provider's overflow error still
+    ends the investigation cleanly); `completion_tokens` of it are kept for
+    the answer (the request's max_tokens).
     """
 
     max_tool_calls: int = 10
@@ -28,6 +35,9 @@ class EngineSettings:
     min_confidence: float = 0.7
     max_validation_attempts: int = 3
     search_top_k_max: int = TOP_K_MAX
+    max_format_repairs: int = 2
+    context_tokens: int | None = None
+    completion_tokens: int = 2048
 
     def __post_init__(self) -> None:
         if self.max_tool_calls < 0 or self.max_llm_turns < 1 or self.max_validation_attempts < 1:
@@ -38,3 +48,7 @@ class EngineSettings:
             raise ValueError("min_confidence must be in [0, 1]")
         if not 1 <= self.search_top_k_max <= TOP_K_MAX:
             raise ValueError(f"search_top_k_max must be in [1, {TOP_K_MAX}]")
+        if self.max_format_repairs < 0 or self.completion_tokens < 1:
+            raise ValueError("max_format_repairs must be >= 0 and completion_tokens >= 1")
+        if self.context_tokens is not None and self.context_tokens <= self.completion_tokens:
+            raise ValueError("context_tokens must exceed the completion_tokens kept for the answer")

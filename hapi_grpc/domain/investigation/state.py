@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from hapi_grpc.domain.answer import FinalAnswer
 from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.context_window import ContextWindow
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.llm import TokenUsage
@@ -68,3 +69,18 @@ class InvestigationState:
     last_answer: FinalAnswer | None = None
     # The latest selection that was proposed and not accepted, kept for humans.
     last_candidate: AlternativeWorkflow | None = None
+    # Final answers that did not parse (their own budget, not the ledger's).
+    format_failures: int = 0
+    overflow_recoveries: int = 0  # trim-and-resend rounds after a context overflow
+    context: ContextWindow | None = None  # from the settings when not given
+
+    def __post_init__(self) -> None:
+        if self.context is None:
+            self.context = ContextWindow(
+                self.settings.context_tokens, self.settings.completion_tokens
+            )
+
+    @property
+    def window(self) -> ContextWindow:
+        assert self.context is not None  # set in __post_init__
+        return self.context

@@ -4,7 +4,9 @@ What every tool shares lives here, so a tool only does its own work:
 argument parsing and validation from the tool's argument model; answers for
 unknown tools and malformed JSON; the per-toolset and per-investigation call
 caps; the per-call timeout under the budget; repeat detection (an identical
-call is answered from the earlier result, recorded, never re-executed);
+call is answered from the earlier result, recorded, never re-executed, but
+counted against the caps like any call; from the second repeat on the model
+is told to answer now);
 output cut to the toolset's size cap with a marker; and the typed
 `ToolCallRecord`, whose arguments are redacted before they leave the process.
 """
@@ -48,6 +50,12 @@ logger = logging.getLogger(__name__)
 
 UNKNOWN_TOOL_LABEL = "unknown"
 REPEAT_NOTICE = "Identical to an earlier call: same result. Do not repeat calls."
+ANSWER_NOW_NOTICE = (
+    "You have repeated this identical call {count} times and it always gives the same"
+    " result. Do not call tools again: reply now with the final JSON answer."
+)
+# From this many repeats of one call on, the model is told to answer now.
+_REPEATS_BEFORE_ANSWER_NOW = 2
 # A tool that overruns its own timeout is cut this much later.
 _BACKSTOP_GRACE = 0.1
 _LOGGED_ARGUMENT_CHARS = 2000
@@ -97,6 +105,7 @@ class ToolDispatcher:
             sum(t.limits.max_calls for t in self._toolsets) if max_calls is None else max_calls
         )
         self._answers: dict[tuple[str, str], str] = {}
+        self._repeats: dict[tuple[str, str], int] = {}
         self._records: list[ToolCallRecord] = []
         self._calls = 0
         self._calls_by_toolset = {t.name: 0 for t in self._toolsets}
@@ -123,8 +132,12 @@ class ToolDispatcher:
 
         previous = self._answers.get(key)
         if previous is not None:
-            outcome = ToolResult(ToolCallStatus.REPEATED, {})
-            text = with_notice(previous, REPEAT_NOTICE)
+            outcome = self._refusal(entry) or self._repeat(key, entry)
+            text = (
+                compact_json(outcome.payload)
+                if outcome.status is ToolCallStatus.LIMIT_EXCEEDED
+                else with_notice(previous, _repeat_notice(self._repeats[key]))
+            )
         else:
             with self._observer.tool_call_span(label):
                 outcome = await self._dispatch(call.name, parsed, parse_error)
@@ -146,10 +159,8 @@ class ToolDispatcher:
         _log(label, record)
         return DispatchedCall(record, outcome.attempt)
 
-    async def _dispatch(
-        self, name: str, parsed: dict[str, Any] | None, parse_error: str
-    ) -> ToolResult:
-        entry = self._tools.get(name)
+    def _refusal(self, entry: tuple[Tool, Toolset] | None) -> ToolResult | None:
+        """LIMIT_EXCEEDED when the call would pass the investigation's or its toolset's cap."""
         if self._calls >= self._max_calls or (
             entry is not None and self._calls_by_toolset[entry[1].name] >= entry[1].limits.max_calls
         ):
@@ -161,6 +172,23 @@ class ToolDispatcher:
                     " Do not call tools again: reply now with the final JSON answer."
                 },
             )
+        return None
+
+    def _repeat(self, key: tuple[str, str], entry: tuple[Tool, Toolset] | None) -> ToolResult:
+        """Count a repeated call like any other; its answer is the earlier one."""
+        self._calls += 1
+        if entry is not None:
+            self._calls_by_toolset[entry[1].name] += 1
+        self._repeats[key] = self._repeats.get(key, 0) + 1
+        return ToolResult(ToolCallStatus.REPEATED, {})
+
+    async def _dispatch(
+        self, name: str, parsed: dict[str, Any] | None, parse_error: str
+    ) -> ToolResult:
+        entry = self._tools.get(name)
+        refused = self._refusal(entry)
+        if refused is not None:
+            return refused
         self._calls += 1
         if entry is None:
             return ToolResult(
@@ -205,6 +233,12 @@ class ToolDispatcher:
         except Exception:
             logger.exception("tool %s failed unexpectedly", name)
             return ToolResult(ToolCallStatus.ERROR, {"error": f"{name} failed; go on without it."})
+
+
+def _repeat_notice(repeats: int) -> str:
+    if repeats >= _REPEATS_BEFORE_ANSWER_NOW:
+        return ANSWER_NOW_NOTICE.format(count=repeats)
+    return REPEAT_NOTICE
 
 
 def _cap_output(text: str, limit: int) -> str:

@@ -26,6 +26,7 @@ class HumanReviewReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HUMAN_REVIEW_REASON_DATA_STORAGE_UNAVAILABLE: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_LLM_UNAVAILABLE: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED: _ClassVar[HumanReviewReason]
+    HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED: _ClassVar[HumanReviewReason]
 
 class ValidationSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -42,6 +43,7 @@ HUMAN_REVIEW_REASON_INVESTIGATION_INCONCLUSIVE: HumanReviewReason
 HUMAN_REVIEW_REASON_DATA_STORAGE_UNAVAILABLE: HumanReviewReason
 HUMAN_REVIEW_REASON_LLM_UNAVAILABLE: HumanReviewReason
 HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED: HumanReviewReason
+HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED: HumanReviewReason
 VALIDATION_SOURCE_UNSPECIFIED: ValidationSource
 VALIDATION_SOURCE_TOOL: ValidationSource
 VALIDATION_SOURCE_FINAL_ANSWER: ValidationSource

@@ -79,6 +79,7 @@ def build_llm(settings: Settings) -> LLMProvider:
             temperature=settings.llm_temperature,
             max_tokens=settings.llm_max_tokens,
             max_retries=settings.llm_max_retries,
+            min_attempt_seconds=settings.llm_min_attempt_seconds,
             auth_style=settings.llm_auth_style,
         )
     from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
@@ -92,6 +93,7 @@ def build_llm(settings: Settings) -> LLMProvider:
         temperature=settings.llm_temperature,
         max_tokens=settings.llm_max_tokens,
         max_retries=settings.llm_max_retries,
+        min_attempt_seconds=settings.llm_min_attempt_seconds,
     )
 
 
@@ -103,6 +105,9 @@ def engine_settings(settings: Settings) -> EngineSettings:
         answer_margin=settings.answer_margin_seconds,
         default_budget=settings.default_budget_seconds,
         min_confidence=settings.min_confidence,
+        max_format_repairs=settings.max_format_repairs,
+        context_tokens=settings.llm_context_tokens,
+        completion_tokens=settings.llm_max_tokens or 2048,
     )
 
 

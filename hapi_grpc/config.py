@@ -123,10 +123,19 @@ class Settings(BaseModel):
     llm_max_concurrent_requests: int = Field(1000, ge=1, le=100_000)
     llm_temperature: float | None = Field(0.0, ge=0, le=2)
     llm_max_tokens: int | None = Field(2048, ge=1)
+    # The model's context window in tokens (prompt and answer). Unset: unknown;
+    # nothing is trimmed ahead and a provider's overflow error ends the
+    # investigation with CONTEXT_WINDOW_EXCEEDED.
+    llm_context_tokens: int | None = Field(None, ge=1024)
+    # No model request starts with less time than this left in the budget
+    # (about the time the model needs for a short answer).
+    llm_min_attempt_seconds: float = Field(0.1, gt=0)
 
     # Investigation bounds
     max_tool_calls: int = Field(10, ge=1, le=100)
     max_llm_turns: int = Field(12, ge=1, le=100)
+    # Unparseable final answers sent back for repair (not validation attempts).
+    max_format_repairs: int = Field(2, ge=0, le=10)
     tool_timeout_seconds: float = Field(10.0, gt=0)
     answer_margin_seconds: float = Field(1.0, ge=0)
     default_budget_seconds: float = Field(300.0, gt=0)
@@ -179,6 +188,13 @@ class Settings(BaseModel):
             )
         if self.auth_mode == "static" and not self.auth_tokens_file:
             raise ValueError("HAPI_AUTH_MODE=static needs HAPI_AUTH_TOKENS_FILE")
+        if self.llm_context_tokens is not None and self.llm_context_tokens <= (
+            self.llm_max_tokens or 2048
+        ):
+            raise ValueError(
+                f"{env_name('llm_context_tokens')} must exceed {env_name('llm_max_tokens')}"
+                " (the answer's share of the context)"
+            )
         if self.llm_provider != "builtin" and not self.llm_model:
             raise ValueError(f"HAPI_LLM_PROVIDER={self.llm_provider} needs HAPI_LLM_MODEL")
         if self.llm_provider == "anthropic" and (self.llm_temperature or 0) > 1:

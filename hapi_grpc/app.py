@@ -13,9 +13,14 @@ from collections.abc import Sequence
 
 import grpc
 
+from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.investigation.engine import (
+    EngineSettings,
+    InvestigationEngine,
+    ToolsetSource,
+)
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
@@ -163,13 +168,18 @@ def build_server(
     engine_config: EngineSettings | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
+    toolsets: Sequence[ToolsetSource] = (),
 ) -> HapiServer:
     """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
     idempotency coordinator."""
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     engine = InvestigationEngine(
-        catalog, llm, engine_config or engine_settings(settings), observer=MetricsObserver()
+        catalog,
+        llm,
+        engine_config or engine_settings(settings),
+        observer=MetricsObserver(),
+        toolsets=toolsets,
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -189,7 +199,8 @@ def build_server(
 async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
-    server = build_server(settings)
+    kubernetes = await open_kubernetes()
+    server = build_server(settings, toolsets=[kubernetes.source] if kubernetes else [])
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(
@@ -206,6 +217,8 @@ async def serve(settings: Settings) -> None:
         await stop.wait()
     finally:
         await server.stop()
+        if kubernetes is not None:
+            await kubernetes.close()
         if metrics_runner is not None:
             await metrics_runner.cleanup()
         tracing.shutdown_tracing()

@@ -15,16 +15,16 @@ import grpc
 
 from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
 from hapi_grpc.config import Settings
+from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import (
     EngineSettings,
     InvestigationEngine,
     ToolsetSource,
 )
-from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
-from hapi_grpc.observability import logging as hapi_logging
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
@@ -47,6 +47,7 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             settings.data_storage_url,
             request_timeout=settings.data_storage_timeout_seconds,
             max_retries=settings.data_storage_max_retries,
+            max_connections=settings.data_storage_max_connections,
             breaker=RateCircuitBreaker(
                 failure_ratio=settings.breaker_failure_ratio,
                 window_seconds=settings.breaker_window_seconds,
@@ -68,7 +69,7 @@ def build_llm(settings: Settings) -> LLMProvider:
         return BuiltinAnalyst()
     api_key = settings.resolved_llm_api_key()
     if api_key:
-        hapi_logging.register_secret(api_key)
+        sensitive.register_secret(api_key)  # logs, errors and events alike
     assert settings.llm_model is not None  # checked by Settings
     if settings.llm_provider == "openai":
         from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
@@ -84,6 +85,7 @@ def build_llm(settings: Settings) -> LLMProvider:
             temperature=settings.llm_temperature,
             max_tokens=settings.llm_max_tokens,
             max_retries=settings.llm_max_retries,
+            max_concurrent_requests=settings.llm_max_concurrent_requests,
             min_attempt_seconds=settings.llm_min_attempt_seconds,
             auth_style=settings.llm_auth_style,
         )
@@ -98,6 +100,7 @@ def build_llm(settings: Settings) -> LLMProvider:
         temperature=settings.llm_temperature,
         max_tokens=settings.llm_max_tokens,
         max_retries=settings.llm_max_retries,
+        max_concurrent_requests=settings.llm_max_concurrent_requests,
         min_attempt_seconds=settings.llm_min_attempt_seconds,
     )
 

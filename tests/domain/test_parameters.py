@@ -22,6 +22,7 @@ from hapi_grpc.domain.parameters import (
 )
 from hapi_grpc.domain.parameters import schema as params_module
 from hapi_grpc.domain.sensitive import REDACTED, is_secret_name
+from hapi_grpc.domain.toolsets.workflow_catalog import render_validation
 
 Code = ParameterErrorCode
 LOGGER = "hapi_grpc.domain.parameters"
@@ -61,11 +62,11 @@ def test_use_case_1_invalid_memory_limit_then_self_corrected() -> None:
     assert first.errors[0].message == (
         "MEMORY_LIMIT must match ^[0-9]+(Ki|Mi|Gi|Ti)$ (e.g. '512Mi'); got '2 gigabytes'"
     )
-    assert first.to_llm_dict()["status"] == "invalid"
+    assert render_validation(first)["status"] == "invalid"
 
     second = validate_parameters(OOMKILL, {"MEMORY_LIMIT": "2Gi"})
     assert second.valid
-    assert second.to_llm_dict() == {"status": "valid"}
+    assert render_validation(second) == {"status": "valid"}
     assert second.sanitized == {"MEMORY_LIMIT": "2Gi"}
 
 
@@ -126,7 +127,7 @@ def test_use_case_4_hallucinated_credentials_are_stripped_and_logged_by_name(
         "TARGET_RESOURCE_NAME": "demo-app-cert",
     }
     assert outcome.stripped == ("GIT_PASSWORD", "GIT_USERNAME")
-    assert outcome.to_llm_dict() == {
+    assert render_validation(outcome) == {
         "status": "valid",
         "stripped_parameters": ["GIT_PASSWORD", "GIT_USERNAME"],
     }
@@ -616,7 +617,7 @@ def test_secret_looking_values_are_never_echoed(
     assert SECRET_VALUE not in message
     assert SECRET_VALUE.upper() not in message.replace(f"[{SECRET_VALUE.upper()}]", "")
     assert "did you mean" not in message
-    assert SECRET_VALUE not in json.dumps(outcome.to_llm_dict())
+    assert SECRET_VALUE not in json.dumps(render_validation(outcome))
 
 
 def test_secret_parameter_default_is_not_shown_as_example() -> None:
@@ -678,9 +679,9 @@ def test_sanitized_is_a_fresh_dict_and_arrays_are_copied() -> None:
     assert first.sanitized is not second.sanitized
 
 
-def test_to_llm_dict_lists_errors_and_is_json() -> None:
+def test_rendered_verdict_lists_errors_and_is_json() -> None:
     outcome = validate_parameters([spec("A", required=True)], {"B": 1})
-    verdict = outcome.to_llm_dict()
+    verdict = render_validation(outcome)
     assert verdict == {
         "status": "invalid",
         "errors": [

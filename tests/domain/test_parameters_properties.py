@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from hapi_grpc.domain.catalog import ParameterSpec
 from hapi_grpc.domain.parameters import ParameterErrorCode, validate_parameters
+from hapi_grpc.domain.toolsets.workflow_catalog import render_validation
 
 Code = ParameterErrorCode
 SETTINGS = settings(
@@ -244,7 +245,7 @@ def test_breaking_one_rule_gives_exactly_that_error(
     assert not outcome.valid
     assert [(e.parameter, e.code) for e in outcome.errors] == [(name, code)]
     assert name in outcome.errors[0].message
-    assert outcome.to_llm_dict()["status"] == "invalid"
+    assert render_validation(outcome)["status"] == "invalid"
 
 
 @SETTINGS

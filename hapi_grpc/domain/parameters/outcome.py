@@ -48,15 +48,3 @@ class ValidationOutcome:
     errors: tuple[ParameterIssue, ...]
     sanitized: dict[str, Any] = field(hash=False)
     stripped: tuple[str, ...] = ()
-
-    def to_llm_dict(self) -> dict[str, Any]:
-        """Compact JSON-able verdict for the model; empty lists are omitted."""
-        verdict: dict[str, Any] = {"status": "valid" if self.valid else "invalid"}
-        if self.errors:
-            verdict["errors"] = [
-                {"parameter": e.parameter, "code": e.code.value, "message": e.message}
-                for e in self.errors
-            ]
-        if self.stripped:
-            verdict["stripped_parameters"] = list(self.stripped)
-        return verdict

@@ -5,6 +5,7 @@ hapi-grpc analyze INCIDENT.json       send an incident to a running server
 hapi-grpc validate WORKFLOW_ID PARAMS.json
 hapi-grpc datastorage serve --catalog FILE --port N
 hapi-grpc catalog check FILE          validate a catalog file and exit
+hapi-grpc eval [--repeat K] [--json PATH]   score decisions on evals/cases (source checkout)
 """
 
 from __future__ import annotations
@@ -132,6 +133,16 @@ def _parser() -> argparse.ArgumentParser:
     check = cat_sub.add_parser("check", help="validate a catalog file")
     check.add_argument("file")
     check.set_defaults(func=_catalog_check)
+
+    # Its own parser (evals/harness/cli.py) reads every argument after `eval`.
+    ev = sub.add_parser(
+        "eval",
+        help="score remediation decisions (see `hapi-grpc eval --help`)",
+        add_help=False,
+        prefix_chars="\x00",
+    )
+    ev.add_argument("eval_args", nargs="*")
+    ev.set_defaults(func=_eval)
     return parser
 
 
@@ -185,6 +196,19 @@ def _catalog_check(args: argparse.Namespace) -> int:
         return 1
     print(f"{args.file}: {len(workflows)} workflows OK")
     return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    # The cases and the runner live next to the package in a source checkout.
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "evals" / "harness").is_dir():
+        print("hapi-grpc eval: needs a source checkout (evals/ not found)", file=sys.stderr)
+        return EXIT_USAGE
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from evals.harness.cli import main as eval_main
+
+    return eval_main(list(args.eval_args))
 
 
 # --- client commands --------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Decision-quality evaluation: cases under `cases/`, the runner under `harness/`."""

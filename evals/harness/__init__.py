@@ -1,0 +1,1 @@
+"""The evaluation runner: cases, fixtures, scoring, reports and the `hapi-grpc eval` command."""

@@ -1,0 +1,327 @@
+"""Evaluation cases: the files of `evals/cases/<name>/`, validated into `Case` objects.
+
+A case directory holds:
+
+- `case.yaml`: description, tags, `holdout`, optional `catalog` (a catalog file
+  in this directory, bundled format; default: the bundled catalog) and
+  `datastorage_fault` (an outage injected into the Data Storage server).
+- `request.json`: the AnalyzeIncidentRequest, proto JSON mapping (as `examples/`).
+- `expected.yaml`: the outcome that is scored (see `Expected`).
+- `cluster.yaml` (optional): Kubernetes objects, one YAML document each, with
+  their `status`; `ownerReferences` and `involvedObject` may omit `uid` and
+  `apiVersion` (filled in when loaded).
+- `logs/<namespace>/<pod>/<container>.log` and `<container>.previous.log`
+  (optional): the text the test kubelet serves for that container.
+- `metrics.om` (optional): OpenMetrics text; each sample's timestamp is
+  seconds relative to the start of the run (`-600` = ten minutes before).
+- `alerts.yaml` (optional): alerts posted to Alertmanager
+  (`[{labels: {...}, annotations: {...}}]`).
+
+Every problem raises `CaseError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evals.harness.constraints import Constraint
+
+CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
+
+SEVERITIES = ("low", "medium", "high", "critical")
+Severity = Literal["low", "medium", "high", "critical"]
+# HumanReviewReason without its prefix, lower case (as the scoreboard shows it).
+REVIEW_REASONS = (
+    "no_matching_workflows",
+    "workflow_not_found",
+    "parameter_validation_failed",
+    "low_confidence",
+    "llm_output_unparseable",
+    "investigation_inconclusive",
+    "data_storage_unavailable",
+    "llm_unavailable",
+    "budget_exhausted",
+)
+ReviewReason = Literal[
+    "no_matching_workflows",
+    "workflow_not_found",
+    "parameter_validation_failed",
+    "low_confidence",
+    "llm_output_unparseable",
+    "investigation_inconclusive",
+    "data_storage_unavailable",
+    "llm_unavailable",
+    "budget_exhausted",
+]
+
+
+class CaseError(ValueError):
+    """A case file is missing or malformed; the message names the file."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Target(_Strict):
+    kind: str
+    name: str
+    namespace: str = ""
+    api_group: str | None = None  # None: not checked
+
+
+class SeverityRange(_Strict):
+    min: Severity = "low"
+    max: Severity = "critical"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SeverityRange:
+        if SEVERITIES.index(self.min) > SEVERITIES.index(self.max):
+            raise ValueError(f"severity min {self.min} is above max {self.max}")
+        return self
+
+    def contains(self, severity: str) -> bool:
+        if severity not in SEVERITIES:
+            return False
+        rank = SEVERITIES.index
+        return rank(self.min) <= rank(severity) <= rank(self.max)
+
+
+class Fact(_Strict):
+    """The root cause must mention one of `any` (case-insensitive substrings)."""
+
+    any: tuple[str, ...] = Field(min_length=1)
+
+
+class Review(_Strict):
+    """Human review is the right outcome; `reasons` empty = any reason is acceptable."""
+
+    reasons: tuple[ReviewReason, ...] = ()
+
+
+class Expected(_Strict):
+    # The acceptable decisions: these workflow ids, human review, or either
+    # (e.g. review or a read-only diagnostics workflow).
+    workflows: tuple[str, ...] = ()
+    review: Review | None = None
+    # Per workflow id ("*" = any selected workflow): parameter name -> constraint.
+    parameters: dict[str, dict[str, Constraint]] = Field(default_factory=dict)
+    # One acceptable target, or several.
+    target_resource: tuple[Target, ...] = ()
+    severity: SeverityRange | None = None
+    facts: tuple[Fact, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            target = data.get("target_resource")
+            if isinstance(target, dict):
+                data["target_resource"] = [target]
+            data["facts"] = [
+                {"any": [f]} if isinstance(f, str) else {"any": f} if isinstance(f, list) else f
+                for f in data.get("facts") or []
+            ]
+        return data
+
+    @model_validator(mode="after")
+    def _one_decision(self) -> Expected:
+        if not self.workflows and self.review is None:
+            raise ValueError("give `workflows` (acceptable ids), `review`, or both")
+        for workflow_id in self.parameters:
+            if workflow_id != "*" and workflow_id not in self.workflows:
+                raise ValueError(f"parameters for {workflow_id!r}, which is not acceptable")
+        return self
+
+    def constraints_for(self, workflow_id: str) -> dict[str, Constraint]:
+        return {**self.parameters.get("*", {}), **self.parameters.get(workflow_id, {})}
+
+
+DataStorageEndpoint = Literal["search", "schema", "workflow"]
+
+
+class DataStorageFault(_Strict):
+    """Data Storage answers `status` to every request to these endpoints.
+
+    Failing only `schema` and `workflow` is an outage in the middle of an
+    investigation: the search worked, validation cannot reach the catalog
+    (and, unlike a request count, does not depend on what a cache kept).
+    """
+
+    endpoints: tuple[DataStorageEndpoint, ...] = ("search", "schema", "workflow")
+    status: int = Field(503, ge=500, le=599)
+
+
+class CaseMeta(_Strict):
+    description: str = Field(min_length=1)
+    tags: tuple[str, ...] = ()
+    holdout: bool = False
+    catalog: str | None = None
+    datastorage_fault: DataStorageFault | None = None
+
+
+class LogFile(_Strict):
+    namespace: str
+    pod: str
+    container: str
+    previous: bool
+    text: str
+
+
+class Case(_Strict):
+    name: str
+    path: Path
+    meta: CaseMeta
+    request: dict[str, Any]
+    expected: Expected
+    objects: tuple[dict[str, Any], ...] = ()
+    logs: tuple[LogFile, ...] = ()
+    metrics: str | None = None
+    alerts: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def catalog_file(self) -> Path | None:
+        return self.path / self.meta.catalog if self.meta.catalog else None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.meta.tags
+
+
+def _read_yaml(path: Path, *, many: bool = False) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+        if many:
+            return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return yaml.safe_load(text)
+    except OSError as exc:
+        raise CaseError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise CaseError(f"{path}: not valid YAML: {exc}") from None
+
+
+def _model(model: type[BaseModel], data: Any, path: Path) -> Any:
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise CaseError(f"{path}: {problems}") from None
+
+
+def _objects(path: Path) -> tuple[dict[str, Any], ...]:
+    docs = _read_yaml(path, many=True)
+    for index, doc in enumerate(docs):
+        if (
+            not isinstance(doc, dict)
+            or not doc.get("kind")
+            or not doc.get("metadata", {}).get("name")
+        ):
+            raise CaseError(f"{path}: document {index} needs kind and metadata.name")
+    return tuple(docs)
+
+
+def _logs(directory: Path) -> tuple[LogFile, ...]:
+    found = []
+    for file in sorted(directory.rglob("*.log")):
+        parts = file.relative_to(directory).parts
+        if len(parts) != 3:
+            raise CaseError(f"{file}: logs go in logs/<namespace>/<pod>/<container>.log")
+        container, previous = file.name.removesuffix(".log"), False
+        if container.endswith(".previous"):
+            container, previous = container.removesuffix(".previous"), True
+        text = file.read_text(encoding="utf-8")
+        found.append(
+            LogFile(
+                namespace=parts[0], pod=parts[1], container=container, previous=previous, text=text
+            )
+        )
+    return tuple(found)
+
+
+def load_case(directory: Path) -> Case:
+    """One case; `CaseError` names the file at fault."""
+    meta = _model(CaseMeta, _read_yaml(directory / "case.yaml"), directory / "case.yaml")
+    expected = _model(
+        Expected, _read_yaml(directory / "expected.yaml"), directory / "expected.yaml"
+    )
+    request_path = directory / "request.json"
+    try:
+        request = json.loads(request_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CaseError(f"{request_path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CaseError(f"{request_path}: not valid JSON: {exc}") from None
+    if not isinstance(request, dict) or "incident" not in request:
+        raise CaseError(f"{request_path}: an AnalyzeIncidentRequest with an `incident`")
+    _check_request(request, request_path)
+    if meta.catalog:
+        _check_catalog(directory / meta.catalog)
+    alerts = _read_yaml(directory / "alerts.yaml") if (directory / "alerts.yaml").exists() else []
+    if not isinstance(alerts, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("labels"), dict) for a in alerts
+    ):
+        raise CaseError(f"{directory / 'alerts.yaml'}: a list of alerts with `labels`")
+    metrics_path = directory / "metrics.om"
+    return Case(
+        name=directory.name,
+        path=directory,
+        meta=meta,
+        request=request,
+        expected=expected,
+        objects=_objects(directory / "cluster.yaml")
+        if (directory / "cluster.yaml").exists()
+        else (),
+        logs=_logs(directory / "logs") if (directory / "logs").is_dir() else (),
+        metrics=metrics_path.read_text(encoding="utf-8") if metrics_path.exists() else None,
+        alerts=tuple(alerts),
+    )
+
+
+def _check_request(request: dict[str, Any], path: Path) -> None:
+    from google.protobuf import json_format
+
+    from hapi.v1 import service_pb2
+
+    try:
+        json_format.ParseDict(request, service_pb2.AnalyzeIncidentRequest())
+    except json_format.ParseError as exc:
+        raise CaseError(f"{path}: not an AnalyzeIncidentRequest: {exc}") from None
+
+
+def _check_catalog(path: Path) -> None:
+    from hapi_grpc.adapters.catalog.loader import CatalogFileError, load_catalog_file
+
+    try:
+        load_catalog_file(path)
+    except CatalogFileError as exc:
+        raise CaseError(str(exc)) from None
+
+
+def load_cases(
+    root: Path = CASES_DIR,
+    *,
+    names: tuple[str, ...] = (),
+    tags: tuple[str, ...] = (),
+    include_holdout: bool = True,
+) -> list[Case]:
+    """Every case under `root` (sorted by name), filtered by name and tag."""
+    if not root.is_dir():
+        raise CaseError(f"{root}: no such case directory")
+    directories = sorted(d for d in root.iterdir() if d.is_dir() and (d / "case.yaml").exists())
+    unknown = set(names) - {d.name for d in directories}
+    if unknown:
+        raise CaseError(f"{root}: no case named {', '.join(sorted(unknown))}")
+    cases = [load_case(d) for d in directories if not names or d.name in names]
+    if tags:
+        cases = [c for c in cases if set(tags) & set(c.tags)]
+    if not include_holdout:
+        cases = [c for c in cases if not c.meta.holdout]
+    return cases

@@ -1,0 +1,231 @@
+"""The servers an evaluation run investigates against.
+
+- `Cluster`: one real etcd + kube-apiserver and one test kubelet for the whole
+  run (the launchers of `tests/fakes`), loaded with each case's objects and
+  logs in turn and emptied after it.
+- `DataStorage`: the Data Storage REST server (`hapi_grpc.adapters.datastorage_server`)
+  over a case's catalog, in process, with the case's outage injected.
+- `metrics_server`/`alerts_server`: a real Prometheus on the case's series and a
+  real Alertmanager holding the case's alerts, for the cases that bring them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from evals.harness.cases import Case, DataStorageFault
+from evals.harness.cluster_state import CERT_MANAGER_KINDS, ClusterLoader, LoadedState
+
+PROMTOOL_TIMEOUT = 60
+
+
+class FixtureError(RuntimeError):
+    """A fixture could not start; the message says which and how to fix it."""
+
+
+@dataclass
+class Cluster:
+    """The shared test cluster, its kubelet and a kubeconfig file pointing at it."""
+
+    kube: Any  # tests.fakes.kube_cluster.KubeCluster
+    kubelet: Any  # tests.fakes.kubelet.FakeKubelet
+    kubeconfig: Path
+    loader: ClusterLoader
+    _crds: bool = False
+
+    def load(self, case: Case) -> LoadedState:
+        if not self._crds and any(o["kind"] in CERT_MANAGER_KINDS for o in case.objects):
+            from tests.fakes.kube_crds import ensure_cert_manager_crds
+
+            ensure_cert_manager_crds(self.kube.api_client())
+            self._crds = True
+        self.kubelet.logs.clear()
+        for log in case.logs:
+            self.kubelet.set_log(
+                log.namespace, log.pod, log.container, log.text, previous=log.previous
+            )
+        return self.loader.load(case)
+
+    def unload(self, state: LoadedState) -> None:
+        self.loader.unload(state)
+        self.kubelet.logs.clear()
+
+
+@contextlib.contextmanager
+def running_cluster(workdir: Path) -> Iterator[Cluster]:
+    """Starts the cluster and kubelet (binaries from `make kube`)."""
+    try:
+        from tests.fakes.kube_cluster import running_cluster as kube_cluster
+        from tests.fakes.kubelet import running_kubelet
+    except ImportError as exc:  # the dev extras are not installed
+        raise FixtureError(
+            f"the test cluster needs the dev extras (pip install -e '.[dev]'): {exc}"
+        ) from None
+    try:
+        context = kube_cluster()
+        kube = context.__enter__()
+    except BaseException as exc:
+        # binaries() ends a pytest run with pytest.fail, which is a BaseException.
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise FixtureError(f"test cluster did not start: {exc}") from None
+    try:
+        with running_kubelet() as kubelet:
+            kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig")
+            yield Cluster(kube, kubelet, kubeconfig, ClusterLoader(kube.request, kubelet.port))
+    finally:
+        context.__exit__(None, None, None)
+
+
+class DataStorage:
+    """The Data Storage REST server in process; the catalog and fault change per case."""
+
+    def __init__(self) -> None:
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.fault: DataStorageFault | None = None
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, catalog_file: Path | None) -> None:
+        from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+        from hapi_grpc.adapters.datastorage_server import create_app
+
+        app = create_app(EmbeddedCatalog.from_file(catalog_file))
+
+        @web.middleware
+        async def inject(request: web.Request, handler: Any) -> web.StreamResponse:
+            return await self._inject(request, handler)
+
+        app.middlewares.append(inject)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    def reset(self, fault: DataStorageFault | None) -> None:
+        """A new run: the request count starts again, with this case's fault."""
+        self.fault, self.requests = fault, 0
+
+    async def _inject(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == "/healthz":
+            return await handler(request)
+        self.requests += 1
+        if self.fault is not None and _endpoint(request.path) in self.fault.endpoints:
+            problem = {"type": "about:blank", "title": "Unavailable", "status": self.fault.status}
+            return web.json_response(
+                problem,
+                status=self.fault.status,
+                content_type="application/problem+json",
+            )
+        return await handler(request)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+def _endpoint(path: str) -> str:
+    if path.endswith("/search"):
+        return "search"
+    return "schema" if path.endswith("/schema") else "workflow"
+
+
+@contextlib.asynccontextmanager
+async def running_datastorage(catalog_file: Path | None) -> AsyncIterator[DataStorage]:
+    server = DataStorage()
+    await server.start(catalog_file)
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+_SAMPLE = re.compile(r"^(?P<head>[^#\s].*?)\s+(?P<value>\S+)\s+(?P<ts>[+-]?\d+(?:\.\d+)?)\s*$")
+
+
+def absolute_openmetrics(text: str, now: int) -> str:
+    """Relative sample timestamps (seconds from `now`, e.g. -600) made absolute."""
+    out = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match:
+            stamp = now + float(match.group("ts"))
+            line = f"{match.group('head')} {match.group('value')} {stamp:.0f}"
+        out.append(line)
+    if not out or out[-1].strip() != "# EOF":
+        out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+@contextlib.contextmanager
+def metrics_server(case: Case, workdir: Path) -> Iterator[str]:
+    """A real Prometheus serving the case's series; yields its URL."""
+    from tests.fakes.prometheus_server import PrometheusServer, free_port, wait_ready
+
+    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    if prometheus is None or promtool is None:
+        raise FixtureError("prometheus/promtool missing: run `make prometheus`")
+    assert case.metrics is not None
+    directory = Path(tempfile.mkdtemp(prefix=f"prom-{case.name}-", dir=workdir))
+    now = int(time.time())
+    data = directory / "data.om"
+    data.write_text(absolute_openmetrics(case.metrics, now))
+    tsdb = directory / "tsdb"
+    done = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)],
+        capture_output=True,
+        timeout=PROMTOOL_TIMEOUT,
+    )
+    if done.returncode != 0:
+        raise FixtureError(f"{case.path / 'metrics.om'}: promtool: {done.stderr.decode()[-500:]}")
+    port, log = free_port(), directory / "prometheus.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                prometheus,
+                "--config.file=/dev/null",
+                f"--storage.tsdb.path={tsdb}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--storage.tsdb.retention.time=30d",
+                "--query.lookback-delta=5m",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = PrometheusServer(port, now, process, log)
+    try:
+        wait_ready(f"{server.url}/-/ready", process, log)
+        yield server.url
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def alerts_server(case: Case, workdir: Path) -> Iterator[str]:
+    """A real Alertmanager holding the case's alerts; yields its URL."""
+    from tests.fakes.alertmanager_server import running_alertmanager
+
+    directory = Path(tempfile.mkdtemp(prefix=f"am-{case.name}-", dir=workdir))
+    try:
+        with running_alertmanager(directory) as server:
+            server.post_alerts(list(case.alerts))
+            yield server.url
+    except FileNotFoundError as exc:
+        raise FixtureError(f"{exc} (`make prometheus`)") from None

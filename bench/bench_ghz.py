@@ -65,7 +65,10 @@ class Target:
 
 
 def targets(hapi_protoset: Path, health_protoset: Path) -> list[Target]:
-    example = (REPO / "examples" / "oomkilled.json").read_text(encoding="utf-8")
+    example = json.loads((REPO / "examples" / "oomkilled.json").read_text(encoding="utf-8"))
+    # A new remediation id per request (ghz fills the template): a repeated id
+    # would be answered from the kept result and measure reuse, not analysis.
+    example["incident"]["remediationId"] = "rr-ghz-{{.RequestNumber}}-{{newUUID}}"
     return [
         Target(
             "health", "grpc.health.v1.Health/Check", json.dumps({"service": ""}), health_protoset
@@ -73,7 +76,7 @@ def targets(hapi_protoset: Path, health_protoset: Path) -> list[Target]:
         Target(
             "analyze",
             f"{SERVICE}/AnalyzeIncident",
-            json.dumps(json.loads(example)),
+            json.dumps(example),
             hapi_protoset,
         ),
         Target(

@@ -16,7 +16,6 @@ from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.engine import EventSink, InvestigationEngine
 from hapi_grpc.domain.idempotency import (
     REUSE_KINDS,
     Finished,
@@ -25,6 +24,7 @@ from hapi_grpc.domain.idempotency import (
     worth_keeping,
 )
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context

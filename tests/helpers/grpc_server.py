@@ -18,7 +18,7 @@ from hapi.v1 import service_pb2_grpc
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.engine import EngineSettings
+from hapi_grpc.domain.investigation.engine import EngineSettings
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.transport.server import HapiServer
 

@@ -605,6 +605,11 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
         return "temperature: must be between 0 and 1"
     if "system" in body and not isinstance(body["system"], str | list):
         return "system: Input should be a valid string"
+    choice = body.get("tool_choice")
+    if choice is not None and (
+        not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none")
+    ):
+        return "tool_choice: Input tag does not match any of the expected tags"
     for index, tool in enumerate(body.get("tools") or []):
         if not isinstance(tool, dict) or not tool.get("name"):
             return f"tools.{index}.name: Field required"
@@ -641,6 +646,8 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
                 if not isinstance(block.get("text"), str) or not block["text"].strip():
                     return f"{at}: text content blocks must be non-empty"
             elif kind == "tool_use":
+                if not body.get("tools"):
+                    return "Requests which include `tool_use` blocks must define tools."
                 if role != "assistant":
                     return f"{at}: tool_use blocks are only allowed in assistant messages"
                 if not isinstance(block.get("input"), dict):

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
 import grpc
 
 from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
-from hapi_grpc.config import Settings
+from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
@@ -163,6 +164,97 @@ def build_security(
     return interceptors, credentials
 
 
+@dataclass
+class OptionalToolsets:
+    """The Prometheus, Alertmanager and MCP toolsets a deployment configured."""
+
+    sources: list[ToolsetSource] = field(default_factory=list)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                await close()
+            except Exception:  # shutting down: log and go on with the rest
+                log.exception("closing a toolset client failed")
+
+
+async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
+    """Clients and toolset sources for HAPI_PROMETHEUS_URL, HAPI_ALERTMANAGER_URL and
+    HAPI_MCP_CONFIG (each only when set).
+
+    A malformed setting or MCP file raises ConfigError; a source or server that
+    cannot be reached never fails startup (its tools answer "unavailable").
+    """
+    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+    from hapi_grpc.adapters.mcp.errors import McpConfigError
+    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
+    from hapi_grpc.adapters.metrics.readers import AlertmanagerReader, PrometheusReader
+    from hapi_grpc.adapters.metrics.settings import MetricsSettings
+    from hapi_grpc.domain.toolsets.alertmanager import AlertmanagerToolsetSource
+    from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
+    from hapi_grpc.domain.toolsets.prometheus import PrometheusToolsetSource
+    from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+
+    opened = OptionalToolsets()
+    metrics = MetricsSettings(
+        prometheus_url=settings.prometheus_url,
+        prometheus_token_file=settings.prometheus_token_file,
+        prometheus_ca_file=settings.prometheus_ca_file,
+        prometheus_headers=settings.prometheus_headers,
+        alertmanager_url=settings.alertmanager_url,
+        request_timeout_seconds=max(
+            settings.prometheus_timeout_seconds, settings.alertmanager_timeout_seconds
+        ),
+    )
+    try:
+        prometheus = metrics.prometheus_client()
+        alertmanager = metrics.alertmanager_client()
+    except ValueError as exc:
+        raise ConfigError(f"HAPI_PROMETHEUS_*: {exc}") from None
+    if prometheus is not None:
+        opened.closers.append(prometheus.close)
+        limits = ToolsetLimits(
+            max_calls=settings.prometheus_max_calls,
+            call_timeout=settings.prometheus_timeout_seconds,
+        )
+        reader = PrometheusReader(prometheus)
+        opened.sources.append(
+            PrometheusToolsetSource(reader, limits, settings.prometheus_max_series)
+        )
+    if alertmanager is not None:
+        opened.closers.append(alertmanager.close)
+        limits = ToolsetLimits(
+            max_calls=settings.alertmanager_max_calls,
+            call_timeout=settings.alertmanager_timeout_seconds,
+        )
+        opened.sources.append(AlertmanagerToolsetSource(AlertmanagerReader(alertmanager), limits))
+
+    def breaker(name: str) -> RateCircuitBreaker:
+        return RateCircuitBreaker(
+            name,
+            failure_ratio=settings.breaker_failure_ratio,
+            window_seconds=settings.breaker_window_seconds,
+            min_calls=settings.breaker_min_calls,
+            recovery_timeout=settings.breaker_recovery_seconds,
+        )
+
+    mcp = McpSettings(
+        settings.mcp_config, settings.mcp_refresh_seconds, settings.mcp_connect_timeout_seconds
+    )
+    try:
+        manager = McpManager.from_settings(mcp, breaker_factory=breaker)
+    except McpConfigError as exc:
+        await opened.close()
+        raise ConfigError(f"HAPI_MCP_CONFIG: {' '.join(str(exc).split())}") from None
+    if manager is not None:
+        # Bounded by the connect timeout per server; never raises.
+        await manager.start()
+        opened.closers.append(manager.close)
+        opened.sources.extend(mcp_toolset_sources(manager))
+    return opened
+
+
 def build_server(
     settings: Settings,
     *,
@@ -203,7 +295,11 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     kubernetes = await open_kubernetes()
-    server = build_server(settings, toolsets=[kubernetes.source] if kubernetes else [])
+    optional = await open_optional_toolsets(settings)
+    server = build_server(
+        settings,
+        toolsets=[*([kubernetes.source] if kubernetes else []), *optional.sources],
+    )
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(
@@ -222,6 +318,7 @@ async def serve(settings: Settings) -> None:
         await server.stop()
         if kubernetes is not None:
             await kubernetes.close()
+        await optional.close()
         if metrics_runner is not None:
             await metrics_runner.cleanup()
         tracing.shutdown_tracing()

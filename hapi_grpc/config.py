@@ -50,6 +50,8 @@ _URL_SCHEMES: dict[str, tuple[str, ...]] = {
     "otlp_endpoint": ("http", "https"),
     # TokenReview is sent with the service-account token: TLS only.
     "tokenreview_api_url": ("https",),
+    "prometheus_url": ("http", "https"),
+    "alertmanager_url": ("http", "https"),
 }
 
 
@@ -154,6 +156,42 @@ class Settings(BaseModel):
     tokenreview_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
     tokenreview_audiences: list[str] = Field(default_factory=list)
 
+    # Investigation toolsets from monitoring systems and tool servers; each is
+    # offered only when its URL or file is set.
+    # Prometheus HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics), with a path
+    # prefix if any (Mimir: https://mimir/prometheus).
+    prometheus_url: str | None = None
+    # Bearer token file, CA bundle and extra headers (JSON object or Name=value,...;
+    # e.g. X-Scope-OrgID=tenant-a): also used for Alertmanager.
+    prometheus_token_file: str | None = None
+    prometheus_ca_file: str | None = None
+    prometheus_headers: str = ""
+    prometheus_max_calls: int = Field(10, ge=0, le=100)
+    prometheus_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    prometheus_max_series: int = Field(10, ge=1, le=100)
+    alertmanager_url: str | None = None
+    alertmanager_max_calls: int = Field(3, ge=0, le=100)
+    alertmanager_timeout_seconds: float = Field(5.0, gt=0, le=300)
+    # MCP servers file ({"mcpServers": {...}}); caps and timeouts are per server in it.
+    mcp_config: str | None = None
+    mcp_refresh_seconds: float = Field(300.0, ge=0)
+    mcp_connect_timeout_seconds: float = Field(10.0, gt=0, le=300)
+
+    @field_validator("prometheus_headers")
+    @classmethod
+    def _headers(cls, value: str) -> str:
+        from hapi_grpc.adapters.metrics.http import parse_headers
+
+        try:
+            parse_headers(value)
+        except ValueError:
+            # Not the parser's message: it quotes the text, which may hold a credential.
+            raise ValueError(
+                'must be a JSON object of strings ({"X-Scope-OrgID": "tenant-a"}) or'
+                " Name=value pairs separated by commas"
+            ) from None
+        return value
+
     @field_validator(*_URL_SCHEMES, mode="after")
     @classmethod
     def _url(cls, value: str | None, info: Any) -> str | None:
@@ -220,6 +258,9 @@ class Settings(BaseModel):
             files.append("llm_api_key_file")
         if self.auth_mode == "tokenreview":
             files += ["tokenreview_ca_file", "tokenreview_token_file"]
+        if self.prometheus_url or self.alertmanager_url:
+            files += ["prometheus_token_file", "prometheus_ca_file"]
+        files.append("mcp_config")
         for field in filter(None, files):
             path = getattr(self, field)
             if path:
@@ -268,7 +309,12 @@ def _describe(err: Any) -> str:
     field = str(loc[0])
     text = f"{env_name(field)}: {message}"
     value = err.get("input")
-    if isinstance(value, str | int | float) and "secret" not in field and "key" not in field:
+    if (
+        isinstance(value, str | int | float)
+        and "secret" not in field
+        and "key" not in field
+        and "headers" not in field  # may carry credentials
+    ):
         shown = str(value)
         if field not in _URL_SCHEMES and len(shown) <= 60:
             text += f" (got {shown!r})"

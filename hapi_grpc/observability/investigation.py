@@ -46,6 +46,13 @@ class MetricsObserver:
         metrics.TOOL_CALL_DURATION.labels(tool=tool).observe(record.duration_seconds)
         if record.status not in _OK:
             metrics.TOOL_CALL_ERRORS.labels(tool=tool).inc()
+        toolset = toolset or "none"
+        metrics.TOOLSET_CALLS.labels(toolset=toolset, tool=tool, status=status).inc()
+        metrics.TOOLSET_CALL_DURATION.labels(toolset=toolset, tool=tool).observe(
+            record.duration_seconds
+        )
+        if record.status not in _OK:
+            metrics.TOOLSET_CALL_ERRORS.labels(toolset=toolset, tool=tool).inc()
 
     def validation_attempt(self, attempt: ValidationAttempt) -> None:
         metrics.VALIDATION_ATTEMPTS.labels(

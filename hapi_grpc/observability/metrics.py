@@ -41,6 +41,27 @@ TOOL_CALL_CACHE_HIT_RATE = Gauge(
     "Share of catalog lookups (0-1) answered from the cache.",
 )
 
+# --- Tool calls by toolset -----------------------------------------------------
+# toolset: workflow_catalog, kubernetes, prometheus, alertmanager, mcp:<server> (servers
+# come from the configuration file), or "none" for an unknown tool. tool: our own
+# tool names, allow-listed MCP tool names, "other" for any other MCP tool, "unknown".
+TOOLSET_CALLS = Counter(
+    "hapi_toolset_calls_total",
+    "Tool calls by toolset, tool and outcome.",
+    ["toolset", "tool", "status"],
+)
+TOOLSET_CALL_ERRORS = Counter(
+    "hapi_toolset_call_errors_total",
+    "Tool calls that did not succeed, by toolset and tool.",
+    ["toolset", "tool"],
+)
+TOOLSET_CALL_DURATION = Histogram(
+    "hapi_toolset_call_duration_seconds",
+    "Tool call latency by toolset and tool.",
+    ["toolset", "tool"],
+    buckets=_LATENCY_BUCKETS,
+)
+
 # --- Investigations ---------------------------------------------------------
 INVESTIGATIONS = Counter(
     "hapi_investigations_total",

@@ -241,7 +241,17 @@ _TOOL_ARGS = {
     "kubernetes_events": ("kubernetes_events", tools_pb2.KubernetesEventsArgs),
     "kubernetes_pod_logs": ("kubernetes_pod_logs", tools_pb2.KubernetesPodLogsArgs),
     "kubernetes_owner_chain": ("kubernetes_owner_chain", tools_pb2.KubernetesOwnerChainArgs),
+    "prometheus_query": ("prometheus_query", tools_pb2.PrometheusQueryArgs),
+    "prometheus_query_range": ("prometheus_query_range", tools_pb2.PrometheusRangeQueryArgs),
+    "prometheus_label_values": ("prometheus_label_values", tools_pb2.PrometheusLabelValuesArgs),
+    "prometheus_series": ("prometheus_series", tools_pb2.PrometheusSeriesArgs),
+    "alertmanager_active_alerts": (
+        "alertmanager_active_alerts",
+        tools_pb2.AlertmanagerActiveAlertsArgs,
+    ),
 }
+# MCP tools are named "<server>__<tool>"; none of our own tools has "__" in its name.
+_MCP_SEPARATOR = "__"
 
 
 def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
@@ -253,6 +263,15 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
         duration_seconds=call.duration_seconds,
     )
     typed = _TOOL_ARGS.get(call.name)
+    server, sep, tool = call.name.partition(_MCP_SEPARATOR)
+    if typed is None and sep and call.status is not r.ToolCallStatus.UNKNOWN_TOOL:
+        msg.mcp_tool.server, msg.mcp_tool.tool = server, tool
+        if isinstance(call.arguments, dict):
+            try:
+                msg.mcp_tool.arguments.CopyFrom(dict_to_struct(call.arguments))
+            except (TypeError, ValueError):
+                pass  # the raw text is still recorded
+        return msg
     if typed is not None and isinstance(call.arguments, dict):
         field, cls = typed
         try:

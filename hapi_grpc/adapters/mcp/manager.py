@@ -286,6 +286,33 @@ class McpManager:
             for name, s in self._servers.items()
         }
 
+    def check_arguments(self, name: str, arguments: Any) -> str | None:
+        """Why `arguments` do not fit the exposed tool `name`'s input schema; None when they do."""
+        server = self._servers.get(name.partition(SEPARATOR)[0])
+        entry = server.tools.get(name) if server is not None else None
+        if entry is None:
+            return f"unknown tool {clip(name, 80)!r}"
+        if not isinstance(arguments, dict):
+            return f"arguments for {name} must be a JSON object"
+        validator = entry[1]
+        problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if not problems:
+            return None
+        shown = "; ".join(
+            f"{_path(err) or '(arguments)'}: {clip(err.message, 200)}"
+            for err in problems[:_MAX_SCHEMA_ERRORS]
+        )
+        return f"arguments for {name} do not fit its input schema: {shown}; fix them and call again"
+
+    def server_config(self, server: str) -> McpServerConfig | None:
+        """The configuration of an enabled server (limits, allow list)."""
+        entry = self._servers.get(server)
+        return entry.config if entry is not None else None
+
+    def servers(self) -> list[str]:
+        """The enabled servers' names, sorted."""
+        return list(self._servers)
+
     async def call(
         self,
         name: str,
@@ -305,19 +332,10 @@ class McpManager:
         if server is None or entry is None:
             offered = ", ".join(t.name for t in self.tools()[:20]) or "none"
             raise McpToolError(f"unknown tool {clip(name, 80)!r}; the tools offered are: {offered}")
-        tool, validator = entry
-        if not isinstance(arguments, dict):
-            raise McpToolError(f"arguments for {name} must be a JSON object")
-        problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        if problems:
-            shown = "; ".join(
-                f"{_path(err) or '(arguments)'}: {clip(err.message, 200)}"
-                for err in problems[:_MAX_SCHEMA_ERRORS]
-            )
-            raise McpToolError(
-                f"arguments for {name} do not fit its input schema: {shown}; "
-                "fix them and call again"
-            )
+        tool = entry[0]
+        problem = self.check_arguments(name, arguments)
+        if problem is not None:
+            raise McpToolError(problem)
         if calls is not None:
             used = calls.counts.get(server_name, 0)
             if used >= server.config.max_calls:

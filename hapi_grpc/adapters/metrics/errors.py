@@ -3,15 +3,16 @@
 A toolset shows `MetricsQueryError` to the model as an actionable tool error
 (the server's own message: fix the query and try again) and
 `MetricsUnavailableError` as "this source cannot answer now". Neither is a
-failure of the investigation.
+failure of the investigation. Both derive from the domain port's failures
+(`hapi_grpc.domain.toolsets.metrics_port`), which is what the toolsets catch.
 """
 
 from __future__ import annotations
 
-from hapi_grpc.domain.errors import HapiError
+from hapi_grpc.domain.toolsets.metrics_port import MetricsQueryFailure, MetricsSourceUnavailable
 
 
-class MetricsQueryError(HapiError):
+class MetricsQueryError(MetricsQueryFailure):
     """The server (or our own bounds) rejected this request; a different one may work.
 
     `error_type` is the server's `errorType` (`bad_data`, `execution`,
@@ -37,5 +38,5 @@ class ResponseTooLargeError(MetricsQueryError):
         super().__init__(message, "too_large")
 
 
-class MetricsUnavailableError(HapiError):
+class MetricsUnavailableError(MetricsSourceUnavailable):
     """The server cannot answer now: connection, timeout, 5xx, or a body that breaks the API."""

@@ -177,7 +177,10 @@ class InvestigationEngine:
             ledger=ledger,
             catalog=session,
             tools=ToolDispatcher(
-                [catalog_tools, *(make() for make in self._toolsets)], budget, self._observer
+                # A toolset with no tools (a tool server never reached) is not offered.
+                [catalog_tools, *(t for t in (make() for make in self._toolsets) if t.tools)],
+                budget,
+                self._observer,
             ),
             progress=Progress(on_event, self._observer),
             model=self._llm.model or self._llm.name,

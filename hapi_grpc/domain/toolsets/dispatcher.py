@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.llm import ToolCall, ToolDefinition
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus, ValidationAttempt
@@ -36,11 +35,13 @@ from hapi_grpc.domain.toolsets.jsontext import (
     with_notice,
 )
 from hapi_grpc.domain.toolsets.tool import (
+    ArgumentsRejected,
     Tool,
     ToolContext,
     ToolResult,
-    argument_hint,
-    describe_validation_error,
+    metric_label,
+    tool_hint,
+    validate_arguments,
 )
 from hapi_grpc.domain.toolsets.toolset import Toolset
 
@@ -98,9 +99,7 @@ class ToolDispatcher:
         self._tools: dict[str, tuple[Tool, Toolset]] = {
             tool.name: (tool, toolset) for toolset in self._toolsets for tool in toolset.tools
         }
-        self._hints = {
-            name: argument_hint(tool.arguments) for name, (tool, _) in self._tools.items()
-        }
+        self._hints = {name: tool_hint(tool) for name, (tool, _) in self._tools.items()}
         self._max_calls = (
             sum(t.limits.max_calls for t in self._toolsets) if max_calls is None else max_calls
         )
@@ -127,7 +126,7 @@ class ToolDispatcher:
         parsed, parse_error = parse_arguments(raw)
         key = (call.name, canonical_json(parsed) if parsed is not None else raw)
         entry = self._tools.get(call.name)
-        label = call.name if entry is not None else UNKNOWN_TOOL_LABEL
+        label = metric_label(entry[0]) if entry is not None else UNKNOWN_TOOL_LABEL
         toolset = entry[1].name if entry is not None else ""
 
         previous = self._answers.get(key)
@@ -209,14 +208,11 @@ class ToolDispatcher:
                 },
             )
         try:
-            args = tool.arguments.model_validate(parsed)
-        except ValidationError as exc:
+            args = validate_arguments(tool, parsed)
+        except ArgumentsRejected as exc:
             return ToolResult(
                 ToolCallStatus.INVALID_ARGUMENTS,
-                {
-                    "error": "invalid arguments: " + describe_validation_error(exc),
-                    "expected": self._hints[name],
-                },
+                {"error": exc.message, "expected": self._hints[name]},
             )
         timeout = min(toolset.limits.call_timeout, self._budget.remaining())
         ctx = ToolContext(self._budget, max(timeout, 0.0))
@@ -229,6 +225,12 @@ class ToolDispatcher:
             return ToolResult(
                 ToolCallStatus.TIMEOUT,
                 {"error": f"{name} did not answer within {timeout:.3g}s; go on without it."},
+            )
+        except BudgetExhaustedError:
+            # The investigation's own time ran out during the call: not a tool failure.
+            return ToolResult(
+                ToolCallStatus.TIMEOUT,
+                {"error": "the investigation has no time left: reply now with the final answer."},
             )
         except Exception:
             logger.exception("tool %s failed unexpectedly", name)

@@ -4,10 +4,14 @@ The pydantic argument model is the single source of truth for a tool's
 arguments: it produces the JSON Schema the model is shown and validates what
 the model sends. `run` receives validated arguments and a `ToolContext`, and
 returns a `ToolResult`; the dispatcher does everything tools have in common.
+A tool whose schema is written by someone else (an MCP server's tool) has no
+argument model: it brings its own `json_schema` and `parse` (`OwnSchema`).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,14 +22,20 @@ from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
 
 __all__ = [
+    "ArgumentsRejected",
+    "OwnSchema",
     "Tool",
     "ToolArgs",
     "ToolContext",
     "ToolResult",
     "argument_hint",
     "describe_validation_error",
+    "metric_label",
     "tool_definition",
+    "tool_hint",
     "tool_json_schema",
+    "tool_parameters",
+    "validate_arguments",
 ]
 
 _ERRORS_SHOWN = 10
@@ -64,14 +74,75 @@ class Tool(Protocol):
     def description(self) -> str: ...
 
     @property
-    def arguments(self) -> type[ToolArgs]: ...
+    def arguments(self) -> type[ToolArgs] | None:
+        """The argument model; None for a tool that is also `OwnSchema`."""
+        ...
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 
 
+class ArgumentsRejected(Exception):
+    """Arguments that do not fit a tool; `message` says what to change."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class OwnSchema(Protocol):
+    """A tool described by a JSON Schema it brings instead of an argument model."""
+
+    @property
+    def json_schema(self) -> dict[str, Any]: ...
+
+    def parse(self, raw: dict[str, Any]) -> Any:
+        """The validated arguments; raises ArgumentsRejected."""
+        ...
+
+
+def _own_schema(tool: Tool) -> OwnSchema | None:
+    return tool if tool.arguments is None else None  # type: ignore[return-value]
+
+
+def tool_parameters(tool: Tool) -> dict[str, Any]:
+    """The JSON Schema of the tool's arguments, as shown to the model."""
+    own = _own_schema(tool)
+    if own is not None:
+        return own.json_schema
+    assert tool.arguments is not None
+    return tool_json_schema(tool.arguments)
+
+
+def validate_arguments(tool: Tool, parsed: dict[str, Any]) -> Any:
+    """The tool's validated arguments; raises ArgumentsRejected with the problems."""
+    own = _own_schema(tool)
+    if own is not None:
+        return own.parse(parsed)
+    assert tool.arguments is not None
+    try:
+        return tool.arguments.model_validate(parsed)
+    except ValidationError as exc:
+        raise ArgumentsRejected("invalid arguments: " + describe_validation_error(exc)) from None
+
+
+def tool_hint(tool: Tool) -> str:
+    """The one-line argument summary of any tool, for error answers."""
+    return _schema_hint(tool_parameters(tool))
+
+
+def metric_label(tool: Tool) -> str:
+    """The tool's name on metrics and spans.
+
+    Names from a closed set only: a tool whose name comes from elsewhere (an
+    MCP server's tool nobody allow-listed) says so with a `metric_label`.
+    """
+    label = getattr(tool, "metric_label", None)
+    return label if isinstance(label, str) else tool.name
+
+
 def tool_definition(tool: Tool) -> ToolDefinition:
     return ToolDefinition(
-        name=tool.name, description=tool.description, parameters=tool_json_schema(tool.arguments)
+        name=tool.name, description=tool.description, parameters=tool_parameters(tool)
     )
 
 
@@ -79,8 +150,15 @@ def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema as a tool definition: no titles, no null unions.
 
     The class docstring is dropped: the tool's own description is what the
-    model reads.
+    model reads. A fresh copy each call, of a schema built once per model:
+    pydantic's schema generation cost more than the rest of starting an
+    investigation together.
     """
+    return copy.deepcopy(_built_schema(model))
+
+
+@functools.cache
+def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = _clean_schema(model.model_json_schema())
     schema.pop("description", None)
     return schema
@@ -108,10 +186,16 @@ def _clean_schema(node: Any) -> Any:
 
 def argument_hint(model: type[BaseModel]) -> str:
     """One line naming each argument with its type and bounds, for error answers."""
-    schema = tool_json_schema(model)
+    return _schema_hint(tool_json_schema(model))
+
+
+def _schema_hint(schema: dict[str, Any]) -> str:
     required = set(schema.get("required", ()))
     parts = []
-    for name, prop in schema["properties"].items():
+    properties = schema.get("properties")
+    for name, prop in (properties if isinstance(properties, dict) else {}).items():
+        if not isinstance(prop, dict):
+            continue
         kind = prop.get("type", "any")
         extra = []
         if "enum" in prop:

@@ -627,6 +627,355 @@ func (x *KubernetesOwnerChainArgs) GetName() string {
 	return ""
 }
 
+// Arguments of the prometheus_query tool: a PromQL expression at one instant.
+type PrometheusQueryArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PromQL expression.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Evaluation time: "now", "now-30m", unix seconds or RFC 3339; empty means now.
+	Time          string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrometheusQueryArgs) Reset() {
+	*x = PrometheusQueryArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrometheusQueryArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrometheusQueryArgs) ProtoMessage() {}
+
+func (x *PrometheusQueryArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrometheusQueryArgs.ProtoReflect.Descriptor instead.
+func (*PrometheusQueryArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PrometheusQueryArgs) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *PrometheusQueryArgs) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+// Arguments of the prometheus_query_range tool: a PromQL expression over a window,
+// answered as a per-series summary (min, max, mean, last, trend).
+type PrometheusRangeQueryArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PromQL expression.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Window ending at `end`, a duration such as "1h". Default 1h.
+	Range string `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
+	// End of the window: "now", "now-30m", unix seconds or RFC 3339; empty means now.
+	End string `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	// Resolution, a duration such as "30s"; empty gives about 120 points.
+	Step          string `protobuf:"bytes,4,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrometheusRangeQueryArgs) Reset() {
+	*x = PrometheusRangeQueryArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrometheusRangeQueryArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrometheusRangeQueryArgs) ProtoMessage() {}
+
+func (x *PrometheusRangeQueryArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrometheusRangeQueryArgs.ProtoReflect.Descriptor instead.
+func (*PrometheusRangeQueryArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PrometheusRangeQueryArgs) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *PrometheusRangeQueryArgs) GetRange() string {
+	if x != nil {
+		return x.Range
+	}
+	return ""
+}
+
+func (x *PrometheusRangeQueryArgs) GetEnd() string {
+	if x != nil {
+		return x.End
+	}
+	return ""
+}
+
+func (x *PrometheusRangeQueryArgs) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+// Arguments of the prometheus_label_values tool: the values of one label.
+type PrometheusLabelValuesArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Label name; "__name__" lists metric names.
+	Label string `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	// Series selectors to narrow by, e.g. {namespace="payments"}.
+	Match         []string `protobuf:"bytes,2,rep,name=match,proto3" json:"match,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrometheusLabelValuesArgs) Reset() {
+	*x = PrometheusLabelValuesArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrometheusLabelValuesArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrometheusLabelValuesArgs) ProtoMessage() {}
+
+func (x *PrometheusLabelValuesArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrometheusLabelValuesArgs.ProtoReflect.Descriptor instead.
+func (*PrometheusLabelValuesArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PrometheusLabelValuesArgs) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *PrometheusLabelValuesArgs) GetMatch() []string {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
+// Arguments of the prometheus_series tool: label sets of matching series.
+type PrometheusSeriesArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series selectors (at least one).
+	Match         []string `protobuf:"bytes,1,rep,name=match,proto3" json:"match,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrometheusSeriesArgs) Reset() {
+	*x = PrometheusSeriesArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrometheusSeriesArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrometheusSeriesArgs) ProtoMessage() {}
+
+func (x *PrometheusSeriesArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrometheusSeriesArgs.ProtoReflect.Descriptor instead.
+func (*PrometheusSeriesArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PrometheusSeriesArgs) GetMatch() []string {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
+// Arguments of the alertmanager_active_alerts tool: alerts firing now.
+type AlertmanagerActiveAlertsArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only alerts with this namespace label.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Only alerts carrying all these labels.
+	Labels        map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlertmanagerActiveAlertsArgs) Reset() {
+	*x = AlertmanagerActiveAlertsArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlertmanagerActiveAlertsArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlertmanagerActiveAlertsArgs) ProtoMessage() {}
+
+func (x *AlertmanagerActiveAlertsArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlertmanagerActiveAlertsArgs.ProtoReflect.Descriptor instead.
+func (*AlertmanagerActiveAlertsArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AlertmanagerActiveAlertsArgs) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *AlertmanagerActiveAlertsArgs) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// A call to a tool of an MCP tool server: which one, and the arguments as sent.
+type McpToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Server name from the MCP configuration file.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// Tool name as the server lists it (the call's name is "<server>__<tool>").
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The arguments, when they were a JSON object (secret-looking values redacted).
+	Arguments     *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolCall) Reset() {
+	*x = McpToolCall{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolCall) ProtoMessage() {}
+
+func (x *McpToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolCall.ProtoReflect.Descriptor instead.
+func (*McpToolCall) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *McpToolCall) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpToolCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpToolCall) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
 // One tool call made during an investigation, with typed arguments.
 type ToolCallRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -643,6 +992,12 @@ type ToolCallRecord struct {
 	//	*ToolCallRecord_KubernetesEvents
 	//	*ToolCallRecord_KubernetesPodLogs
 	//	*ToolCallRecord_KubernetesOwnerChain
+	//	*ToolCallRecord_PrometheusQuery
+	//	*ToolCallRecord_PrometheusQueryRange
+	//	*ToolCallRecord_PrometheusLabelValues
+	//	*ToolCallRecord_PrometheusSeries
+	//	*ToolCallRecord_AlertmanagerActiveAlerts
+	//	*ToolCallRecord_McpTool
 	Arguments isToolCallRecord_Arguments `protobuf_oneof:"arguments"`
 	// The raw argument text the model sent (kept for debugging; may be malformed JSON).
 	RawArguments string `protobuf:"bytes,4,opt,name=raw_arguments,json=rawArguments,proto3" json:"raw_arguments,omitempty"`
@@ -658,7 +1013,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	mi := &file_hapi_v1_tools_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +1025,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	mi := &file_hapi_v1_tools_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +1038,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{7}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCallRecord) GetName() string {
@@ -763,6 +1118,60 @@ func (x *ToolCallRecord) GetKubernetesOwnerChain() *KubernetesOwnerChainArgs {
 	return nil
 }
 
+func (x *ToolCallRecord) GetPrometheusQuery() *PrometheusQueryArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_PrometheusQuery); ok {
+			return x.PrometheusQuery
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetPrometheusQueryRange() *PrometheusRangeQueryArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_PrometheusQueryRange); ok {
+			return x.PrometheusQueryRange
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetPrometheusLabelValues() *PrometheusLabelValuesArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_PrometheusLabelValues); ok {
+			return x.PrometheusLabelValues
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetPrometheusSeries() *PrometheusSeriesArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_PrometheusSeries); ok {
+			return x.PrometheusSeries
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetAlertmanagerActiveAlerts() *AlertmanagerActiveAlertsArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_AlertmanagerActiveAlerts); ok {
+			return x.AlertmanagerActiveAlerts
+		}
+	}
+	return nil
+}
+
+func (x *ToolCallRecord) GetMcpTool() *McpToolCall {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_McpTool); ok {
+			return x.McpTool
+		}
+	}
+	return nil
+}
+
 func (x *ToolCallRecord) GetRawArguments() string {
 	if x != nil {
 		return x.RawArguments
@@ -830,6 +1239,36 @@ type ToolCallRecord_KubernetesOwnerChain struct {
 	KubernetesOwnerChain *KubernetesOwnerChainArgs `protobuf:"bytes,12,opt,name=kubernetes_owner_chain,json=kubernetesOwnerChain,proto3,oneof"`
 }
 
+type ToolCallRecord_PrometheusQuery struct {
+	// Arguments of a prometheus_query call.
+	PrometheusQuery *PrometheusQueryArgs `protobuf:"bytes,13,opt,name=prometheus_query,json=prometheusQuery,proto3,oneof"`
+}
+
+type ToolCallRecord_PrometheusQueryRange struct {
+	// Arguments of a prometheus_query_range call.
+	PrometheusQueryRange *PrometheusRangeQueryArgs `protobuf:"bytes,14,opt,name=prometheus_query_range,json=prometheusQueryRange,proto3,oneof"`
+}
+
+type ToolCallRecord_PrometheusLabelValues struct {
+	// Arguments of a prometheus_label_values call.
+	PrometheusLabelValues *PrometheusLabelValuesArgs `protobuf:"bytes,15,opt,name=prometheus_label_values,json=prometheusLabelValues,proto3,oneof"`
+}
+
+type ToolCallRecord_PrometheusSeries struct {
+	// Arguments of a prometheus_series call.
+	PrometheusSeries *PrometheusSeriesArgs `protobuf:"bytes,16,opt,name=prometheus_series,json=prometheusSeries,proto3,oneof"`
+}
+
+type ToolCallRecord_AlertmanagerActiveAlerts struct {
+	// Arguments of an alertmanager_active_alerts call.
+	AlertmanagerActiveAlerts *AlertmanagerActiveAlertsArgs `protobuf:"bytes,17,opt,name=alertmanager_active_alerts,json=alertmanagerActiveAlerts,proto3,oneof"`
+}
+
+type ToolCallRecord_McpTool struct {
+	// A call to a tool of an MCP tool server (raw_arguments keeps the JSON text).
+	McpTool *McpToolCall `protobuf:"bytes,18,opt,name=mcp_tool,json=mcpTool,proto3,oneof"`
+}
+
 func (*ToolCallRecord_SearchWorkflowCatalog) isToolCallRecord_Arguments() {}
 
 func (*ToolCallRecord_ValidateWorkflowParameters) isToolCallRecord_Arguments() {}
@@ -843,6 +1282,18 @@ func (*ToolCallRecord_KubernetesEvents) isToolCallRecord_Arguments() {}
 func (*ToolCallRecord_KubernetesPodLogs) isToolCallRecord_Arguments() {}
 
 func (*ToolCallRecord_KubernetesOwnerChain) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_PrometheusQuery) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_PrometheusQueryRange) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_PrometheusLabelValues) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_PrometheusSeries) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_AlertmanagerActiveAlerts) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_McpTool) isToolCallRecord_Arguments() {}
 
 var File_hapi_v1_tools_proto protoreflect.FileDescriptor
 
@@ -905,7 +1356,34 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1c\n" +
 	"\x04kind\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04kind\x12\x1e\n" +
 	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"\x9d\x06\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"T\n" +
+	"\x13PrometheusQueryArgs\x12 \n" +
+	"\x05query\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xa0\x1fR\x05query\x12\x1b\n" +
+	"\x04time\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18@R\x04time\"\x93\x01\n" +
+	"\x18PrometheusRangeQueryArgs\x12 \n" +
+	"\x05query\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xa0\x1fR\x05query\x12\x1d\n" +
+	"\x05range\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18 R\x05range\x12\x19\n" +
+	"\x03end\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18@R\x03end\x12\x1b\n" +
+	"\x04step\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18 R\x04step\"b\n" +
+	"\x19PrometheusLabelValuesArgs\x12\x1e\n" +
+	"\x05label\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x05label\x12%\n" +
+	"\x05match\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"=\n" +
+	"\x14PrometheusSeriesArgs\x12%\n" +
+	"\x05match\x18\x01 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"\xd5\x01\n" +
+	"\x1cAlertmanagerActiveAlertsArgs\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12S\n" +
+	"\x06labels\x18\x02 \x03(\v21.hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10\n" +
+	"R\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
+	"\vMcpToolCall\x12\x1f\n" +
+	"\x06server\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06server\x12\x1c\n" +
+	"\x04tool\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04tool\x125\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\"\x89\n" +
+	"\n" +
 	"\x0eToolCallRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\\\n" +
 	"\x17search_workflow_catalog\x18\x02 \x01(\v2\".hapi.v1.SearchWorkflowCatalogArgsH\x00R\x15searchWorkflowCatalog\x12k\n" +
@@ -915,7 +1393,13 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\x11kubernetes_events\x18\n" +
 	" \x01(\v2\x1d.hapi.v1.KubernetesEventsArgsH\x00R\x10kubernetesEvents\x12P\n" +
 	"\x13kubernetes_pod_logs\x18\v \x01(\v2\x1e.hapi.v1.KubernetesPodLogsArgsH\x00R\x11kubernetesPodLogs\x12Y\n" +
-	"\x16kubernetes_owner_chain\x18\f \x01(\v2!.hapi.v1.KubernetesOwnerChainArgsH\x00R\x14kubernetesOwnerChain\x12#\n" +
+	"\x16kubernetes_owner_chain\x18\f \x01(\v2!.hapi.v1.KubernetesOwnerChainArgsH\x00R\x14kubernetesOwnerChain\x12I\n" +
+	"\x10prometheus_query\x18\r \x01(\v2\x1c.hapi.v1.PrometheusQueryArgsH\x00R\x0fprometheusQuery\x12Y\n" +
+	"\x16prometheus_query_range\x18\x0e \x01(\v2!.hapi.v1.PrometheusRangeQueryArgsH\x00R\x14prometheusQueryRange\x12\\\n" +
+	"\x17prometheus_label_values\x18\x0f \x01(\v2\".hapi.v1.PrometheusLabelValuesArgsH\x00R\x15prometheusLabelValues\x12L\n" +
+	"\x11prometheus_series\x18\x10 \x01(\v2\x1d.hapi.v1.PrometheusSeriesArgsH\x00R\x10prometheusSeries\x12e\n" +
+	"\x1aalertmanager_active_alerts\x18\x11 \x01(\v2%.hapi.v1.AlertmanagerActiveAlertsArgsH\x00R\x18alertmanagerActiveAlerts\x121\n" +
+	"\bmcp_tool\x18\x12 \x01(\v2\x14.hapi.v1.McpToolCallH\x00R\amcpTool\x12#\n" +
 	"\rraw_arguments\x18\x04 \x01(\tR\frawArguments\x12\x16\n" +
 	"\x06result\x18\x05 \x01(\tR\x06result\x12/\n" +
 	"\x06status\x18\x06 \x01(\x0e2\x17.hapi.v1.ToolCallStatusR\x06status\x12)\n" +
@@ -944,7 +1428,7 @@ func file_hapi_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_hapi_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_hapi_v1_tools_proto_goTypes = []any{
 	(ToolCallStatus)(0),                    // 0: hapi.v1.ToolCallStatus
 	(*SearchWorkflowCatalogArgs)(nil),      // 1: hapi.v1.SearchWorkflowCatalogArgs
@@ -954,24 +1438,39 @@ var file_hapi_v1_tools_proto_goTypes = []any{
 	(*KubernetesEventsArgs)(nil),           // 5: hapi.v1.KubernetesEventsArgs
 	(*KubernetesPodLogsArgs)(nil),          // 6: hapi.v1.KubernetesPodLogsArgs
 	(*KubernetesOwnerChainArgs)(nil),       // 7: hapi.v1.KubernetesOwnerChainArgs
-	(*ToolCallRecord)(nil),                 // 8: hapi.v1.ToolCallRecord
-	(*structpb.Struct)(nil),                // 9: google.protobuf.Struct
+	(*PrometheusQueryArgs)(nil),            // 8: hapi.v1.PrometheusQueryArgs
+	(*PrometheusRangeQueryArgs)(nil),       // 9: hapi.v1.PrometheusRangeQueryArgs
+	(*PrometheusLabelValuesArgs)(nil),      // 10: hapi.v1.PrometheusLabelValuesArgs
+	(*PrometheusSeriesArgs)(nil),           // 11: hapi.v1.PrometheusSeriesArgs
+	(*AlertmanagerActiveAlertsArgs)(nil),   // 12: hapi.v1.AlertmanagerActiveAlertsArgs
+	(*McpToolCall)(nil),                    // 13: hapi.v1.McpToolCall
+	(*ToolCallRecord)(nil),                 // 14: hapi.v1.ToolCallRecord
+	nil,                                    // 15: hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
+	(*structpb.Struct)(nil),                // 16: google.protobuf.Struct
 }
 var file_hapi_v1_tools_proto_depIdxs = []int32{
-	9, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
-	1, // 1: hapi.v1.ToolCallRecord.search_workflow_catalog:type_name -> hapi.v1.SearchWorkflowCatalogArgs
-	2, // 2: hapi.v1.ToolCallRecord.validate_workflow_parameters:type_name -> hapi.v1.ValidateWorkflowParametersArgs
-	3, // 3: hapi.v1.ToolCallRecord.kubernetes_get:type_name -> hapi.v1.KubernetesGetArgs
-	4, // 4: hapi.v1.ToolCallRecord.kubernetes_list:type_name -> hapi.v1.KubernetesListArgs
-	5, // 5: hapi.v1.ToolCallRecord.kubernetes_events:type_name -> hapi.v1.KubernetesEventsArgs
-	6, // 6: hapi.v1.ToolCallRecord.kubernetes_pod_logs:type_name -> hapi.v1.KubernetesPodLogsArgs
-	7, // 7: hapi.v1.ToolCallRecord.kubernetes_owner_chain:type_name -> hapi.v1.KubernetesOwnerChainArgs
-	0, // 8: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	16, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
+	15, // 1: hapi.v1.AlertmanagerActiveAlertsArgs.labels:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
+	16, // 2: hapi.v1.McpToolCall.arguments:type_name -> google.protobuf.Struct
+	1,  // 3: hapi.v1.ToolCallRecord.search_workflow_catalog:type_name -> hapi.v1.SearchWorkflowCatalogArgs
+	2,  // 4: hapi.v1.ToolCallRecord.validate_workflow_parameters:type_name -> hapi.v1.ValidateWorkflowParametersArgs
+	3,  // 5: hapi.v1.ToolCallRecord.kubernetes_get:type_name -> hapi.v1.KubernetesGetArgs
+	4,  // 6: hapi.v1.ToolCallRecord.kubernetes_list:type_name -> hapi.v1.KubernetesListArgs
+	5,  // 7: hapi.v1.ToolCallRecord.kubernetes_events:type_name -> hapi.v1.KubernetesEventsArgs
+	6,  // 8: hapi.v1.ToolCallRecord.kubernetes_pod_logs:type_name -> hapi.v1.KubernetesPodLogsArgs
+	7,  // 9: hapi.v1.ToolCallRecord.kubernetes_owner_chain:type_name -> hapi.v1.KubernetesOwnerChainArgs
+	8,  // 10: hapi.v1.ToolCallRecord.prometheus_query:type_name -> hapi.v1.PrometheusQueryArgs
+	9,  // 11: hapi.v1.ToolCallRecord.prometheus_query_range:type_name -> hapi.v1.PrometheusRangeQueryArgs
+	10, // 12: hapi.v1.ToolCallRecord.prometheus_label_values:type_name -> hapi.v1.PrometheusLabelValuesArgs
+	11, // 13: hapi.v1.ToolCallRecord.prometheus_series:type_name -> hapi.v1.PrometheusSeriesArgs
+	12, // 14: hapi.v1.ToolCallRecord.alertmanager_active_alerts:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs
+	13, // 15: hapi.v1.ToolCallRecord.mcp_tool:type_name -> hapi.v1.McpToolCall
+	0,  // 16: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_hapi_v1_tools_proto_init() }
@@ -983,7 +1482,7 @@ func file_hapi_v1_tools_proto_init() {
 	file_hapi_v1_tools_proto_msgTypes[3].OneofWrappers = []any{}
 	file_hapi_v1_tools_proto_msgTypes[4].OneofWrappers = []any{}
 	file_hapi_v1_tools_proto_msgTypes[5].OneofWrappers = []any{}
-	file_hapi_v1_tools_proto_msgTypes[7].OneofWrappers = []any{
+	file_hapi_v1_tools_proto_msgTypes[13].OneofWrappers = []any{
 		(*ToolCallRecord_SearchWorkflowCatalog)(nil),
 		(*ToolCallRecord_ValidateWorkflowParameters)(nil),
 		(*ToolCallRecord_KubernetesGet)(nil),
@@ -991,6 +1490,12 @@ func file_hapi_v1_tools_proto_init() {
 		(*ToolCallRecord_KubernetesEvents)(nil),
 		(*ToolCallRecord_KubernetesPodLogs)(nil),
 		(*ToolCallRecord_KubernetesOwnerChain)(nil),
+		(*ToolCallRecord_PrometheusQuery)(nil),
+		(*ToolCallRecord_PrometheusQueryRange)(nil),
+		(*ToolCallRecord_PrometheusLabelValues)(nil),
+		(*ToolCallRecord_PrometheusSeries)(nil),
+		(*ToolCallRecord_AlertmanagerActiveAlerts)(nil),
+		(*ToolCallRecord_McpTool)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -998,7 +1503,7 @@ func file_hapi_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapi_v1_tools_proto_rawDesc), len(file_hapi_v1_tools_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

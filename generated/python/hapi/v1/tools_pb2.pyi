@@ -1,9 +1,10 @@
 from buf.validate import validate_pb2 as _validate_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -115,8 +116,67 @@ class KubernetesOwnerChainArgs(_message.Message):
     name: str
     def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
+class PrometheusQueryArgs(_message.Message):
+    __slots__ = ("query", "time")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    time: str
+    def __init__(self, query: _Optional[str] = ..., time: _Optional[str] = ...) -> None: ...
+
+class PrometheusRangeQueryArgs(_message.Message):
+    __slots__ = ("query", "range", "end", "step")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    range: str
+    end: str
+    step: str
+    def __init__(self, query: _Optional[str] = ..., range: _Optional[str] = ..., end: _Optional[str] = ..., step: _Optional[str] = ...) -> None: ...
+
+class PrometheusLabelValuesArgs(_message.Message):
+    __slots__ = ("label", "match")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    match: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, label: _Optional[str] = ..., match: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PrometheusSeriesArgs(_message.Message):
+    __slots__ = ("match",)
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    match: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, match: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AlertmanagerActiveAlertsArgs(_message.Message):
+    __slots__ = ("namespace", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class McpToolCall(_message.Message):
+    __slots__ = ("server", "tool", "arguments")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    tool: str
+    arguments: _struct_pb2.Struct
+    def __init__(self, server: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
 class ToolCallRecord(_message.Message):
-    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "kubernetes_get", "kubernetes_list", "kubernetes_events", "kubernetes_pod_logs", "kubernetes_owner_chain", "raw_arguments", "result", "status", "duration_seconds")
+    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "kubernetes_get", "kubernetes_list", "kubernetes_events", "kubernetes_pod_logs", "kubernetes_owner_chain", "prometheus_query", "prometheus_query_range", "prometheus_label_values", "prometheus_series", "alertmanager_active_alerts", "mcp_tool", "raw_arguments", "result", "status", "duration_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SEARCH_WORKFLOW_CATALOG_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_WORKFLOW_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +185,12 @@ class ToolCallRecord(_message.Message):
     KUBERNETES_EVENTS_FIELD_NUMBER: _ClassVar[int]
     KUBERNETES_POD_LOGS_FIELD_NUMBER: _ClassVar[int]
     KUBERNETES_OWNER_CHAIN_FIELD_NUMBER: _ClassVar[int]
+    PROMETHEUS_QUERY_FIELD_NUMBER: _ClassVar[int]
+    PROMETHEUS_QUERY_RANGE_FIELD_NUMBER: _ClassVar[int]
+    PROMETHEUS_LABEL_VALUES_FIELD_NUMBER: _ClassVar[int]
+    PROMETHEUS_SERIES_FIELD_NUMBER: _ClassVar[int]
+    ALERTMANAGER_ACTIVE_ALERTS_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOL_FIELD_NUMBER: _ClassVar[int]
     RAW_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -137,8 +203,14 @@ class ToolCallRecord(_message.Message):
     kubernetes_events: KubernetesEventsArgs
     kubernetes_pod_logs: KubernetesPodLogsArgs
     kubernetes_owner_chain: KubernetesOwnerChainArgs
+    prometheus_query: PrometheusQueryArgs
+    prometheus_query_range: PrometheusRangeQueryArgs
+    prometheus_label_values: PrometheusLabelValuesArgs
+    prometheus_series: PrometheusSeriesArgs
+    alertmanager_active_alerts: AlertmanagerActiveAlertsArgs
+    mcp_tool: McpToolCall
     raw_arguments: str
     result: str
     status: ToolCallStatus
     duration_seconds: float
-    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., kubernetes_get: _Optional[_Union[KubernetesGetArgs, _Mapping]] = ..., kubernetes_list: _Optional[_Union[KubernetesListArgs, _Mapping]] = ..., kubernetes_events: _Optional[_Union[KubernetesEventsArgs, _Mapping]] = ..., kubernetes_pod_logs: _Optional[_Union[KubernetesPodLogsArgs, _Mapping]] = ..., kubernetes_owner_chain: _Optional[_Union[KubernetesOwnerChainArgs, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., kubernetes_get: _Optional[_Union[KubernetesGetArgs, _Mapping]] = ..., kubernetes_list: _Optional[_Union[KubernetesListArgs, _Mapping]] = ..., kubernetes_events: _Optional[_Union[KubernetesEventsArgs, _Mapping]] = ..., kubernetes_pod_logs: _Optional[_Union[KubernetesPodLogsArgs, _Mapping]] = ..., kubernetes_owner_chain: _Optional[_Union[KubernetesOwnerChainArgs, _Mapping]] = ..., prometheus_query: _Optional[_Union[PrometheusQueryArgs, _Mapping]] = ..., prometheus_query_range: _Optional[_Union[PrometheusRangeQueryArgs, _Mapping]] = ..., prometheus_label_values: _Optional[_Union[PrometheusLabelValuesArgs, _Mapping]] = ..., prometheus_series: _Optional[_Union[PrometheusSeriesArgs, _Mapping]] = ..., alertmanager_active_alerts: _Optional[_Union[AlertmanagerActiveAlertsArgs, _Mapping]] = ..., mcp_tool: _Optional[_Union[McpToolCall, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...

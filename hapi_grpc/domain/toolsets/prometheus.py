@@ -1,0 +1,313 @@
+"""The `prometheus` toolset: metrics of the incident, read through the `MetricsReader` port.
+
+Four tools: an instant query, a range query (summarised per series: labels,
+min/max/mean/last and trend; never the raw matrix), and two lookups so the
+model can discover metric and label names before guessing them. Offered only
+when `HAPI_PROMETHEUS_URL` is set.
+
+A PromQL mistake or a request outside the bounds comes back as an
+INVALID_ARGUMENTS answer carrying the server's message, so the model can fix
+its query; an unreachable source is an ERROR answer saying the toolset is
+unavailable. Neither fails the investigation. Every answer is wrapped under
+`DATA_KEY`: data read from the metrics source, never instructions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets.metrics_port import (
+    MetricsQueryFailure,
+    MetricsReader,
+    MetricsSourceUnavailable,
+)
+from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+
+__all__ = [
+    "DATA_KEY",
+    "LABEL_VALUES_TOOL",
+    "NAME",
+    "QUERY_TOOL",
+    "RANGE_TOOL",
+    "SERIES_TOOL",
+    "PrometheusLabelValuesArgs",
+    "PrometheusQueryArgs",
+    "PrometheusRangeQueryArgs",
+    "PrometheusSeriesArgs",
+    "PrometheusToolsetSource",
+    "metrics_answer",
+    "parse_duration",
+    "parse_time",
+]
+
+NAME = "prometheus"
+QUERY_TOOL = "prometheus_query"
+RANGE_TOOL = "prometheus_query_range"
+LABEL_VALUES_TOOL = "prometheus_label_values"
+SERIES_TOOL = "prometheus_series"
+DATA_KEY = "metrics_data"
+PROMPT_NOTE = (
+    "Prometheus metrics tools (prometheus_query, prometheus_query_range; discover names with"
+    " prometheus_label_values and prometheus_series)"
+)
+DEFAULT_MAX_SERIES = 10
+# A range query without a step gets about this many points per series.
+_DEFAULT_POINTS = 120
+_MAX_QUERY = 4000
+_MAX_SELECTORS = 5
+_LABEL = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION_HELP = "a duration such as 30s, 15m, 1h or 2d"
+_TIME_HELP = "now, now-30m, unix seconds or an RFC 3339 time (2026-01-01T10:00:00Z)"
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Prometheus duration (`90s`, `1h30m`); ValueError otherwise."""
+    text = text.strip()
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT[match.group(2)]
+        pos = match.end()
+    if not text or pos != len(text) or total <= 0:
+        raise ValueError(f"must be {_DURATION_HELP}")
+    return total
+
+
+def parse_time(text: str, now: float) -> float:
+    """Unix seconds of `now`, `now-<duration>`, unix seconds or an RFC 3339 time."""
+    text = text.strip()
+    if text == "now":
+        return now
+    if text.startswith("now-"):
+        return now - parse_duration(text[4:])
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"must be {_TIME_HELP}")
+        return value
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"must be {_TIME_HELP}") from None
+    if parsed.tzinfo is None:
+        raise ValueError("an RFC 3339 time needs a zone (Z or +00:00)")
+    return parsed.timestamp()
+
+
+def _check_time(value: str | None) -> str | None:
+    if value is not None:
+        parse_time(value, 0.0)
+    return value
+
+
+class PrometheusQueryArgs(ToolArgs):
+    """Arguments of `prometheus_query` (proto `PrometheusQueryArgs`)."""
+
+    query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
+    time: str | None = Field(
+        default=None, description=f"Evaluation time: {_TIME_HELP}; default now"
+    )
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, value: str | None) -> str | None:
+        return _check_time(value)
+
+
+class PrometheusRangeQueryArgs(ToolArgs):
+    """Arguments of `prometheus_query_range` (proto `PrometheusRangeQueryArgs`)."""
+
+    query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
+    range: str = Field(default="1h", description=f"Window ending at `end`: {_DURATION_HELP}")
+    end: str | None = Field(default=None, description=f"End of the window: {_TIME_HELP}")
+    step: str | None = Field(
+        default=None, description=f"Resolution: {_DURATION_HELP}; default about 120 points"
+    )
+
+    @field_validator("end")
+    @classmethod
+    def _end(cls, value: str | None) -> str | None:
+        return _check_time(value)
+
+    @field_validator("range", "step")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+
+class PrometheusLabelValuesArgs(ToolArgs):
+    """Arguments of `prometheus_label_values` (proto `PrometheusLabelValuesArgs`)."""
+
+    label: str = Field(
+        default="__name__",
+        pattern=_LABEL,
+        max_length=128,
+        description="Label name; __name__ lists metric names",
+    )
+    match: list[str] = Field(
+        default_factory=list,
+        max_length=_MAX_SELECTORS,
+        description='Series selectors to narrow by, e.g. {namespace="payments"}',
+    )
+
+
+class PrometheusSeriesArgs(ToolArgs):
+    """Arguments of `prometheus_series` (proto `PrometheusSeriesArgs`)."""
+
+    match: list[str] = Field(
+        min_length=1,
+        max_length=_MAX_SELECTORS,
+        description='Series selectors, e.g. container_memory_working_set_bytes{pod=~"api-.*"}',
+    )
+
+
+def metrics_answer(data: dict[str, Any]) -> ToolResult:
+    return ToolResult(ToolCallStatus.SUCCESS, {DATA_KEY: data})
+
+
+async def guarded(source: str, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+    """Query failures as actionable answers, outages as "unavailable"; the rest propagates."""
+    try:
+        return await work()
+    except MetricsQueryFailure as exc:
+        return ToolResult(
+            ToolCallStatus.INVALID_ARGUMENTS,
+            {"error": exc.message, "hint": "fix the request and call again"},
+        )
+    except MetricsSourceUnavailable as exc:
+        return ToolResult(
+            ToolCallStatus.ERROR,
+            {
+                "error": f"the {source} toolset is unavailable now ({exc.message});"
+                " go on without it."
+            },
+        )
+
+
+@dataclass(frozen=True)
+class PrometheusQuery:
+    reader: MetricsReader
+    max_series: int = DEFAULT_MAX_SERIES
+    name: str = QUERY_TOOL
+    description: str = (
+        "Evaluate a PromQL expression at one instant (default now): each series with its labels"
+        " and value, largest first. Use rate()/increase() for counters."
+    )
+    arguments: type[PrometheusQueryArgs] = PrometheusQueryArgs
+
+    async def run(self, args: PrometheusQueryArgs, ctx: ToolContext) -> ToolResult:
+        async def work() -> ToolResult:
+            at = parse_time(args.time, time.time()) if args.time else None
+            summary = await self.reader.instant(
+                args.query, at=at, timeout=ctx.timeout, max_series=self.max_series
+            )
+            return metrics_answer({"query": args.query, **summary})
+
+        return await guarded(NAME, work)
+
+
+@dataclass(frozen=True)
+class PrometheusRangeQuery:
+    reader: MetricsReader
+    max_series: int = DEFAULT_MAX_SERIES
+    name: str = RANGE_TOOL
+    description: str = (
+        "Evaluate a PromQL expression over a window (default the last hour): per series its"
+        " labels, min, max, mean, last value and trend (rising/falling/flat, slope per minute)."
+    )
+    arguments: type[PrometheusRangeQueryArgs] = PrometheusRangeQueryArgs
+
+    async def run(self, args: PrometheusRangeQueryArgs, ctx: ToolContext) -> ToolResult:
+        async def work() -> ToolResult:
+            end = parse_time(args.end, time.time()) if args.end else time.time()
+            span = parse_duration(args.range)
+            step = (
+                parse_duration(args.step)
+                if args.step
+                else max(1.0, math.ceil(span / _DEFAULT_POINTS))
+            )
+            summary = await self.reader.range(
+                args.query,
+                start=end - span,
+                end=end,
+                step=step,
+                timeout=ctx.timeout,
+                max_series=self.max_series,
+            )
+            return metrics_answer({"query": args.query, "range": args.range, **summary})
+
+        return await guarded(NAME, work)
+
+
+@dataclass(frozen=True)
+class PrometheusLabelValues:
+    reader: MetricsReader
+    name: str = LABEL_VALUES_TOOL
+    description: str = (
+        "List the values of one label; label __name__ lists metric names. Narrow with series"
+        ' selectors such as {namespace="payments"}.'
+    )
+    arguments: type[PrometheusLabelValuesArgs] = PrometheusLabelValuesArgs
+
+    async def run(self, args: PrometheusLabelValuesArgs, ctx: ToolContext) -> ToolResult:
+        async def work() -> ToolResult:
+            found = await self.reader.label_values(
+                args.label, match=args.match, timeout=ctx.timeout
+            )
+            return metrics_answer(found)
+
+        return await guarded(NAME, work)
+
+
+@dataclass(frozen=True)
+class PrometheusSeries:
+    reader: MetricsReader
+    name: str = SERIES_TOOL
+    description: str = "List the label sets of the series matching one or more selectors."
+    arguments: type[PrometheusSeriesArgs] = PrometheusSeriesArgs
+
+    async def run(self, args: PrometheusSeriesArgs, ctx: ToolContext) -> ToolResult:
+        async def work() -> ToolResult:
+            return metrics_answer(await self.reader.series(args.match, timeout=ctx.timeout))
+
+        return await guarded(NAME, work)
+
+
+@dataclass(frozen=True)
+class PrometheusToolsetSource:
+    """Makes each investigation's `prometheus` toolset (the tools hold no state)."""
+
+    reader: MetricsReader
+    limits: ToolsetLimits
+    max_series: int = DEFAULT_MAX_SERIES
+
+    def __call__(self) -> Toolset:
+        return Toolset(
+            NAME,
+            (
+                PrometheusQuery(self.reader, self.max_series),
+                PrometheusRangeQuery(self.reader, self.max_series),
+                PrometheusLabelValues(self.reader),
+                PrometheusSeries(self.reader),
+            ),
+            self.limits,
+            prompt_note=PROMPT_NOTE,
+        )

@@ -47,6 +47,7 @@ class RunScore:
     facts_total: int = 0
     missing_facts: list[str] = field(default_factory=list)
     tool_calls: int = 0
+    tools_used: list[str] = field(default_factory=list)  # names, in call order
     turns: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -86,6 +87,7 @@ def score_run(
         return run
     usage = result.get("token_usage", {})
     run.tool_calls = len(result.get("tool_calls", []))
+    run.tools_used = [str(call.get("name", "")) for call in result.get("tool_calls", [])]
     run.turns = int(result.get("llm_turns", 0))
     run.prompt_tokens = int(usage.get("prompt_tokens", 0))
     run.completion_tokens = int(usage.get("completion_tokens", 0))

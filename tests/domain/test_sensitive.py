@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hapi_grpc.domain.sensitive import (
+    _CANDIDATE,
+    _SHAPES,
     REDACTED,
     clip,
     is_secret_name,
@@ -84,3 +88,29 @@ def test_clip_says_how_much_was_cut() -> None:
     clipped = clip("x" * 1_048_576, 200)
     assert len(clipped) < 260
     assert clipped.endswith(f"[{1_048_576 - 200} more characters cut]")
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=400, deadline=None)
+def test_text_without_a_candidate_word_matches_no_shape(text: str) -> None:
+    """The quick pre-check may only skip text that no credential shape matches."""
+    if _CANDIDATE.search(text) is None:
+        assert not any(shape.search(text) for shape, _ in _SHAPES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x GIT_PASSWORD=abc",
+        "-----BEGIN PRIVATE KEY-----\nabc",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+        "https://u:p@h/",
+        "ASIAABCDEFGHIJKLMNOP",
+        "gho_aaaaaaaaaaaaaaaaaaaaaaaa",
+        "xoxb-1234567890-abc",
+        "eyJhbGciOiJI.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4",
+    ],
+)
+def test_every_shape_has_a_candidate_word(text: str) -> None:
+    assert _CANDIDATE.search(text) is not None
+    assert redact(text) != text

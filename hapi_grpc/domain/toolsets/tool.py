@@ -127,7 +127,11 @@ def validate_arguments(tool: Tool, parsed: dict[str, Any]) -> Any:
 
 def tool_hint(tool: Tool) -> str:
     """The one-line argument summary of any tool, for error answers."""
-    return _schema_hint(tool_parameters(tool))
+    own = _own_schema(tool)
+    if own is not None:
+        return _schema_hint(own.json_schema)
+    assert tool.arguments is not None
+    return _schema_hint(_built_schema(tool.arguments))  # read only: no copy needed
 
 
 def metric_label(tool: Tool) -> str:

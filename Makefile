@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install generate check-generated tools redis kube run datastorage test test-python lint fmt bench clean
+.PHONY: help install generate check-generated tools redis kube run datastorage test test-python lint fmt eval bench clean
 
 help:
 	@echo "make run      start the server on the embedded default (catalog + built-in analyst)"
@@ -14,6 +14,7 @@ help:
 	@echo "make generate regenerate Python and Go code from protos/"
 	@echo "make lint     ruff, mypy, buf lint/format"
 	@echo "make bench    run the benchmarks under bench/"
+	@echo "make eval     score remediation decisions on evals/cases (EVAL_ARGS=...)"
 
 $(STAMP): pyproject.toml protos/hapi/v1/*.proto scripts/gen_python.sh scripts/fetch_protos.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +73,11 @@ lint: $(STAMP)
 fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/buf format -w
+
+# Decision evaluation (evals/cases) on the model HAPI_LLM_* configures, the
+# built-in analyst when none is; EVAL_ARGS e.g. "--repeat 3 --json report.json".
+eval: $(STAMP) prometheus kube
+	$(BIN)/hapi-grpc eval $(EVAL_ARGS)
 
 bench: $(STAMP) tools
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

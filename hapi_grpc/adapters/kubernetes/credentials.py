@@ -16,11 +16,15 @@ import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import ConfigException, load_incluster_config, load_kube_config
+from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.sensitive import register_secret
+
+if TYPE_CHECKING:
+    # Imported when credentials are loaded, not with the server: the client
+    # package and its generated models cost ~1 s of startup and tens of MB
+    # on every replica, with or without a cluster to read.
+    from kubernetes_asyncio.client import Configuration
 
 __all__ = ["ClusterConnection", "credentials_present", "load_connection"]
 
@@ -85,6 +89,9 @@ async def load_connection(
 
     Raises ConfigException when credentials exist but cannot be used.
     """
+    from kubernetes_asyncio.client import Configuration
+    from kubernetes_asyncio.config import ConfigException, load_incluster_config, load_kube_config
+
     config = Configuration()
     if _in_cluster(environ):
         load_incluster_config(client_configuration=config)

@@ -206,9 +206,11 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from evals.harness.cli import main as eval_main
+    # By name: the runner is not part of the installed package (nor of its type check).
+    import importlib
 
-    return eval_main(list(args.eval_args))
+    runner = importlib.import_module("evals.harness.cli")
+    return int(runner.main(list(args.eval_args)))
 
 
 # --- client commands --------------------------------------------------------------

@@ -43,7 +43,7 @@ def parse_quantity(value: Any) -> Decimal:
         number = Decimal(match.group(1))
     except InvalidOperation:
         raise ValueError(f"not a Kubernetes quantity: {value!r}") from None
-    return number * Decimal(_SUFFIXES[match.group(2) or ""])
+    return number * Decimal(str(_SUFFIXES[match.group(2) or ""]))
 
 
 def _number(value: Any) -> Decimal:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
+from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
+from hapi_grpc.adapters.kubernetes.wiring import KubernetesWiring, open_kubernetes
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
@@ -255,6 +256,27 @@ async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
     return opened
 
 
+def kubernetes_settings(settings: Settings) -> KubernetesSettings:
+    """The `kubernetes` toolset's settings from the validated `HAPI_KUBERNETES*` fields."""
+    return KubernetesSettings(
+        mode=settings.kubernetes,
+        namespaces_allow=tuple(settings.kubernetes_namespaces_allow),
+        namespaces_deny=tuple(settings.kubernetes_namespaces_deny),
+        kinds=tuple(settings.kubernetes_kinds),
+        max_calls=settings.kubernetes_max_calls,
+        call_timeout=settings.kubernetes_call_timeout,
+    )
+
+
+async def open_kubernetes_toolset(settings: Settings) -> KubernetesWiring | None:
+    """The `kubernetes` toolset when enabled; `HAPI_KUBERNETES=on` without usable
+    credentials is a configuration error (exit status 2)."""
+    try:
+        return await open_kubernetes(kubernetes_settings(settings))
+    except ValueError as exc:
+        raise ConfigError(" ".join(str(exc).split())) from None
+
+
 def build_server(
     settings: Settings,
     *,
@@ -294,7 +316,7 @@ def build_server(
 async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
-    kubernetes = await open_kubernetes()
+    kubernetes = await open_kubernetes_toolset(settings)
     optional = await open_optional_toolsets(settings)
     server = build_server(
         settings,

@@ -177,6 +177,23 @@ class Settings(BaseModel):
     mcp_refresh_seconds: float = Field(300.0, ge=0)
     mcp_connect_timeout_seconds: float = Field(10.0, gt=0, le=300)
 
+    # Kubernetes investigation tools (read-only). Credentials come from the pod's
+    # service account, else the standard KUBECONFIG variable or ~/.kube/config.
+    # auto: on when credentials are found; on: startup fails without them.
+    kubernetes: Literal["auto", "on", "off"] = "auto"
+    # Shell patterns (prod-*); empty allow list: every namespace. Deny wins.
+    kubernetes_namespaces_allow: list[str] = Field(default_factory=list)
+    kubernetes_namespaces_deny: list[str] = Field(default_factory=list)
+    # Kind allow-list; empty: every kind the cluster serves (never Secrets).
+    kubernetes_kinds: list[str] = Field(default_factory=list)
+    kubernetes_max_calls: int = Field(20, ge=0, le=200)
+    kubernetes_call_timeout: float = Field(5.0, gt=0, le=300)
+
+    @field_validator("kubernetes", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @field_validator("prometheus_headers")
     @classmethod
     def _headers(cls, value: str) -> str:

@@ -162,6 +162,21 @@ async def test_serve_refuses_a_malformed_catalog(tmp_path: Path) -> None:
             },
             "HAPI_LLM_API_KEY_FILE: cannot read /nonexistent/key",
         ),
+        ({"HAPI_KUBERNETES": "maybe"}, "HAPI_KUBERNETES: Input should be 'auto', 'on' or 'off'"),
+        (
+            {"HAPI_KUBERNETES_CALL_TIMEOUT": "soon"},
+            "HAPI_KUBERNETES_CALL_TIMEOUT: Input should be a valid number",
+        ),
+        (
+            # Required but absent: no service account, KUBECONFIG names no file.
+            {
+                "HAPI_KUBERNETES": "on",
+                "KUBECONFIG": "/nonexistent/kubeconfig",
+                "HOME": "/nonexistent",
+                "KUBERNETES_SERVICE_HOST": "",
+            },
+            "HAPI_KUBERNETES=on but no in-cluster or KUBECONFIG credentials",
+        ),
     ],
 )
 async def test_configuration_mistakes_exit_2_with_one_line(

@@ -52,6 +52,9 @@ def test_environment_and_flags() -> None:
         ({"HAPI_NOT_A_SETTING": "1", "HAPI_METRICS_PORT": "-5"}, "HAPI_METRICS_PORT"),
         ({"HAPI_LLM_MAX_CONCURRENT_REQUESTS": "0"}, "HAPI_LLM_MAX_CONCURRENT_REQUESTS"),
         ({"HAPI_DATA_STORAGE_MAX_CONNECTIONS": "-1"}, "HAPI_DATA_STORAGE_MAX_CONNECTIONS"),
+        ({"HAPI_KUBERNETES": "maybe"}, "HAPI_KUBERNETES: Input should be 'auto', 'on' or 'off'"),
+        ({"HAPI_KUBERNETES_MAX_CALLS": "201"}, "HAPI_KUBERNETES_MAX_CALLS: Input should be less"),
+        ({"HAPI_KUBERNETES_CALL_TIMEOUT": "0"}, "HAPI_KUBERNETES_CALL_TIMEOUT: Input should be"),
     ],
 )
 def test_invalid_configuration_names_the_variable(env: dict[str, str], needle: str) -> None:

@@ -18,7 +18,7 @@ from hapi.v1 import service_pb2_grpc
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.investigation.engine import EngineSettings
+from hapi_grpc.domain.investigation.engine import EngineSettings, ToolsetSource
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.transport.server import HapiServer
 
@@ -39,10 +39,12 @@ async def running_server(
     llm: LLMProvider | None = None,
     engine_settings: EngineSettings | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    toolsets: Sequence[ToolsetSource] = (),
     stop_grace: float = 0.0,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
-    """Start a server on a free loopback port; `settings` override Settings fields."""
+    """Start a server on a free loopback port; `settings` override Settings fields,
+    `toolsets` are the investigation toolsets offered besides the catalog."""
     config = Settings(**{"grpc_host": "127.0.0.1", "grpc_port": 0, "metrics_port": -1, **settings})
     server = build_server(
         config,
@@ -50,6 +52,7 @@ async def running_server(
         llm=llm,
         engine_config=engine_settings,
         extra_interceptors=extra_interceptors,
+        toolsets=toolsets,
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"

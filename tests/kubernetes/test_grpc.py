@@ -8,16 +8,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import kubernetes
 import pytest
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import build_server
 from hapi_grpc.client import load_analyze_request
-from hapi_grpc.config import Settings
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
@@ -25,6 +22,7 @@ from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
 from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
+from tests.helpers.grpc_server import running_server
 from tests.kubernetes.conftest import LIMITS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -35,15 +33,8 @@ async def server(
     reader: ApiServerReader | None, llm: LLMProvider | None = None
 ) -> AsyncIterator[service_pb2_grpc.IncidentAnalysisServiceStub]:
     sources = [KubernetesToolsetSource(reader, KubernetesScope(), LIMITS)] if reader else []
-    config = Settings(grpc_host="127.0.0.1", grpc_port=0, metrics_port=-1)
-    running = build_server(config, llm=llm, toolsets=sources)
-    await running.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
-    try:
-        yield service_pb2_grpc.IncidentAnalysisServiceStub(channel)
-    finally:
-        await channel.close()
-        await running.stop(0)
+    async with running_server(llm=llm, toolsets=sources) as srv:
+        yield srv.stub
 
 
 def request(example: str, **signal: str) -> service_pb2.AnalyzeIncidentRequest:
@@ -213,17 +204,9 @@ async def test_the_investigation_call_cap_holds(
     async with ScriptedLLMServer("openai", script) as llm_server:
         llm = OpenAICompatibleProvider(llm_server.base_url, "m", "sk-test-0000000000")
         source = KubernetesToolsetSource(reader, KubernetesScope(), ToolsetLimits(cap, 5.0, 12_000))
-        config = Settings(grpc_host="127.0.0.1", grpc_port=0, metrics_port=-1)
-        running = build_server(config, llm=llm, toolsets=[source])
-        await running.start()
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            stub = service_pb2_grpc.IncidentAnalysisServiceStub(channel)
-            result = (
-                await stub.AnalyzeIncident(
-                    request("oomkilled.json", namespace=namespace), timeout=60
-                )
-            ).result
-        await running.stop(0)
+        async with running_server(llm=llm, toolsets=[source]) as srv:
+            req = request("oomkilled.json", namespace=namespace)
+            result = (await srv.stub.AnalyzeIncident(req, timeout=60)).result
         await llm.close()
     statuses = [t.status for t in result.tool_calls if t.name == "kubernetes_list"]
     assert statuses.count(1) == cap  # TOOL_CALL_STATUS_SUCCESS

@@ -8,19 +8,23 @@ import pytest
 
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
 from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
+from hapi_grpc.app import kubernetes_settings
+from hapi_grpc.config import ConfigError, Settings
 from tests.fakes.kube_cluster import KubeCluster
 
 
 def test_settings_from_env() -> None:
-    s = KubernetesSettings.from_env(
-        {
-            "HAPI_KUBERNETES": "on",
-            "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
-            "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
-            "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
-            "HAPI_KUBERNETES_MAX_CALLS": "7",
-            "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
-        }
+    s = kubernetes_settings(
+        Settings.from_env(
+            {
+                "HAPI_KUBERNETES": "On",
+                "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
+                "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
+                "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
+                "HAPI_KUBERNETES_MAX_CALLS": "7",
+                "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
+            }
+        )
     )
     assert (s.mode, s.namespaces_allow, s.namespaces_deny) == (
         "on",
@@ -28,26 +32,28 @@ def test_settings_from_env() -> None:
         ("kube-system",),
     )
     assert (s.kinds, s.max_calls, s.call_timeout) == (("Pod", "Deployment"), 7, 2.5)
-    assert KubernetesSettings.from_env({}) == KubernetesSettings()
-    with pytest.raises(ValueError, match="HAPI_KUBERNETES must be"):
-        KubernetesSettings.from_env({"HAPI_KUBERNETES": "maybe"})
-    with pytest.raises(ValueError, match="MAX_CALLS"):
-        KubernetesSettings.from_env({"HAPI_KUBERNETES_MAX_CALLS": "x"})
+    assert kubernetes_settings(Settings.from_env({})) == KubernetesSettings()
+    with pytest.raises(ConfigError, match="HAPI_KUBERNETES: Input should be 'auto'"):
+        Settings.from_env({"HAPI_KUBERNETES": "maybe"})
+    with pytest.raises(ConfigError, match="HAPI_KUBERNETES_MAX_CALLS"):
+        Settings.from_env({"HAPI_KUBERNETES_MAX_CALLS": "x"})
 
 
 async def test_auto_without_credentials_is_off_and_on_without_them_fails(tmp_path: Path) -> None:
     empty = {"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")}
-    assert await open_kubernetes(environ=empty) is None
-    assert await open_kubernetes(environ={**empty, "HAPI_KUBERNETES": "off"}) is None
+    assert await open_kubernetes(KubernetesSettings(), environ=empty) is None
+    assert await open_kubernetes(KubernetesSettings(mode="off"), environ=empty) is None
     with pytest.raises(ValueError, match="HAPI_KUBERNETES=on"):
-        await open_kubernetes(environ={**empty, "HAPI_KUBERNETES": "on"})
+        await open_kubernetes(KubernetesSettings(mode="on"), environ=empty)
 
 
 async def test_auto_with_a_kubeconfig_reads_the_cluster(
     kube_cluster: KubeCluster, tmp_path: Path
 ) -> None:
     path = kube_cluster.write_kubeconfig(tmp_path / "config")
-    wiring = await open_kubernetes(environ={"HOME": str(tmp_path), "KUBECONFIG": str(path)})
+    wiring = await open_kubernetes(
+        KubernetesSettings(), environ={"HOME": str(tmp_path), "KUBECONFIG": str(path)}
+    )
     assert wiring is not None
     try:
         assert wiring.reader.url == kube_cluster.url

@@ -44,14 +44,15 @@ def toolset_source(
 
 
 async def open_kubernetes(
-    settings: KubernetesSettings | None = None, environ: Mapping[str, str] = os.environ
+    settings: KubernetesSettings, environ: Mapping[str, str] = os.environ
 ) -> KubernetesWiring | None:
     """The toolset when enabled (`on`, or `auto` with credentials found); else None.
 
-    `on` without usable credentials raises, so a misconfiguration stops startup
-    instead of silently investigating without the cluster.
+    Credentials are the pod's service account, else `KUBECONFIG` (read from
+    `environ`) or `~/.kube/config`. `on` without usable credentials raises
+    ValueError, so a misconfiguration stops startup instead of silently
+    investigating without the cluster.
     """
-    settings = settings or KubernetesSettings.from_env(environ)
     env = dict(environ)
     if settings.mode == "off" or (settings.mode == "auto" and not credentials_present(env)):
         log.info("kubernetes investigation tools off", extra={"mode": settings.mode})

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.metrics_port import AlertsReader
-from hapi_grpc.domain.toolsets.prometheus import guarded
+from hapi_grpc.domain.toolsets.prometheus import metrics_failures
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -34,6 +34,7 @@ DATA_KEY = "alerts_data"
 PROMPT_NOTE = "alertmanager_active_alerts (what else is firing now)"
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _MAX_LABELS = 10
+_guarded = metrics_failures(NAME)
 
 
 class AlertmanagerActiveAlertsArgs(ToolArgs):
@@ -72,14 +73,12 @@ class AlertmanagerActiveAlerts:
     )
     arguments: type[AlertmanagerActiveAlertsArgs] = AlertmanagerActiveAlertsArgs
 
+    @_guarded
     async def run(self, args: AlertmanagerActiveAlertsArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            summary = await self.reader.active_alerts(
-                args.labels, namespace=args.namespace, timeout=ctx.timeout
-            )
-            return ToolResult(ToolCallStatus.SUCCESS, {DATA_KEY: summary})
-
-        return await guarded(NAME, work)
+        summary = await self.reader.active_alerts(
+            args.labels, namespace=args.namespace, timeout=ctx.timeout
+        )
+        return ToolResult(ToolCallStatus.SUCCESS, {DATA_KEY: summary})
 
 
 @dataclass(frozen=True)

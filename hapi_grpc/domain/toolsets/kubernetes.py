@@ -76,14 +76,12 @@ class KubernetesGet:
     )
     arguments: type[KubernetesGetArgs] = KubernetesGetArgs
 
+    @guarded
     async def run(self, args: KubernetesGetArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            rtype = await self.session.resolve(args.kind, args.namespace, ctx)
-            namespace = args.namespace if rtype.namespaced else None
-            obj = await self.session.reader.get(rtype, namespace, args.name, ctx.timeout)
-            return self.session.answer(object_view(obj))
-
-        return await guarded(work)
+        rtype = await self.session.resolve(args.kind, args.namespace, ctx)
+        namespace = args.namespace if rtype.namespaced else None
+        obj = await self.session.reader.get(rtype, namespace, args.name, ctx.timeout)
+        return self.session.answer(object_view(obj))
 
 
 @dataclass(frozen=True)
@@ -96,29 +94,27 @@ class KubernetesList:
     )
     arguments: type[KubernetesListArgs] = KubernetesListArgs
 
+    @guarded
     async def run(self, args: KubernetesListArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            rtype = await self.session.resolve(args.kind, args.namespace, ctx)
-            namespace = args.namespace if rtype.namespaced else None
-            found = await self.session.reader.list(
-                rtype,
-                namespace,
-                ctx.timeout,
-                label_selector=args.label_selector or "",
-                field_selector=args.field_selector or "",
-                limit=args.limit,
-            )
-            items = [i for i in found.get("items") or [] if isinstance(i, dict)]
-            for item in items:
-                item.setdefault("kind", rtype.kind)
-            data: dict[str, Any] = {"kind": rtype.kind, "items": [list_line(i) for i in items]}
-            if namespace:
-                data["namespace"] = namespace
-            if (found.get("metadata") or {}).get("continue"):
-                data["more"] = f"more than {args.limit} exist; narrow with a selector"
-            return self.session.answer(data, "items")
-
-        return await guarded(work)
+        rtype = await self.session.resolve(args.kind, args.namespace, ctx)
+        namespace = args.namespace if rtype.namespaced else None
+        found = await self.session.reader.list(
+            rtype,
+            namespace,
+            ctx.timeout,
+            label_selector=args.label_selector or "",
+            field_selector=args.field_selector or "",
+            limit=args.limit,
+        )
+        items = [i for i in found.get("items") or [] if isinstance(i, dict)]
+        for item in items:
+            item.setdefault("kind", rtype.kind)
+        data: dict[str, Any] = {"kind": rtype.kind, "items": [list_line(i) for i in items]}
+        if namespace:
+            data["namespace"] = namespace
+        if (found.get("metadata") or {}).get("continue"):
+            data["more"] = f"more than {args.limit} exist; narrow with a selector"
+        return self.session.answer(data, "items")
 
 
 @dataclass(frozen=True)
@@ -131,61 +127,57 @@ class KubernetesEvents:
     )
     arguments: type[KubernetesEventsArgs] = KubernetesEventsArgs
 
+    @guarded
     async def run(self, args: KubernetesEventsArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            session = self.session
-            if args.namespace is None and args.name is None:
-                raise ScopeRefusal("give a namespace, or the kind and name of an object.")
-            namespace = args.namespace
-            kind = args.kind
-            if args.name is not None and kind is not None:
-                target = await session.resolve(kind, namespace, ctx)
-                kind = target.kind
-                if not target.namespaced:
-                    namespace = None  # a Node's events may be in any namespace
-            elif namespace is not None:
-                session.scope.check_namespace(namespace)
-            else:
-                raise ScopeRefusal("give the kind of the object together with its name.")
-            core = await session.reader.resolve("v1/Event", ctx.timeout)
-            newer = await session.reader.resolve("events.k8s.io/v1/Event", ctx.timeout)
-            old_fields = [
-                f"involvedObject.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v
-            ]
-            new_fields = [
-                f"regarding.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v
-            ]
-            lists = []
-            for rtype, fields in ((core, old_fields), (newer, new_fields)):
-                found = await session.reader.list(
-                    rtype,
-                    namespace,
-                    ctx.timeout,
-                    field_selector=",".join(fields),
-                    limit=_EVENTS_READ,
+        session = self.session
+        if args.namespace is None and args.name is None:
+            raise ScopeRefusal("give a namespace, or the kind and name of an object.")
+        namespace = args.namespace
+        kind = args.kind
+        if args.name is not None and kind is not None:
+            target = await session.resolve(kind, namespace, ctx)
+            kind = target.kind
+            if not target.namespaced:
+                namespace = None  # a Node's events may be in any namespace
+        elif namespace is not None:
+            session.scope.check_namespace(namespace)
+        else:
+            raise ScopeRefusal("give the kind of the object together with its name.")
+        core = await session.reader.resolve("v1/Event", ctx.timeout)
+        newer = await session.reader.resolve("events.k8s.io/v1/Event", ctx.timeout)
+        old_fields = [
+            f"involvedObject.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v
+        ]
+        new_fields = [f"regarding.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v]
+        lists = []
+        for rtype, fields in ((core, old_fields), (newer, new_fields)):
+            found = await session.reader.list(
+                rtype,
+                namespace,
+                ctx.timeout,
+                field_selector=",".join(fields),
+                limit=_EVENTS_READ,
+            )
+            items = [
+                i
+                for i in found.get("items") or []
+                if isinstance(i, dict)
+                and session.scope.allows_namespace(
+                    (i.get("metadata") or {}).get("namespace") or "default"
                 )
-                items = [
-                    i
-                    for i in found.get("items") or []
-                    if isinstance(i, dict)
-                    and session.scope.allows_namespace(
-                        (i.get("metadata") or {}).get("namespace") or "default"
-                    )
-                ]
-                lists.append(items)
-            folded = fold_events(*lists)
-            data: dict[str, Any] = {
-                "kind": "EventSummary",
-                "about": f"{kind}/{args.name}" if args.name else f"namespace {namespace}",
-                "events": [e.view() for e in folded[: args.limit]],
-            }
-            if len(folded) > args.limit:
-                data["more"] = f"{len(folded) - args.limit} older folded events not shown"
-            if not folded:
-                data["note"] = "no events (events expire after about an hour by default)"
-            return session.answer(data, "events")
-
-        return await guarded(work)
+            ]
+            lists.append(items)
+        folded = fold_events(*lists)
+        data: dict[str, Any] = {
+            "kind": "EventSummary",
+            "about": f"{kind}/{args.name}" if args.name else f"namespace {namespace}",
+            "events": [e.view() for e in folded[: args.limit]],
+        }
+        if len(folded) > args.limit:
+            data["more"] = f"{len(folded) - args.limit} older folded events not shown"
+        if not folded:
+            data["note"] = "no events (events expire after about an hour by default)"
+        return session.answer(data, "events")
 
 
 @dataclass(frozen=True)
@@ -198,46 +190,44 @@ class KubernetesPodLogs:
     )
     arguments: type[KubernetesPodLogsArgs] = KubernetesPodLogsArgs
 
+    @guarded
     async def run(self, args: KubernetesPodLogsArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            session = self.session
-            pods = await session.resolve("Pod", args.namespace, ctx)
-            container = args.container
-            if container is None:
-                pod = await session.reader.get(pods, args.namespace, args.pod, ctx.timeout)
-                names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-                if len(names) != 1:
-                    raise ScopeRefusal(f"the pod has containers {names}: name one.")
-                container = str(names[0])
-            text = await session.reader.pod_log(
-                args.namespace,
-                args.pod,
-                container,
-                ctx.timeout,
-                previous=args.previous,
-                tail_lines=args.tail_lines,
-                since_seconds=args.since_seconds,
-                limit_bytes=_LOG_BYTES,
-            )
-            lines = text.splitlines()[-args.tail_lines :]
-            read = len(lines)
-            if args.filter:
-                pattern = re2.compile(args.filter)
-                lines = [line for line in lines if pattern.search(line)]
-            shown = [_log_line(line) for line in lines]
-            data: dict[str, Any] = {
-                "kind": "PodLog",
-                "pod": f"{args.namespace}/{args.pod}",
-                "container": container,
-                "previous": args.previous,
-                "lines_read": read,
-                "lines": shown,
-            }
-            if args.filter:
-                data["filter"] = args.filter
-            return session.answer(data, "lines")
-
-        return await guarded(work)
+        session = self.session
+        pods = await session.resolve("Pod", args.namespace, ctx)
+        container = args.container
+        if container is None:
+            pod = await session.reader.get(pods, args.namespace, args.pod, ctx.timeout)
+            names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+            if len(names) != 1:
+                raise ScopeRefusal(f"the pod has containers {names}: name one.")
+            container = str(names[0])
+        text = await session.reader.pod_log(
+            args.namespace,
+            args.pod,
+            container,
+            ctx.timeout,
+            previous=args.previous,
+            tail_lines=args.tail_lines,
+            since_seconds=args.since_seconds,
+            limit_bytes=_LOG_BYTES,
+        )
+        lines = text.splitlines()[-args.tail_lines :]
+        read = len(lines)
+        if args.filter:
+            pattern = re2.compile(args.filter)
+            lines = [line for line in lines if pattern.search(line)]
+        shown = [_log_line(line) for line in lines]
+        data: dict[str, Any] = {
+            "kind": "PodLog",
+            "pod": f"{args.namespace}/{args.pod}",
+            "container": container,
+            "previous": args.previous,
+            "lines_read": read,
+            "lines": shown,
+        }
+        if args.filter:
+            data["filter"] = args.filter
+        return session.answer(data, "lines")
 
 
 def _log_line(line: str) -> str:

@@ -49,56 +49,54 @@ class KubernetesOwnerChain:
     )
     arguments: type[KubernetesOwnerChainArgs] = KubernetesOwnerChainArgs
 
+    @guarded
     async def run(self, args: KubernetesOwnerChainArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            session = self.session
-            rtype = await session.resolve(args.kind, args.namespace, ctx)
-            namespace = args.namespace if rtype.namespaced else None
-            obj = await session.reader.get(rtype, namespace, args.name, ctx.timeout)
-            obj.setdefault("kind", rtype.kind)
-            chain = [{"ref": resource_ref(rtype, namespace, args.name), "status": list_line(obj)}]
-            target = chain[0]["ref"]
-            start, notes = obj, []
-            for _ in range(_MAX_LINKS):
-                owner = _controller(obj.get("metadata") or {})
-                if owner is None:
-                    break
-                spelled = f"{owner.get('apiVersion')}/{owner.get('kind')}"
-                try:
-                    session.scope.check_kind(spelled)
-                    otype = await session.reader.resolve(spelled, ctx.timeout)
-                    obj = await session.reader.get(
-                        otype,
-                        namespace if otype.namespaced else None,
-                        str(owner.get("name")),
-                        ctx.timeout,
-                    )
-                except ScopeRefusal as refusal:
-                    notes.append(f"owner {spelled}/{owner.get('name')} not read: {refusal.message}")
-                    break
-                except KubeFailure as failure:
-                    if failure.kind is KubeFailureKind.TIMEOUT:
-                        raise
-                    notes.append(f"owner {spelled}/{owner.get('name')} not read: {failure.message}")
-                    break
-                obj.setdefault("kind", otype.kind)
-                ref = resource_ref(otype, namespace, str(owner.get("name")))
-                chain.append({"ref": ref, "status": list_line(obj)})
-                target = ref
-            data: dict[str, Any] = {
-                "kind": "OwnerChain",
-                "chain": chain,
-                "remediation_target": target,
-            }
-            if rtype.kind == "Pod":
-                node = await self._node(start, ctx, notes)
-                if node is not None:
-                    data["node"] = node
-            if notes:
-                data["notes"] = notes
-            return session.answer(data)
-
-        return await guarded(work)
+        session = self.session
+        rtype = await session.resolve(args.kind, args.namespace, ctx)
+        namespace = args.namespace if rtype.namespaced else None
+        obj = await session.reader.get(rtype, namespace, args.name, ctx.timeout)
+        obj.setdefault("kind", rtype.kind)
+        chain = [{"ref": resource_ref(rtype, namespace, args.name), "status": list_line(obj)}]
+        target = chain[0]["ref"]
+        start, notes = obj, []
+        for _ in range(_MAX_LINKS):
+            owner = _controller(obj.get("metadata") or {})
+            if owner is None:
+                break
+            spelled = f"{owner.get('apiVersion')}/{owner.get('kind')}"
+            try:
+                session.scope.check_kind(spelled)
+                otype = await session.reader.resolve(spelled, ctx.timeout)
+                obj = await session.reader.get(
+                    otype,
+                    namespace if otype.namespaced else None,
+                    str(owner.get("name")),
+                    ctx.timeout,
+                )
+            except ScopeRefusal as refusal:
+                notes.append(f"owner {spelled}/{owner.get('name')} not read: {refusal.message}")
+                break
+            except KubeFailure as failure:
+                if failure.kind is KubeFailureKind.TIMEOUT:
+                    raise
+                notes.append(f"owner {spelled}/{owner.get('name')} not read: {failure.message}")
+                break
+            obj.setdefault("kind", otype.kind)
+            ref = resource_ref(otype, namespace, str(owner.get("name")))
+            chain.append({"ref": ref, "status": list_line(obj)})
+            target = ref
+        data: dict[str, Any] = {
+            "kind": "OwnerChain",
+            "chain": chain,
+            "remediation_target": target,
+        }
+        if rtype.kind == "Pod":
+            node = await self._node(start, ctx, notes)
+            if node is not None:
+                data["node"] = node
+        if notes:
+            data["notes"] = notes
+        return session.answer(data)
 
     async def _node(
         self, pod: dict[str, Any], ctx: ToolContext, notes: list[str]

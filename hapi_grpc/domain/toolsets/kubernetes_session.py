@@ -7,11 +7,11 @@ the conversation marks it as data read from the cluster, never instructions.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused
 from hapi_grpc.domain.toolsets.jsontext import compact_json
 from hapi_grpc.domain.toolsets.kubernetes_port import (
     KubeFailure,
@@ -82,16 +82,13 @@ class KubernetesSession:
 
 def _failure(exc: KubeFailure | ScopeRefusal) -> ToolResult:
     if isinstance(exc, ScopeRefusal):
-        return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": exc.message})
+        return refused(exc.message)
     if exc.kind in (KubeFailureKind.UNKNOWN_KIND, KubeFailureKind.INVALID):
-        return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": exc.message})
+        return refused(exc.message)
     if exc.kind is KubeFailureKind.TIMEOUT:
         return ToolResult(ToolCallStatus.TIMEOUT, {"error": exc.message + "; go on without it."})
     return ToolResult(ToolCallStatus.ERROR, {"error": exc.message})
 
 
-async def guarded(work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
-    try:
-        return await work()
-    except (KubeFailure, ScopeRefusal) as exc:
-        return _failure(exc)
+# Decorates a `kubernetes` tool's `run`: scope refusals and read failures as answers.
+guarded = FailureAnswers((KubeFailure, ScopeRefusal), _failure)

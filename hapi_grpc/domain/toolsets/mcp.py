@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from hapi_grpc.domain.errors import HapiError
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import clip
+from hapi_grpc.domain.toolsets.failure_answers import refused, unavailable
 from hapi_grpc.domain.toolsets.tool import ArgumentsRejected, Tool, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -155,15 +156,9 @@ class McpServerTool:
         try:
             result = await self.servers.call(self.info.name, args, timeout=ctx.timeout)
         except ToolServerRefusal as exc:
-            return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": exc.message})
+            return refused(exc.message)
         except ToolServerUnavailable as exc:
-            return ToolResult(
-                ToolCallStatus.ERROR,
-                {
-                    "error": f"the tools of server {server!r} are unavailable now"
-                    f" ({exc.message}); go on without them."
-                },
-            )
+            return unavailable(f"the tools of server {server!r} are", exc.message, them=True)
         data: dict[str, Any] = {"server": server, "tool": self.info.tool, "content": result.text}
         if result.truncated:
             data["truncated"] = "the result was cut to the server's output cap"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
 from hapi_grpc.domain.toolsets.metrics_port import (
     MetricsQueryFailure,
     MetricsReader,
@@ -46,6 +46,7 @@ __all__ = [
     "PrometheusSeriesArgs",
     "PrometheusToolsetSource",
     "metrics_answer",
+    "metrics_failures",
     "parse_duration",
     "parse_time",
 ]
@@ -183,23 +184,19 @@ def metrics_answer(data: dict[str, Any]) -> ToolResult:
     return ToolResult(ToolCallStatus.SUCCESS, {DATA_KEY: data})
 
 
-async def guarded(source: str, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
-    """Query failures as actionable answers, outages as "unavailable"; the rest propagates."""
-    try:
-        return await work()
-    except MetricsQueryFailure as exc:
-        return ToolResult(
-            ToolCallStatus.INVALID_ARGUMENTS,
-            {"error": exc.message, "hint": "fix the request and call again"},
-        )
-    except MetricsSourceUnavailable as exc:
-        return ToolResult(
-            ToolCallStatus.ERROR,
-            {
-                "error": f"the {source} toolset is unavailable now ({exc.message});"
-                " go on without it."
-            },
-        )
+def metrics_failures(source: str) -> FailureAnswers:
+    """Decorates a metrics tool's `run`: query failures as fixable requests, outages as
+    "unavailable"."""
+
+    def answer(exc: MetricsQueryFailure | MetricsSourceUnavailable) -> ToolResult:
+        if isinstance(exc, MetricsQueryFailure):
+            return refused(exc.message, hint="fix the request and call again")
+        return unavailable(f"the {source} toolset is", exc.message)
+
+    return FailureAnswers((MetricsQueryFailure, MetricsSourceUnavailable), answer)
+
+
+_guarded = metrics_failures(NAME)
 
 
 @dataclass(frozen=True)
@@ -213,15 +210,13 @@ class PrometheusQuery:
     )
     arguments: type[PrometheusQueryArgs] = PrometheusQueryArgs
 
+    @_guarded
     async def run(self, args: PrometheusQueryArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            at = parse_time(args.time, time.time()) if args.time else None
-            summary = await self.reader.instant(
-                args.query, at=at, timeout=ctx.timeout, max_series=self.max_series
-            )
-            return metrics_answer({"query": args.query, **summary})
-
-        return await guarded(NAME, work)
+        at = parse_time(args.time, time.time()) if args.time else None
+        summary = await self.reader.instant(
+            args.query, at=at, timeout=ctx.timeout, max_series=self.max_series
+        )
+        return metrics_answer({"query": args.query, **summary})
 
 
 @dataclass(frozen=True)
@@ -235,26 +230,22 @@ class PrometheusRangeQuery:
     )
     arguments: type[PrometheusRangeQueryArgs] = PrometheusRangeQueryArgs
 
+    @_guarded
     async def run(self, args: PrometheusRangeQueryArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            end = parse_time(args.end, time.time()) if args.end else time.time()
-            span = parse_duration(args.range)
-            step = (
-                parse_duration(args.step)
-                if args.step
-                else max(1.0, math.ceil(span / _DEFAULT_POINTS))
-            )
-            summary = await self.reader.range(
-                args.query,
-                start=end - span,
-                end=end,
-                step=step,
-                timeout=ctx.timeout,
-                max_series=self.max_series,
-            )
-            return metrics_answer({"query": args.query, "range": args.range, **summary})
-
-        return await guarded(NAME, work)
+        end = parse_time(args.end, time.time()) if args.end else time.time()
+        span = parse_duration(args.range)
+        step = (
+            parse_duration(args.step) if args.step else max(1.0, math.ceil(span / _DEFAULT_POINTS))
+        )
+        summary = await self.reader.range(
+            args.query,
+            start=end - span,
+            end=end,
+            step=step,
+            timeout=ctx.timeout,
+            max_series=self.max_series,
+        )
+        return metrics_answer({"query": args.query, "range": args.range, **summary})
 
 
 @dataclass(frozen=True)
@@ -267,14 +258,10 @@ class PrometheusLabelValues:
     )
     arguments: type[PrometheusLabelValuesArgs] = PrometheusLabelValuesArgs
 
+    @_guarded
     async def run(self, args: PrometheusLabelValuesArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            found = await self.reader.label_values(
-                args.label, match=args.match, timeout=ctx.timeout
-            )
-            return metrics_answer(found)
-
-        return await guarded(NAME, work)
+        found = await self.reader.label_values(args.label, match=args.match, timeout=ctx.timeout)
+        return metrics_answer(found)
 
 
 @dataclass(frozen=True)
@@ -284,11 +271,9 @@ class PrometheusSeries:
     description: str = "List the label sets of the series matching one or more selectors."
     arguments: type[PrometheusSeriesArgs] = PrometheusSeriesArgs
 
+    @_guarded
     async def run(self, args: PrometheusSeriesArgs, ctx: ToolContext) -> ToolResult:
-        async def work() -> ToolResult:
-            return metrics_answer(await self.reader.series(args.match, timeout=ctx.timeout))
-
-        return await guarded(NAME, work)
+        return metrics_answer(await self.reader.series(args.match, timeout=ctx.timeout))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,10 @@ What it checks, with no cluster and no network:
   NetworkPolicy and ServiceMonitor selectors match something, named ports
   exist, ConfigMaps, Secrets and the ServiceAccount a pod uses are
   defined (or marked optional), and role bindings name a defined role
-  (or a built-in system: one) and defined ServiceAccounts;
+  (or a built-in system: one) and defined ServiceAccounts, and a pod whose
+  ServiceAccount is bound to a role gets its token (automounted, or a
+  projected serviceAccountToken volume at the standard path in every
+  container);
 - the generated catalog ConfigMap with the service's own catalog loader.
 
 Exit status 0 when everything is valid, 1 when something is not, 2 on usage
@@ -311,6 +314,33 @@ def _port_names(template: Mapping[str, Any]) -> set[str]:
     }
 
 
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _token_mounted(spec: Mapping[str, Any], account: Manifest | None) -> bool:
+    """Whether every container of the pod sees its ServiceAccount token at TOKEN_DIR."""
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None and account is not None:
+        automount = account.body.get("automountServiceAccountToken")
+    if automount is not False:  # Kubernetes' default is to mount it
+        return True
+    token_volumes = {
+        volume["name"]
+        for volume in spec.get("volumes", [])
+        if any(
+            "serviceAccountToken" in source
+            for source in volume.get("projected", {}).get("sources", [])
+        )
+    }
+    return bool(spec.get("containers")) and all(
+        any(
+            m.get("name") in token_volumes and m.get("mountPath", "").rstrip("/") == TOKEN_DIR
+            for m in container.get("volumeMounts", [])
+        )
+        for container in spec["containers"]
+    )
+
+
 def check_references(manifests: list[Manifest], report: Report) -> None:
     applied = [m for m in manifests if m.applied]
     by_kind: dict[str, dict[str, Manifest]] = {}
@@ -373,6 +403,15 @@ def check_references(manifests: list[Manifest], report: Report) -> None:
             ):
                 report.error(f"{binding}: ServiceAccount {subject.get('name')!r} is not defined")
 
+    bound_accounts = {
+        subject.get("name")
+        for binding in [
+            *by_kind.get("ClusterRoleBinding", {}).values(),
+            *by_kind.get("RoleBinding", {}).values(),
+        ]
+        for subject in binding.body.get("subjects", [])
+        if subject.get("kind") == "ServiceAccount"
+    }
     configmaps = by_kind.get("ConfigMap", {})
     secrets = by_kind.get("Secret", {})
     for workload, template in pods:
@@ -380,6 +419,14 @@ def check_references(manifests: list[Manifest], report: Report) -> None:
         account = spec.get("serviceAccountName")
         if account and account not in by_kind.get("ServiceAccount", {}):
             report.error(f"{workload}: ServiceAccount {account!r} is not defined")
+        if account in bound_accounts and not _token_mounted(
+            spec, by_kind.get("ServiceAccount", {}).get(account)
+        ):
+            report.error(
+                f"{workload}: ServiceAccount {account!r} is bound to a role but its token is"
+                f" not mounted at {TOKEN_DIR} (automount it or add a projected"
+                " serviceAccountToken volume)"
+            )
         for volume in spec.get("volumes", []):
             if "configMap" in volume:
                 ref = volume["configMap"]

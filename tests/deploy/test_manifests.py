@@ -112,6 +112,13 @@ def test_manifests_validate_offline() -> None:
             "  name: hapi-grpc-reader\nsubjects:",
             "roleRef ClusterRole 'hapi-grpc-reader' is not defined",
         ),
+        # The investigation role's token, no longer mounted.
+        (
+            "deployment.yaml",
+            "mountPath: /var/run/secrets/kubernetes.io/serviceaccount",
+            "mountPath: /var/run/secrets/kubernetes.io/sa",
+            "ServiceAccount 'hapi-grpc' is bound to a role but its token is not mounted",
+        ),
         # The catalog goes through the service's own loader.
         ("catalog.yaml", "type: integer", "type: whole-number", "catalog invalid"),
     ],
@@ -277,6 +284,61 @@ def test_investigation_role_is_read_only_and_never_reads_secrets(
         "name": account["metadata"]["name"],
         "namespace": "hapi",
     }
+
+
+def test_service_account_token_is_projected_into_the_server_only(
+    pod: dict[str, Any], container: dict[str, Any], docs: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    # Not automounted (neither by the account nor the pod): one explicit,
+    # read-only, expiring token where the Kubernetes client looks for it.
+    assert docs[("ServiceAccount", "hapi-grpc")]["automountServiceAccountToken"] is False
+    assert pod["automountServiceAccountToken"] is False
+    token_dir = PurePosixPath(Settings().tokenreview_token_file).parent
+    (mount,) = [m for m in container["volumeMounts"] if PurePosixPath(m["mountPath"]) == token_dir]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    sources = volume["projected"]["sources"]
+    (token,) = [s["serviceAccountToken"] for s in sources if "serviceAccountToken" in s]
+    assert token["path"] == "token" and 600 <= token["expirationSeconds"] <= 86_400
+    assert "audience" not in token  # the API server's own audience
+    files = {i["path"] for s in sources for i in next(iter(s.values())).get("items", [])}
+    assert {"ca.crt", "namespace"} <= files
+    assert str(token_dir / "ca.crt") == Settings().tokenreview_ca_file
+
+
+def test_egress_reaches_dns_and_the_api_server(
+    docs: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    policy = docs[("NetworkPolicy", "hapi-grpc")]["spec"]
+    assert "Egress" in policy["policyTypes"]
+
+    def allowed(port: int, protocol: str = "TCP", cidr: str = "0.0.0.0/0") -> bool:
+        for rule in policy["egress"]:
+            ports = rule.get("ports")
+            port_ok = ports is None or any(
+                p["port"] == port and p.get("protocol", "TCP") == protocol for p in ports
+            )
+            peers = rule.get("to")
+            peer_ok = peers is None or any(p.get("ipBlock", {}).get("cidr") == cidr for p in peers)
+            if port_ok and peer_ok:
+                return True
+        return False
+
+    assert allowed(53, "UDP") and allowed(53, "TCP")
+    # The `kubernetes` Service's port, and the API server's own (kubeadm).
+    assert allowed(443) and allowed(6443) and allowed(443, cidr="::/0")
+
+
+def test_settings_configmap_shows_the_kubernetes_and_retry_settings(
+    settings_env: dict[str, str],
+) -> None:
+    settings = Settings.from_env(settings_env)
+    defaults = Settings()
+    assert settings_env["HAPI_KUBERNETES"] == "auto"
+    assert settings.kubernetes == defaults.kubernetes
+    assert settings.result_ttl_seconds == defaults.result_ttl_seconds == 900
+    assert settings.kubernetes_max_calls == defaults.kubernetes_max_calls
+    assert settings.kubernetes_call_timeout == defaults.kubernetes_call_timeout
 
 
 def test_disruption_budget_and_scrape_config(docs: dict[tuple[str, str], dict[str, Any]]) -> None:

@@ -36,6 +36,7 @@ from hapi_grpc.adapters.metrics.errors import (
 )
 from hapi_grpc.adapters.metrics.http import HttpResponse, HttpSourceSettings, JsonHttpClient
 from hapi_grpc.domain.sensitive import clip, redact
+from hapi_grpc.domain.toolsets.prometheus_time import duration_seconds, number_seconds
 
 __all__ = [
     "LabelValues",
@@ -50,8 +51,6 @@ __all__ = [
 
 ResultType = Literal["matrix", "vector", "scalar", "string"]
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 # Errors the server reports about the query itself: a different query may work.
 _QUERY_ERROR_TYPES = frozenset({"bad_data", "execution", "timeout", "canceled", "not_acceptable"})
 _MESSAGE_LIMIT = 500
@@ -61,23 +60,12 @@ _MAX_WARNINGS = 5
 def parse_duration(text: str) -> float:
     """Seconds of a Prometheus duration (`90s`, `1h30m`, `2d`) or of a plain number."""
     text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"duration {text!r} must be a finite, non-negative number")
-        return value
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
+    value = number_seconds(text, f"duration {text!r} must be a finite, non-negative number")
+    if value is None:
+        value = duration_seconds(text)
+    if value is None:
         raise ValueError(f"{text!r} is not a duration such as 30s, 5m, 1h30m or 2d")
-    return total
+    return value
 
 
 def format_duration(seconds: float) -> str:

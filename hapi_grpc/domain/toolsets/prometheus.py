@@ -15,10 +15,8 @@ unavailable. Neither fails the investigation. Every answer is wrapped under
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -29,6 +27,12 @@ from hapi_grpc.domain.toolsets.metrics_port import (
     MetricsQueryFailure,
     MetricsReader,
     MetricsSourceUnavailable,
+)
+from hapi_grpc.domain.toolsets.prometheus_time import (
+    DURATION_HELP,
+    TIME_HELP,
+    parse_duration,
+    parse_time,
 )
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
@@ -67,48 +71,6 @@ _DEFAULT_POINTS = 120
 _MAX_QUERY = 4000
 _MAX_SELECTORS = 5
 _LABEL = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION_HELP = "a duration such as 30s, 15m, 1h or 2d"
-_TIME_HELP = "now, now-30m, unix seconds or an RFC 3339 time (2026-01-01T10:00:00Z)"
-
-
-def parse_duration(text: str) -> float:
-    """Seconds of a Prometheus duration (`90s`, `1h30m`); ValueError otherwise."""
-    text = text.strip()
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT[match.group(2)]
-        pos = match.end()
-    if not text or pos != len(text) or total <= 0:
-        raise ValueError(f"must be {_DURATION_HELP}")
-    return total
-
-
-def parse_time(text: str, now: float) -> float:
-    """Unix seconds of `now`, `now-<duration>`, unix seconds or an RFC 3339 time."""
-    text = text.strip()
-    if text == "now":
-        return now
-    if text.startswith("now-"):
-        return now - parse_duration(text[4:])
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"must be {_TIME_HELP}")
-        return value
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"must be {_TIME_HELP}") from None
-    if parsed.tzinfo is None:
-        raise ValueError("an RFC 3339 time needs a zone (Z or +00:00)")
-    return parsed.timestamp()
 
 
 def _check_time(value: str | None) -> str | None:
@@ -121,9 +83,7 @@ class PrometheusQueryArgs(ToolArgs):
     """Arguments of `prometheus_query` (proto `PrometheusQueryArgs`)."""
 
     query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
-    time: str | None = Field(
-        default=None, description=f"Evaluation time: {_TIME_HELP}; default now"
-    )
+    time: str | None = Field(default=None, description=f"Evaluation time: {TIME_HELP}; default now")
 
     @field_validator("time")
     @classmethod
@@ -135,10 +95,10 @@ class PrometheusRangeQueryArgs(ToolArgs):
     """Arguments of `prometheus_query_range` (proto `PrometheusRangeQueryArgs`)."""
 
     query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
-    range: str = Field(default="1h", description=f"Window ending at `end`: {_DURATION_HELP}")
-    end: str | None = Field(default=None, description=f"End of the window: {_TIME_HELP}")
+    range: str = Field(default="1h", description=f"Window ending at `end`: {DURATION_HELP}")
+    end: str | None = Field(default=None, description=f"End of the window: {TIME_HELP}")
     step: str | None = Field(
-        default=None, description=f"Resolution: {_DURATION_HELP}; default about 120 points"
+        default=None, description=f"Resolution: {DURATION_HELP}; default about 120 points"
     )
 
     @field_validator("end")

@@ -20,7 +20,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.domain.catalog import SearchQuery, is_valid_workflow_id
@@ -132,25 +132,23 @@ async def _search(request: web.Request) -> web.Response:
 
 
 async def _get_schema(request: web.Request) -> web.Response:
-    workflow_id = request.match_info["workflow_id"]
-    try:
-        if not is_valid_workflow_id(workflow_id):
-            raise WorkflowNotFoundError(workflow_id)
-        schema = await request.app[CATALOG_KEY].get_schema(workflow_id)
-    except WorkflowNotFoundError as exc:
-        return _problem(request, HTTPStatus.NOT_FOUND, exc.message)
-    return web.json_response(schema.model_dump(mode="json", exclude_none=True))
+    return await _by_id(request, request.app[CATALOG_KEY].get_schema)
 
 
 async def _get_workflow(request: web.Request) -> web.Response:
+    return await _by_id(request, request.app[CATALOG_KEY].get_workflow)
+
+
+async def _by_id(request: web.Request, read: Callable[[str], Awaitable[BaseModel]]) -> web.Response:
+    """What `read` returns for the path's workflow id; 404 for an unknown or malformed id."""
     workflow_id = request.match_info["workflow_id"]
     try:
         if not is_valid_workflow_id(workflow_id):
             raise WorkflowNotFoundError(workflow_id)
-        workflow = await request.app[CATALOG_KEY].get_workflow(workflow_id)
+        found = await read(workflow_id)
     except WorkflowNotFoundError as exc:
         return _problem(request, HTTPStatus.NOT_FOUND, exc.message)
-    return web.json_response(workflow.model_dump(mode="json", exclude_none=True))
+    return web.json_response(found.model_dump(mode="json", exclude_none=True))
 
 
 async def _healthz(request: web.Request) -> web.Response:

@@ -95,9 +95,19 @@ class _ContextFilter(logging.Filter):
         return True
 
 
+# The formatted second, reused by every record logged within it.
+_second: tuple[int, str] = (-1, "")
+
+
 def _timestamp(record: logging.LogRecord) -> str:
-    moment = datetime.fromtimestamp(record.created, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _second
+    whole = int(record.created)
+    cached_whole, prefix = _second
+    if whole != cached_whole:
+        prefix = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (whole, prefix)
+    millis = min(int((record.created - whole) * 1000), 999)
+    return f"{prefix}.{millis:03d}Z"
 
 
 def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Sequence
@@ -124,6 +125,11 @@ class HapiServer:
         self._stopping: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        # What exists now (modules, descriptors, the catalog, the server)
+        # lives as long as the process: out of the cyclic collector's scans,
+        # or each full collection during an alert storm walks all of it.
+        gc.collect()
+        gc.freeze()
         await self._server.start()
         for service in ("", SERVICE_NAME):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)

@@ -139,14 +139,19 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             force=force,
             on_event=on_event,
         )
-        # Every caller decodes its own copy.
-        *replay, last = _unpack(outcome.payload)
-        result = last.result
+        # Every caller decodes its own copy; the events only when it replays them.
+        *events, last = _split(outcome.payload)
+        result = service_pb2.AnalyzeIncidentStreamResponse.FromString(last).result
+        replay = (
+            []
+            if outcome.live or on_event is None
+            else [service_pb2.AnalyzeIncidentStreamResponse.FromString(e) for e in events]
+        )
         result.completed_at.FromNanoseconds(int(outcome.completed_at * 1e9))
         if outcome.reused is not None:
             result.reused = True
             _REUSED[outcome.reused].inc()
-        return result, ([] if outcome.live else replay)
+        return result, replay
 
     async def ValidateWorkflowParameters(
         self,
@@ -192,8 +197,10 @@ def _pack(frames: list[service_pb2.AnalyzeIncidentStreamResponse]) -> bytes:
     return bytes(out)
 
 
-def _unpack(payload: bytes) -> list[service_pb2.AnalyzeIncidentStreamResponse]:
-    frames, position = [], 0
+def _split(payload: bytes) -> list[bytes]:
+    """The encoded messages of a `_pack`ed payload, in order."""
+    frames: list[bytes] = []
+    position = 0
     while position < len(payload):
         size = shift = 0
         while True:
@@ -203,11 +210,7 @@ def _unpack(payload: bytes) -> list[service_pb2.AnalyzeIncidentStreamResponse]:
             shift += 7
             if byte < 0x80:
                 break
-        frames.append(
-            service_pb2.AnalyzeIncidentStreamResponse.FromString(
-                payload[position : position + size]
-            )
-        )
+        frames.append(payload[position : position + size])
         position += size
     return frames
 

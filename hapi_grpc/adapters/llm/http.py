@@ -217,6 +217,11 @@ class LLMHttpClient:
         self._connect_timeout = connect_timeout
         self._session = session
         self._owns_session = session is None
+        # Labelled metrics resolved once: `labels()` takes a lock on every call.
+        self._requests: dict[str, Any] = {}
+        self._latency = metrics.LLM_LATENCY.labels(provider, model)
+        self._prompt_tokens = metrics.LLM_TOKENS.labels(provider, model, "prompt")
+        self._completion_tokens = metrics.LLM_TOKENS.labels(provider, model, "completion")
 
     def redact(self, text: str) -> str:
         """`text` without this client's secrets or anything shaped like a credential."""
@@ -352,9 +357,8 @@ class LLMHttpClient:
                 self.redact(f"{self.provider} request failed: {type(exc).__name__}: {exc}")
             ) from None
         finally:
-            metrics.LLM_REQUESTS.labels(self.provider, self.model, status_label).inc()
-            elapsed = time.monotonic() - started
-            metrics.LLM_LATENCY.labels(self.provider, self.model).observe(elapsed)
+            self._requests_counter(status_label).inc()
+            self._latency.observe(time.monotonic() - started)
 
     def _parse(self, raw: bytes, parse: Callable[[Any], LLMResponse]) -> LLMResponse:
         try:
@@ -384,12 +388,15 @@ class LLMHttpClient:
             reason += f" (request id {truncate(request_id, 80)})"
         return reason
 
+    def _requests_counter(self, status_label: str) -> Any:
+        counter = self._requests.get(status_label)
+        if counter is None:
+            counter = metrics.LLM_REQUESTS.labels(self.provider, self.model, status_label)
+            self._requests[status_label] = counter
+        return counter
+
     def _record_usage(self, result: LLMResponse) -> None:
         if result.usage.prompt_tokens > 0:
-            metrics.LLM_TOKENS.labels(self.provider, self.model, "prompt").inc(
-                result.usage.prompt_tokens
-            )
+            self._prompt_tokens.inc(result.usage.prompt_tokens)
         if result.usage.completion_tokens > 0:
-            metrics.LLM_TOKENS.labels(self.provider, self.model, "completion").inc(
-                result.usage.completion_tokens
-            )
+            self._completion_tokens.inc(result.usage.completion_tokens)

@@ -49,9 +49,16 @@ def estimate_tokens(
     bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN,
 ) -> int:
     """The estimated prompt tokens of a request (see module docstring)."""
-    size = sum(_message_bytes(m) for m in messages)
-    size += sum(len(_tool_json(t)) for t in tools)
+    return _estimate(messages, _tools_bytes(tools), bytes_per_token)
+
+
+def _estimate(messages: Sequence[ChatMessage], tools_bytes: int, bytes_per_token: float) -> int:
+    size = sum(_message_bytes(m) for m in messages) + tools_bytes
     return math.ceil(size / bytes_per_token) + _MESSAGE_OVERHEAD * len(messages)
+
+
+def _tools_bytes(tools: Sequence[ToolDefinition]) -> int:
+    return sum(len(_tool_json(t)) for t in tools)
 
 
 class ContextWindow:
@@ -63,6 +70,9 @@ class ContextWindow:
         self.bytes_per_token = DEFAULT_BYTES_PER_TOKEN
         self.last_estimate = 0
         self.trimmed = 0  # messages trimmed so far
+        # The tool definitions are the same list every turn: sized once.
+        self._tools: Sequence[ToolDefinition] | None = None
+        self._tools_bytes = 0
 
     @property
     def prompt_budget(self) -> int | None:
@@ -130,7 +140,9 @@ class ContextWindow:
             )
 
     def _estimate(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]) -> int:
-        return estimate_tokens(messages, tools, self.bytes_per_token)
+        if tools is not self._tools:
+            self._tools, self._tools_bytes = tools, _tools_bytes(tools)
+        return _estimate(messages, self._tools_bytes, self.bytes_per_token)
 
     def _trimmable(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Indexes to trim, in order: tool results oldest first, then rejected answers."""

@@ -99,7 +99,6 @@ class ToolDispatcher:
         self._tools: dict[str, tuple[Tool, Toolset]] = {
             tool.name: (tool, toolset) for toolset in self._toolsets for tool in toolset.tools
         }
-        self._hints = {name: tool_hint(tool) for name, (tool, _) in self._tools.items()}
         self._max_calls = (
             sum(t.limits.max_calls for t in self._toolsets) if max_calls is None else max_calls
         )
@@ -108,13 +107,17 @@ class ToolDispatcher:
         self._records: list[ToolCallRecord] = []
         self._calls = 0
         self._calls_by_toolset = {t.name: 0 for t in self._toolsets}
+        self._definitions: list[ToolDefinition] | None = None
 
     @property
     def toolsets(self) -> tuple[Toolset, ...]:
         return self._toolsets
 
     def definitions(self) -> list[ToolDefinition]:
-        return [d for toolset in self._toolsets for d in toolset.definitions()]
+        # Built once per investigation; callers only read them.
+        if self._definitions is None:
+            self._definitions = [d for toolset in self._toolsets for d in toolset.definitions()]
+        return self._definitions
 
     def summary(self) -> DispatchSummary:
         return DispatchSummary(tuple(self._records), self._calls, dict(self._calls_by_toolset))
@@ -204,7 +207,7 @@ class ToolDispatcher:
                 ToolCallStatus.INVALID_ARGUMENTS,
                 {
                     "error": f"arguments are not a JSON object ({parse_error}).",
-                    "expected": self._hints[name],
+                    "expected": tool_hint(tool),
                 },
             )
         try:
@@ -212,7 +215,7 @@ class ToolDispatcher:
         except ArgumentsRejected as exc:
             return ToolResult(
                 ToolCallStatus.INVALID_ARGUMENTS,
-                {"error": exc.message, "expected": self._hints[name]},
+                {"error": exc.message, "expected": tool_hint(tool)},
             )
         timeout = min(toolset.limits.call_timeout, self._budget.remaining())
         ctx = ToolContext(self._budget, max(timeout, 0.0))
@@ -258,10 +261,20 @@ def _shown_arguments(raw: str, parsed: dict[str, Any] | None) -> str:
     return clip(redact(raw), MAX_ARGUMENT_BYTES)
 
 
+# Routine answers are counted and timed by the metrics and summed up in the
+# investigation's own INFO line; only the others deserve a line of their own
+# at INFO (an alert storm would otherwise write two lines per investigation).
+_ROUTINE = frozenset({ToolCallStatus.SUCCESS, ToolCallStatus.REPEATED})
+
+
 def _log(label: str, record: ToolCallRecord) -> None:
+    level = logging.DEBUG if record.status in _ROUTINE else logging.INFO
+    if not logger.isEnabledFor(level):
+        return
     status = record.status.value.lower()
     result_bytes = len(record.result.encode())
-    logger.info(
+    logger.log(
+        level,
         "tool call %s status=%s duration=%.4fs result_bytes=%d",
         label,
         status,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
+from hapi_grpc.adapters.llm.builtin_premises import objection, supporting
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.prompt import CLUSTER, ERROR_DETAILS, SIGNAL, read_facts
@@ -134,6 +135,7 @@ class _Turn:
         self.exchanges = _exchanges(messages)
         self.step = sum(1 for m in messages if m.role == "assistant") + 1
         self.findings: Findings | None = None
+        self.objections: list[str] = []  # why candidate workflows were not selected
 
     def next(self) -> LLMResponse:
         if self.corrected:
@@ -162,10 +164,20 @@ class _Turn:
         hits = [h for h in found.get("workflows", []) if isinstance(h, dict)]
         if not hits:
             return self._answer(None, [], "no catalog workflow matches the signal")
+        refused: list[str] = []
         for hit in hits:
+            reason = objection(hit, self.findings)
+            if reason is not None:
+                refused.append(reason)
+                continue
             step = self._try(hit)
             if step is not None:
                 return step
+        if refused:
+            self.objections = refused
+            return self._answer(
+                None, hits, "the evidence read does not support any candidate workflow"
+            )
         return self._answer(None, hits, "no matching workflow could be filled and validated")
 
     def _search_arguments(self) -> dict[str, Any]:
@@ -303,15 +315,28 @@ class _Turn:
                 f" {signal} signal on {resource}{where}: {why_none}."
             )
             selected = None
+        if found:
+            cited = found.evidence + [s for s in supporting(found) if s not in found.evidence]
+            assessment = (
+                "Evidence read from the cluster (rule-based, no language model was used): "
+                + "; ".join(cited)
+            )
+            if self.objections:
+                assessment += ". Not remediated automatically: " + "; ".join(
+                    dict.fromkeys(self.objections)
+                )
+                warnings.append(
+                    "The evidence does not support the premise of any candidate workflow;"
+                    " the candidates are listed as alternatives for review."
+                )
+        else:
+            assessment = (
+                f"Not independently assessed (no language model was used); the reported"
+                f" {signal} signal is taken at face value."
+            )
         answer = {
             "analysis_summary": summary,
-            "root_cause_assessment": (
-                "Evidence read from the cluster (rule-based, no language model was used): "
-                + "; ".join(found.evidence)
-                if found
-                else f"Not independently assessed (no language model was used); the reported"
-                f" {signal} signal is taken at face value."
-            ),
+            "root_cause_assessment": assessment,
             "rca_severity": severity,
             "selected_workflow": selected,
             "alternative_workflows": [

@@ -32,6 +32,18 @@ GET, LIST, EVENTS, LOGS, OWNERS = (
 _WORKLOADS = frozenset({"deployment", "statefulset", "daemonset", "replicaset"})
 _RESTARTS_RE = re.compile(r"restarts=(\d+)")
 _LOG_LINES = 3
+# Labels and annotations Argo CD and Flux put on the objects they sync.
+_GITOPS_KEY_RE = re.compile(r"(^|\.)(argoproj\.io|fluxcd\.io)/", re.IGNORECASE)
+_GITOPS_MANAGERS = frozenset({"argocd", "argo-cd", "flux", "fluxcd", "kustomize-controller"})
+# A previous-log line that blames the configuration (missing key, invalid setting).
+_CONFIG_ERROR_RE = re.compile(
+    r"\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b.{0,80}"
+    r"\b(missing|invalid|unknown|required|not set|malformed|cannot parse|parse error|bad)\b"
+    r"|\b(missing|invalid|unknown|required|malformed)\b.{0,40}"
+    r"\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b",
+    re.IGNORECASE,
+)
+_PROBE_FAILURE_RE = re.compile(r"liveness probe failed|failed liveness probe", re.IGNORECASE)
 
 
 class Exchange(Protocol):
@@ -53,6 +65,12 @@ class Findings:
     target: str = ""  # namespace/group/Kind/name
     memory_limit: str = ""
     node: str = ""
+    # Structured facts the workflow premises are checked against (`builtin_premises`).
+    gitops: str = ""  # the label or annotation naming a GitOps controller
+    crash_loop: bool = False
+    config_error: str = ""  # the previous-log line blaming the configuration
+    probe_failure: str = ""  # the event saying the liveness probe killed the container
+    node_pressure: list[str] = field(default_factory=list)  # e.g. ["DiskPressure"]
 
     def target_resource(self) -> dict[str, str] | None:
         parts = self.target.split("/")
@@ -105,6 +123,26 @@ def _conditions(label: str, data: dict[str, Any], findings: Findings) -> None:
             findings.evidence.append(f"{label} status.conditions {text}")
 
 
+def _pressure(node: dict[str, Any]) -> list[str]:
+    """The node's pressure conditions that are not False (DiskPressure, MemoryPressure)."""
+    return [str(p) for p in node.get("pressure") or [] if "Pressure" in str(p)]
+
+
+def _gitops(label: str, data: dict[str, Any], findings: Findings) -> None:
+    """Record a GitOps controller's label or annotation on an object read."""
+    for section in ("labels", "annotations"):
+        items = data.get(section)
+        if not isinstance(items, dict):
+            continue
+        for key, value in items.items():
+            managed = key == "app.kubernetes.io/managed-by" and str(value).lower() in (
+                _GITOPS_MANAGERS
+            )
+            if (managed or _GITOPS_KEY_RE.search(str(key))) and not findings.gitops:
+                findings.gitops = f"{label} metadata.{section}[{key}]={value}"
+                findings.evidence.append(f"{findings.gitops} (managed by GitOps)")
+
+
 def _container(pod: dict[str, Any]) -> dict[str, Any]:
     containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
     if not containers:
@@ -134,6 +172,7 @@ def _pod_evidence(
         )
         findings.memory_limit = str(limit)
     elif "CrashLoopBackOff" in state or (last and container.get("restarts", 0)):
+        findings.crash_loop = True
         findings.evidence.append(
             f"{where} state={state}; lastState.terminated.exitCode={last.get('exit_code')}"
             f" reason={last.get('reason')}; restartCount={container.get('restarts', 0)}"
@@ -145,8 +184,13 @@ def _pod_evidence(
         lines = [str(line) for line in log.get("lines") or []][-_LOG_LINES:]
         if lines:
             findings.evidence.append(f"{where} previous log ends: {' | '.join(lines)}")
-    if "ImagePull" in state or "ErrImage" in state or pod.get("phase") == "Pending":
-        if "waiting" in state:
+        every = [str(line) for line in log.get("lines") or []]
+        blamed = next((line for line in every if _CONFIG_ERROR_RE.search(line)), "")
+        if blamed:
+            findings.config_error = f"{where} previous log: {blamed[:200]}"
+    pulling = "ImagePull" in state or "ErrImage" in state or pod.get("phase") == "Pending"
+    if pulling or findings.crash_loop:
+        if "waiting" in state and not findings.crash_loop:
             findings.evidence.append(f"{where} state={state}")
         events = _read(exchanges, EVENTS, namespace=namespace, kind="Pod", name=name)
         if events is None:
@@ -156,6 +200,12 @@ def _pod_evidence(
             findings.evidence.append(
                 f"Event on {label}: {event.get('reason')} x{event.get('count')}"
                 f" (last {event.get('last_seen')}): {event.get('message')}"
+            )
+        probe = next((e for e in warnings if _PROBE_FAILURE_RE.search(str(e.get("message")))), None)
+        if probe is not None:
+            findings.probe_failure = (
+                f"Event on {label}: {probe.get('reason')} x{probe.get('count')}:"
+                f" {str(probe.get('message'))[:200]}"
             )
     return None
 
@@ -171,9 +221,14 @@ def _owner_chain(
         return OWNERS, args
     findings.target = str(chain.get("remediation_target", ""))
     node = chain.get("node") or {}
+    pressure = _pressure(node)
     if node and node.get("ready") not in (None, "True"):
         _conditions(f"Node {node.get('name')}", node, findings)
         findings.target = str(node.get("ref", findings.target))
+    elif pressure:
+        # The node is Ready but under pressure: a cause the Pod cannot show.
+        _conditions(f"Node {node.get('name')}", node, findings)
+    findings.node_pressure = pressure
     return None
 
 
@@ -188,6 +243,7 @@ def plan(
         if node is None:
             return GET, {"kind": "Node", "name": name}
         _conditions(f"Node {name}", node, findings)
+        findings.node_pressure = _pressure(node)
         for taint in node.get("taints") or []:
             findings.evidence.append(f"Node {name} spec.taints {taint}")
         if node:
@@ -199,6 +255,7 @@ def plan(
         workload = _read(exchanges, GET, kind=kind, namespace=namespace, name=name)
         if workload is None:
             return GET, {"kind": kind, "namespace": namespace, "name": name}
+        _gitops(f"{kind} {namespace}/{name}", workload, findings)
         replicas = workload.get("replicas")
         if replicas:
             findings.evidence.append(f"{kind} {namespace}/{name} status.replicas {replicas}")
@@ -219,5 +276,6 @@ def plan(
         if obj is None:
             return GET, {"kind": kind, "namespace": namespace, "name": name}
         _conditions(f"{kind} {namespace}/{name}", obj, findings)
+        _gitops(f"{kind} {namespace}/{name}", obj, findings)
     step = _owner_chain(namespace or None, kind, name, exchanges, findings)
     return step if step is not None else findings

@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hapi_grpc.domain.levels import RiskLevel
+
 ParameterType = Literal["string", "integer", "float", "number", "boolean", "array"]
 
 # Workflow ids end up in URL paths (`/api/v1/workflows/{id}/schema`). This
@@ -86,7 +88,7 @@ class Workflow(_Frozen):
     parameters: tuple[ParameterSpec, ...] = ()
     estimated_duration: str = ""
     success_rate: float | None = None
-    estimated_risk: Literal["low", "medium", "high"] | None = None
+    estimated_risk: RiskLevel | None = None
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -164,7 +166,7 @@ class SearchHit(_Frozen):
     confidence: float = Field(ge=0.0, le=1.0)
     estimated_duration: str = ""
     success_rate: float | None = None
-    estimated_risk: Literal["low", "medium", "high"] | None = None
+    estimated_risk: RiskLevel | None = None
     parameters: tuple[ParameterSpec, ...] | None = None
 
 

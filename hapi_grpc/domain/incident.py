@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hapi_grpc.domain.levels import RiskLevel, Severity
+
 
 @dataclass(frozen=True)
 class SignalInfo:
     signal_type: str
-    severity: str = ""  # "critical" | "high" | "medium" | "low" | ""
+    severity: Severity | None = None
     component: str = ""
     alert_name: str = ""
     namespace: str = ""
@@ -63,7 +65,7 @@ class BusinessContext:
     environment: str = ""
     priority: str = ""
     business_category: str = ""
-    risk_tolerance: str = ""  # "low" | "medium" | "high" | ""
+    risk_tolerance: RiskLevel | None = None
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ def incident_facts(incident: Incident) -> str:
             SIGNAL,
             [
                 ("Signal Type", s.signal_type),
-                ("Severity", s.severity),
+                ("Severity", s.severity or ""),
                 ("Component", s.component),
                 ("Alert Name", s.alert_name),
                 ("Namespace", s.namespace),
@@ -276,7 +276,7 @@ def incident_facts(incident: Incident) -> str:
                 ("Environment", b.environment),
                 ("Priority", b.priority),
                 ("Business Category", b.business_category),
-                ("Risk Tolerance", b.risk_tolerance),
+                ("Risk Tolerance", b.risk_tolerance or ""),
             ],
         ),
     ]

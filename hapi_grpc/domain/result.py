@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue
 
 
@@ -60,7 +61,7 @@ class SelectedWorkflow:
     version: str
     confidence: float
     rationale: str
-    estimated_risk: str  # "low" | "medium" | "high"
+    estimated_risk: RiskLevel
     parameters: dict[str, Any]
 
 
@@ -116,7 +117,7 @@ class AnalysisResult:
     incident_id: str = ""
     analysis_summary: str = ""
     root_cause_assessment: str = ""
-    rca_severity: str = ""  # "critical" | "high" | "medium" | "low" | ""
+    rca_severity: Severity | None = None
     target_resource: TargetResource | None = None
     selected_workflow: SelectedWorkflow | None = None
     alternative_workflows: list[AlternativeWorkflow] = field(default_factory=list)

@@ -18,19 +18,21 @@ from hapi_grpc.domain import incident as d
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
+from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
 
+# The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
 _SEVERITY_TO_DOMAIN = {
-    common_pb2.SEVERITY_CRITICAL: "critical",
-    common_pb2.SEVERITY_HIGH: "high",
-    common_pb2.SEVERITY_MEDIUM: "medium",
-    common_pb2.SEVERITY_LOW: "low",
+    common_pb2.SEVERITY_CRITICAL: Severity.CRITICAL,
+    common_pb2.SEVERITY_HIGH: Severity.HIGH,
+    common_pb2.SEVERITY_MEDIUM: Severity.MEDIUM,
+    common_pb2.SEVERITY_LOW: Severity.LOW,
 }
 _SEVERITY_TO_PROTO = {v: k for k, v in _SEVERITY_TO_DOMAIN.items()}
 _RISK_TO_DOMAIN = {
-    common_pb2.RISK_LEVEL_LOW: "low",
-    common_pb2.RISK_LEVEL_MEDIUM: "medium",
-    common_pb2.RISK_LEVEL_HIGH: "high",
+    common_pb2.RISK_LEVEL_LOW: RiskLevel.LOW,
+    common_pb2.RISK_LEVEL_MEDIUM: RiskLevel.MEDIUM,
+    common_pb2.RISK_LEVEL_HIGH: RiskLevel.HIGH,
 }
 _RISK_TO_PROTO = {v: k for k, v in _RISK_TO_DOMAIN.items()}
 
@@ -52,7 +54,7 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
         incident_id=msg.incident_id,
         signal=d.SignalInfo(
             signal_type=sig.signal_type,
-            severity=_SEVERITY_TO_DOMAIN.get(sig.severity, ""),
+            severity=_SEVERITY_TO_DOMAIN.get(sig.severity),
             component=sig.component,
             alert_name=sig.alert_name,
             namespace=sig.namespace,
@@ -88,7 +90,7 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
             environment=business.environment,
             priority=business.priority,
             business_category=business.business_category,
-            risk_tolerance=_RISK_TO_DOMAIN.get(business.risk_tolerance, ""),
+            risk_tolerance=_RISK_TO_DOMAIN.get(business.risk_tolerance),
         ),
         enrichment=d.EnrichmentResults(
             # Passed through unchanged (DD-HAPI-001); the proto rules guarantee strings.
@@ -302,7 +304,11 @@ def result_to_proto(res: r.AnalysisResult) -> analysis_pb2.AnalysisResult:
         incident_id=res.incident_id,
         analysis_summary=res.analysis_summary,
         root_cause_assessment=res.root_cause_assessment,
-        rca_severity=_SEVERITY_TO_PROTO.get(res.rca_severity, common_pb2.SEVERITY_UNSPECIFIED),
+        rca_severity=(
+            _SEVERITY_TO_PROTO.get(res.rca_severity, common_pb2.SEVERITY_UNSPECIFIED)
+            if res.rca_severity is not None
+            else common_pb2.SEVERITY_UNSPECIFIED
+        ),
         alternative_workflows=[
             analysis_pb2.AlternativeWorkflow(
                 workflow_id=a.workflow_id, confidence=a.confidence, rationale=a.rationale

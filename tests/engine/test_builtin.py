@@ -11,6 +11,8 @@ from google.protobuf import json_format
 from hapi.v1 import service_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+from hapi_grpc.adapters.llm.builtin_evidence import Findings
+from hapi_grpc.adapters.llm.builtin_premises import objection
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowLabels
 from hapi_grpc.domain.incident import (
     ClusterContext,
@@ -242,3 +244,64 @@ async def test_builtin_gives_up_honestly_when_parameters_cannot_be_filled() -> N
     assert result.validation_attempts == []
     assert [a.workflow_id for a in result.alternative_workflows] == ["needs-secret-v1"]
     assert result.needs_human_review is True
+
+
+# --- workflow premises: the evidence must support what a workflow assumes ----------
+
+_CONFIG_FIX = {
+    "workflow_id": "crashloop-config-fix-restart-v1",
+    "title": "CrashLoopBackOff remediation - restore configuration and restart",
+    "description": "Restores the last known-good revision of the ConfigMaps.",
+}
+_PROBE = {
+    "workflow_id": "tune-liveness-probe-v1",
+    "title": "Tune liveness probe timing",
+    "description": "Relaxes the liveness probe of a container.",
+}
+_EVICTED = {
+    "workflow_id": "cleanup-evicted-pods-v1",
+    "title": "Delete evicted pods cluster-wide",
+    "description": "Deletes pods left in the Failed phase with reason Evicted.",
+}
+_DIAGNOSTICS = {
+    "workflow_id": "collect-cluster-diagnostics-v1",
+    "title": "Collect cluster diagnostics snapshot",
+    "description": "Captures a read-only snapshot for human review. Changes nothing.",
+}
+_GITOPS_MEMORY = {
+    "workflow_id": "oomkill-increase-memory-gitops-v1",
+    "title": "OOMKill remediation via GitOps - raise memory limit in the repository",
+    "description": "Opens a change in the GitOps repository.",
+}
+
+
+def test_crash_loop_needs_a_configuration_error_for_the_config_fix() -> None:
+    panic = Findings(crash_loop=True)
+    reason = objection(_CONFIG_FIX, panic)
+    assert reason is not None and "configuration error" in reason
+    assert objection(_PROBE, panic) is not None
+    assert objection(_DIAGNOSTICS, panic) is None  # read-only stays acceptable
+    config = Findings(crash_loop=True, config_error="log: FATAL config key REDIS_URL missing")
+    assert objection(_CONFIG_FIX, config) is None
+    assert objection(_PROBE, config) is not None
+    probe = Findings(crash_loop=True, probe_failure="Event: Unhealthy: Liveness probe failed")
+    assert objection(_PROBE, probe) is None
+    assert objection(_CONFIG_FIX, probe) is not None
+
+
+def test_gitops_managed_resource_only_through_a_gitops_workflow() -> None:
+    managed = Findings(
+        crash_loop=True,
+        config_error="log: invalid settings",
+        gitops="Deployment web/storefront metadata.labels[argocd.argoproj.io/instance]=web",
+    )
+    reason = objection(_CONFIG_FIX, managed)
+    assert reason is not None and "GitOps" in reason and "argocd.argoproj.io" in reason
+    assert objection(_GITOPS_MEMORY, Findings(gitops=managed.gitops)) is None
+
+
+def test_no_evicted_pod_cleanup_while_the_node_is_under_pressure() -> None:
+    reason = objection(_EVICTED, Findings(node="worker-5", node_pressure=["DiskPressure"]))
+    assert reason is not None and "worker-5" in reason and "DiskPressure=True" in reason
+    assert objection(_EVICTED, Findings(node="worker-5")) is None
+    assert objection(_EVICTED, None) is None  # nothing read: the catalog match stands

@@ -35,11 +35,6 @@ GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT
 # analyst got safer) or joining it (a regression) fails this test, so the list
 # is updated on purpose, together with the README's numbers.
 KNOWN_UNSAFE_BUILTIN = {
-    "crashloop-bad-release",
-    "crashloop-gitops-no-gitops-workflow",
-    "crashloop-liveness-probe",
-    "evictions-cause-node-disk-pressure",
-    "evictions-cause-node-memory-pressure",
     "oomkilled-memory-leak",
 }
 

@@ -1,7 +1,7 @@
 """Reading the model's final answer (ADR-038 "OUTPUT FORMAT" and "Response Validation").
 
 `parse_final_answer` finds the JSON object in the model's text (bare, in a
-```json fence, or surrounded by prose), accepts the ADR's legacy names
+```json fence, or surrounded by prose: `answer_json`), accepts the ADR's legacy names
 (`selected_playbook`/`playbook_id`, a `strategies` list) and checks the
 contract's shape: required fields, confidence in [0, 1], severity and risk in
 their enums. Free text is redacted here (`sensitive.redact`), once, because
@@ -13,13 +13,12 @@ The text is only ever parsed as JSON, never evaluated.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hapi_grpc.domain.answer_json import extract_json_object
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.result import AlternativeWorkflow, ContextUsed, TargetResource
 from hapi_grpc.domain.sensitive import redact
@@ -33,25 +32,10 @@ __all__ = [
 ]
 
 # Bounds: the model's text is untrusted input.
-MAX_ANSWER_CHARS = 200_000
-_MAX_CANDIDATES = 64
-_MAX_RESCANS = 8
 _MAX_TEXT_CHARS = 4000
 _MAX_WARNINGS = 20
 _MAX_ALTERNATIVES = 10
 _PROBLEMS_SHOWN = 10
-
-_CONTRACT_KEYS = frozenset(
-    {
-        "analysis_summary",
-        "root_cause_assessment",
-        "rca_severity",
-        "selected_workflow",
-        "selected_playbook",
-        "strategies",
-    }
-)
-_FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 class AnswerFormatError(Exception):
@@ -85,117 +69,6 @@ class FinalAnswer:
     context_used: ContextUsed | None = None
     target_resource: TargetResource | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-
-# --- JSON extraction ------------------------------------------------------------
-
-
-def extract_json_object(text: str) -> dict[str, Any] | None:
-    """The answer's JSON object: bare, fenced, or the outermost balanced one in prose.
-
-    When several objects parse, one carrying the contract's keys wins.
-    """
-    text = text[:MAX_ANSWER_CHARS]
-    stripped = text.strip()
-    found = _loads_object(stripped)
-    if found is not None:
-        return found
-    candidates: list[dict[str, Any]] = []
-    for match in _FENCE_RE.finditer(text):
-        obj = _loads_object(match.group(1).strip())
-        if obj is not None:
-            candidates.append(obj)
-    candidates.extend(_balanced_objects(text))
-    for obj in candidates:
-        if _CONTRACT_KEYS & obj.keys():
-            return obj
-    return candidates[0] if candidates else None
-
-
-def _loads_object(text: str) -> dict[str, Any] | None:
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _balanced_objects(text: str) -> list[dict[str, Any]]:
-    """Outermost `{...}` spans that parse, left to right.
-
-    One pass pairs the braces (string state taken from the first '{'); a
-    span that does not parse is replaced by the spans nested in it. If that
-    finds nothing, a few rescans from later '{' recover from a stray quote in
-    the prose. Both steps are bounded, whatever the input.
-    """
-    first = text.find("{")
-    if first == -1:
-        return []
-    found = _parse_spans(text, _brace_spans(text, first))
-    if found:
-        return found
-    start = text.find("{", first + 1)
-    for _ in range(_MAX_RESCANS):
-        if start == -1:
-            break
-        end = _matching_brace(text, start)
-        if end is not None:
-            obj = _loads_object(text[start : end + 1])
-            if obj is not None:
-                return [obj]
-        start = text.find("{", start + 1)
-    return []
-
-
-def _brace_spans(text: str, start: int) -> list[tuple[int, int]]:
-    """(open, close) index pairs of the balanced braces from `start`, by open index."""
-    spans: list[tuple[int, int]] = []
-    stack: list[int] = []
-    in_string = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            stack.append(i)
-        elif ch == "}" and stack:
-            spans.append((stack.pop(), i))
-    spans.sort()
-    return spans
-
-
-def _parse_spans(text: str, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    covered_until = -1
-    tries = 0
-    for open_at, close_at in spans:
-        if open_at <= covered_until:
-            continue  # inside an object already found
-        if tries >= _MAX_CANDIDATES:
-            break
-        tries += 1
-        obj = _loads_object(text[open_at : close_at + 1])
-        if obj is not None:
-            found.append(obj)
-            covered_until = close_at
-    return found
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    """Index of the '}' closing the '{' at `start`, skipping JSON strings."""
-    for open_at, close_at in _brace_spans(text, start):
-        if open_at == start:
-            return close_at
-    return None
 
 
 # --- the contract ---------------------------------------------------------------

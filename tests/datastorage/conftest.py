@@ -10,19 +10,18 @@ mid-flight are counted as aborted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import shutil
-import socket
-import subprocess
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+
+from tests.fakes.redis_server import RedisServer, running_redis
 
 Behaviour = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -270,64 +269,8 @@ async def ds() -> AsyncIterator[FakeDataStorage]:
 # -- Redis ------------------------------------------------------------------------
 
 
-@dataclass
-class RedisServer:
-    port: int
-    process: subprocess.Popen[bytes]
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"redis-server exited with {process.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.02)
-    raise RuntimeError("redis-server did not start listening in time")
-
-
 @pytest.fixture
-def redis_server(tmp_path: Any) -> Iterator[RedisServer]:
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A private redis-server on a free loopback port, stopped afterwards."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server binary not found")
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            binary,
-            "--port", str(port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    server = RedisServer(port, process)
-    try:
-        _wait_for_port(port, process)
+    with running_redis(tmp_path) as server:
         yield server
-    finally:
-        server.stop()

@@ -13,8 +13,9 @@ from prometheus_client import REGISTRY
 from hapi_grpc.adapters.cache import CatalogCache
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.domain.catalog import SearchQuery
+from tests.fakes.redis_server import RedisServer
 
-from .conftest import WORKFLOW_ID, FakeDataStorage, RedisServer
+from .conftest import WORKFLOW_ID, FakeDataStorage
 
 pytestmark = pytest.mark.redis
 

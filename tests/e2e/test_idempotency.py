@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,6 +30,7 @@ from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
 from hapi_grpc.transport import converters
+from tests.fakes.redis_server import running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -328,29 +327,8 @@ async def test_an_unreachable_redis_costs_the_reuse_not_the_call() -> None:
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
     """A private redis-server on a free loopback port, stopped afterwards."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server binary not found")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
+    with running_redis(tmp_path) as server:
+        yield server.url
 
 
 @pytest.mark.redis

@@ -7,6 +7,7 @@ imports this package.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from typing import Any
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.observer import InvestigationFinished
@@ -22,17 +23,27 @@ _OK = (ToolCallStatus.SUCCESS, ToolCallStatus.REPEATED)
 class MetricsObserver:
     """Counts investigations, tool calls and validation attempts; spans each tool call."""
 
+    def __init__(self) -> None:
+        # Labelled children resolved once per label set (all closed sets):
+        # `labels()` takes a lock and builds a key on every call.
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def investigation_started(self, incident: Incident) -> None:
         pass
 
     def investigation_finished(self, finished: InvestigationFinished) -> None:
-        metrics.INVESTIGATIONS.labels(
-            outcome=finished.outcome, review_reason=finished.review_reason
-        ).inc()
+        # Label order as declared in `metrics`.
+        self._child(metrics.INVESTIGATIONS, finished.outcome, finished.review_reason).inc()
         metrics.INVESTIGATION_DURATION.observe(finished.duration_seconds)
         if finished.searched_catalog:
             metrics.INVESTIGATIONS_USING_CATALOG.inc()
-        metrics.refresh_rates()
 
     def llm_turn(self, turn: LlmTurn) -> None:
         pass  # model requests are counted by the LLM adapters
@@ -42,19 +53,16 @@ class MetricsObserver:
 
     def tool_call_finished(self, tool: str, toolset: str, record: ToolCallRecord) -> None:
         status = record.status.value.lower()
-        metrics.TOOL_CALLS.labels(tool=tool, status=status).inc()
-        metrics.TOOL_CALL_DURATION.labels(tool=tool).observe(record.duration_seconds)
+        self._child(metrics.TOOL_CALLS, tool, status).inc()
+        self._child(metrics.TOOL_CALL_DURATION, tool).observe(record.duration_seconds)
         if record.status not in _OK:
-            metrics.TOOL_CALL_ERRORS.labels(tool=tool).inc()
+            self._child(metrics.TOOL_CALL_ERRORS, tool).inc()
         toolset = toolset or "none"
-        metrics.TOOLSET_CALLS.labels(toolset=toolset, tool=tool, status=status).inc()
-        metrics.TOOLSET_CALL_DURATION.labels(toolset=toolset, tool=tool).observe(
-            record.duration_seconds
-        )
+        self._child(metrics.TOOLSET_CALLS, toolset, tool, status).inc()
+        self._child(metrics.TOOLSET_CALL_DURATION, toolset, tool).observe(record.duration_seconds)
         if record.status not in _OK:
-            metrics.TOOLSET_CALL_ERRORS.labels(toolset=toolset, tool=tool).inc()
+            self._child(metrics.TOOLSET_CALL_ERRORS, toolset, tool).inc()
 
     def validation_attempt(self, attempt: ValidationAttempt) -> None:
-        metrics.VALIDATION_ATTEMPTS.labels(
-            source=attempt.source.value.lower(), result="valid" if attempt.valid else "invalid"
-        ).inc()
+        result = "valid" if attempt.valid else "invalid"
+        self._child(metrics.VALIDATION_ATTEMPTS, attempt.source.value.lower(), result).inc()

@@ -180,15 +180,26 @@ def grpc_method_label(full_method: str) -> str:
     return name if name in KNOWN_GRPC_METHODS else "other"
 
 
-def refresh_rates() -> None:
-    """Recompute the derived rate gauges from their counters."""
+def _tool_call_rate() -> float:
     total = _sum(INVESTIGATIONS)
-    if total:
-        TOOL_CALL_RATE.set(_sum(INVESTIGATIONS_USING_CATALOG) / total)
+    return _sum(INVESTIGATIONS_USING_CATALOG) / total if total else 0.0
+
+
+def _cache_hit_rate() -> float:
     hits = _sum(CACHE_LOOKUPS, result="hit")
     lookups = hits + _sum(CACHE_LOOKUPS, result="miss")
-    if lookups:
-        TOOL_CALL_CACHE_HIT_RATE.set(hits / lookups)
+    return hits / lookups if lookups else 0.0
+
+
+# The rates are computed from their counters when collected (a scrape, a
+# test's read), not on every investigation or lookup: walking every counter
+# series cost more than the event it counted.
+TOOL_CALL_RATE.set_function(_tool_call_rate)
+TOOL_CALL_CACHE_HIT_RATE.set_function(_cache_hit_rate)
+
+
+def refresh_rates() -> None:
+    """Nothing left to do: the rate gauges compute themselves when collected."""
 
 
 def _sum(metric: Counter, **match: str) -> float:

@@ -127,9 +127,14 @@ class HapiServer:
     async def start(self) -> None:
         # What exists now (modules, descriptors, the catalog, the server)
         # lives as long as the process: out of the cyclic collector's scans,
-        # or each full collection during an alert storm walks all of it.
+        # or each full collection during an alert storm walks all of it. A
+        # larger first generation lets an investigation's short-lived objects
+        # die before they are promoted and scanned again: a 1,000-call storm
+        # then runs no full collection (measured: 4 of 0.15-0.3 s each with
+        # the default 700) for a few MB of garbage held a little longer.
         gc.collect()
         gc.freeze()
+        gc.set_threshold(10_000, 10, 10)
         await self._server.start()
         for service in ("", SERVICE_NAME):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)

@@ -148,10 +148,11 @@ class ToolDispatcher:
                 text = _cap_output(text, entry[1].limits.max_output_chars)
             if outcome.status in _DETERMINISTIC:
                 self._answers[key] = text
+        redacted = redact_mapping(parsed) if parsed is not None else None
         record = ToolCallRecord(
             name=clip(redact(call.name), 128),
-            raw_arguments=_shown_arguments(raw, parsed),
-            arguments=redact_mapping(parsed) if parsed is not None else None,
+            raw_arguments=_shown_arguments(raw, parsed, redacted),
+            arguments=redacted,
             result=text,
             status=outcome.status,
             duration_seconds=time.perf_counter() - started,
@@ -252,10 +253,9 @@ def _cap_output(text: str, limit: int) -> str:
     return f"{text[:limit]}…[truncated: {len(text) - limit} more characters]"
 
 
-def _shown_arguments(raw: str, parsed: dict[str, Any] | None) -> str:
+def _shown_arguments(raw: str, parsed: dict[str, Any] | None, redacted: Any) -> str:
     """The argument text as it may leave the process: redacted and bounded."""
     if parsed is not None:
-        redacted = redact_mapping(parsed)
         if redacted != parsed:
             return compact_json(redacted)  # the raw text would carry the secret values
     return clip(redact(raw), MAX_ARGUMENT_BYTES)

@@ -92,7 +92,7 @@ def incident_fingerprint(incident: Incident) -> str:
     that rebuilds its request on a retry updates them, and that retry must
     still find its investigation. Map keys are sorted, timestamps in UTC.
     """
-    content = dataclasses.asdict(incident)
+    content = _plain(incident)
     content.pop("remediation_id")
     for moving in _MOVING_DEDUPLICATION_FIELDS:
         content["deduplication"].pop(moving, None)
@@ -104,6 +104,27 @@ def incident_fingerprint(incident: Incident) -> str:
         default=_json_value,
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """What `dataclasses.asdict` gives, as far as JSON can tell, without its deep copies
+    of every leaf (a fifth of the fingerprint's cost). Keep it JSON-equal to asdict:
+    stored fingerprints must not change."""
+    fields = _field_names(type(value))
+    if fields is not None:
+        return {name: _plain(getattr(value, name)) for name in fields}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _json_value(value: Any) -> Any:

@@ -236,6 +236,9 @@ class LLMHttpClient:
                 # As many connections as request slots: a request holding a
                 # slot never queues again inside aiohttp's pool (default 100).
                 connector=aiohttp.TCPConnector(limit=self.slots.limit),
+                # A model API has no use for cookies: none kept, none sent, and
+                # no cookie work on every request.
+                cookie_jar=aiohttp.DummyCookieJar(),
                 # Never aiohttp's 300 s default; each attempt sets its own.
                 timeout=aiohttp.ClientTimeout(
                     total=self.policy.attempt_timeout, sock_connect=self._connect_timeout

@@ -121,7 +121,7 @@ def _plain(value: Any) -> Any:
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...] | None:
+def _field_names(cls: Any) -> tuple[str, ...] | None:
     if not dataclasses.is_dataclass(cls):
         return None
     return tuple(f.name for f in dataclasses.fields(cls))

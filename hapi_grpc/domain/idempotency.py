@@ -120,11 +120,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _field_names(cls: Any) -> tuple[str, ...] | None:
-    if not dataclasses.is_dataclass(cls):
-        return None
-    return tuple(f.name for f in dataclasses.fields(cls))
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        names = None
+        if dataclasses.is_dataclass(cls):
+            names = tuple(f.name for f in dataclasses.fields(cls))
+        # Bounded: the incident's own classes and the builtin types of its values.
+        _FIELD_NAMES[cls] = names
+        return names
 
 
 def _json_value(value: Any) -> Any:

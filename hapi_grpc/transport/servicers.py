@@ -74,6 +74,9 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         # tool-call caps; a shared investigation never waits for a slow reader.
         queue: asyncio.Queue[r.AnalysisEvent] = asyncio.Queue()
 
+        # The task copies the log context and the budget when it is created.
+        # They are not held across the yields below: a generator the client
+        # abandons is closed from another context, where resetting them fails.
         with (
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             caller_budget(context),
@@ -81,32 +84,33 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             task = asyncio.create_task(
                 self._analyze(incident, request.force_reanalysis, on_event=queue.put_nowait)
             )
-            try:
-                while True:
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait(
-                        {getter, task}, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    if getter in done:
-                        yield _event_to_proto(getter.result())
-                        continue
-                    getter.cancel()
-                    # The investigation ended: drain what it queued, replay what
-                    # happened elsewhere (a kept result, another replica), then the result.
-                    while not queue.empty():
-                        yield _event_to_proto(queue.get_nowait())
-                    result, replay = task.result()
-                    for frame in replay:
-                        yield frame
-                    yield service_pb2.AnalyzeIncidentStreamResponse(result=result)
-                    return
-            finally:
-                # Client gone or deadline hit: leave the investigation; the last
-                # caller to leave stops it and its LLM / Data Storage requests.
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+        getter: asyncio.Future[r.AnalysisEvent] | None = None
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield _event_to_proto(getter.result())
+                    continue
+                getter.cancel()
+                # The investigation ended: drain what it queued, replay what
+                # happened elsewhere (a kept result, another replica), then the result.
+                while not queue.empty():
+                    yield _event_to_proto(queue.get_nowait())
+                result, replay = task.result()
+                for frame in replay:
+                    yield frame
+                yield service_pb2.AnalyzeIncidentStreamResponse(result=result)
+                return
+        finally:
+            if getter is not None:
+                getter.cancel()
+            # Client gone or deadline hit: leave the investigation; the last
+            # caller to leave stops it and its LLM / Data Storage requests.
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     async def _analyze(
         self,

@@ -19,6 +19,7 @@ from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.domain.catalog import SearchFilters, SearchQuery, SearchResult, WorkflowSchema
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
+from tests.fakes.clock import ManualClock
 
 from .conftest import WORKFLOW_ID, FakeDataStorage
 
@@ -203,21 +204,8 @@ async def test_returned_models_are_frozen_and_private(
     assert ds.count("workflow") == 1
 
 
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 async def test_ttl_expiry_refetches(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:
-    clock = Clock()
+    clock = ManualClock()
     catalog = make_catalog(CatalogCache(ttl=60, clock=clock))
     await catalog.search(QUERY)
     clock.advance(59.9)

@@ -19,26 +19,16 @@ from hapi_grpc.domain.errors import (
     InvalidRequestError,
     WorkflowNotFoundError,
 )
+from tests.fakes.clock import ManualClock
 
 from .conftest import FakeDataStorage
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Boom(Exception):
     pass
 
 
-def make(clock: Clock, name: str = "test", **kwargs: Any) -> RateCircuitBreaker:
+def make(clock: ManualClock, name: str = "test", **kwargs: Any) -> RateCircuitBreaker:
     return RateCircuitBreaker(name, clock=clock, **kwargs)
 
 
@@ -74,14 +64,14 @@ def transitions(name: str, state: str) -> float:
 
 
 async def test_below_the_minimum_calls_it_stays_closed() -> None:
-    breaker = make(Clock())
+    breaker = make(ManualClock())
     await run(breaker, fail, 9)
     assert breaker.state == "closed"
     assert breaker.window_counts() == (9, 9)
 
 
 async def test_opens_at_exactly_half_failures_over_the_minimum() -> None:
-    breaker = make(Clock())
+    breaker = make(ManualClock())
     await run(breaker, ok, 6)
     await run(breaker, fail, 5)
     assert breaker.state == "closed"  # 5 of 11 < 50 %
@@ -90,7 +80,7 @@ async def test_opens_at_exactly_half_failures_over_the_minimum() -> None:
 
 
 async def test_opens_on_the_tenth_call_at_fifty_percent() -> None:
-    breaker = make(Clock())
+    breaker = make(ManualClock())
     await run(breaker, ok, 5)
     await run(breaker, fail, 4)
     assert breaker.state == "closed"  # 9 calls: below the minimum
@@ -99,21 +89,21 @@ async def test_opens_on_the_tenth_call_at_fifty_percent() -> None:
 
 
 async def test_success_does_not_open_it() -> None:
-    breaker = make(Clock(), min_calls=2)
+    breaker = make(ManualClock(), min_calls=2)
     await run(breaker, fail)
     await run(breaker, ok)  # 1 of 2 failed, but a success never trips
     assert breaker.state == "closed"
 
 
 async def test_threshold_is_configurable_without_float_surprises() -> None:
-    breaker = make(Clock(), failure_ratio=0.3)
+    breaker = make(ManualClock(), failure_ratio=0.3)
     await run(breaker, ok, 7)
     await run(breaker, fail, 3)  # exactly 30 %
     assert breaker.state == "open"
 
 
 async def test_open_fails_fast_without_calling() -> None:
-    breaker = make(Clock(), min_calls=2)
+    breaker = make(ManualClock(), min_calls=2)
     await run(breaker, fail, 2)
     calls = 0
 
@@ -129,7 +119,7 @@ async def test_open_fails_fast_without_calling() -> None:
 
 
 async def test_half_open_lets_one_probe_through_and_closes_on_success() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, min_calls=2, recovery_timeout=30)
     await run(breaker, fail, 2)
     clock.advance(29.9)
@@ -157,7 +147,7 @@ async def test_half_open_lets_one_probe_through_and_closes_on_success() -> None:
 
 
 async def test_failed_probe_reopens() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, min_calls=2, recovery_timeout=30)
     await run(breaker, fail, 2)
     clock.advance(30)
@@ -172,7 +162,7 @@ async def test_failed_probe_reopens() -> None:
 
 
 async def test_half_open_probe_limit_is_configurable() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, min_calls=2, half_open_max_calls=2)
     await run(breaker, fail, 2)
     clock.advance(30)
@@ -192,7 +182,7 @@ async def test_half_open_probe_limit_is_configurable() -> None:
 
 
 async def test_cancelled_probe_frees_its_slot_and_keeps_half_open() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, min_calls=2)
     await run(breaker, fail, 2)
     clock.advance(30)
@@ -208,7 +198,7 @@ async def test_cancelled_probe_frees_its_slot_and_keeps_half_open() -> None:
 
 
 async def test_failures_older_than_the_window_drop_out() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, window_seconds=300)
     await run(breaker, fail, 9)
     clock.advance(300 + 300 / 60)  # the window plus one bucket
@@ -218,7 +208,7 @@ async def test_failures_older_than_the_window_drop_out() -> None:
 
 
 async def test_failures_inside_the_window_still_count() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, window_seconds=300)
     await run(breaker, fail, 5)
     clock.advance(290)
@@ -233,7 +223,7 @@ async def test_failures_inside_the_window_still_count() -> None:
     [BudgetExhaustedError("deadline"), InvalidRequestError("bad id")],
 )
 async def test_own_deadline_and_refused_requests_are_not_counted(exc: Exception) -> None:
-    breaker = make(Clock(), min_calls=1)
+    breaker = make(ManualClock(), min_calls=1)
 
     async def raises() -> str:
         raise exc
@@ -246,7 +236,7 @@ async def test_own_deadline_and_refused_requests_are_not_counted(exc: Exception)
 
 
 async def test_cancellation_is_not_counted() -> None:
-    breaker = make(Clock(), min_calls=1)
+    breaker = make(ManualClock(), min_calls=1)
     task = asyncio.create_task(breaker.call(lambda: asyncio.sleep(10, "late")))
     await asyncio.sleep(0)
     task.cancel()
@@ -256,7 +246,7 @@ async def test_cancellation_is_not_counted() -> None:
 
 
 async def test_not_found_counts_as_a_healthy_answer() -> None:
-    breaker = make(Clock(), min_calls=1)
+    breaker = make(ManualClock(), min_calls=1)
 
     async def missing() -> str:
         raise WorkflowNotFoundError("x")
@@ -267,7 +257,7 @@ async def test_not_found_counts_as_a_healthy_answer() -> None:
 
 
 async def test_outcomes_of_calls_admitted_before_opening_are_ignored() -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = make(clock, min_calls=2)
     release_straggler = asyncio.Event()
     release_probe = asyncio.Event()
@@ -297,7 +287,7 @@ async def test_outcomes_of_calls_admitted_before_opening_are_ignored() -> None:
 
 
 async def test_state_changes_are_exported_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock()
+    clock = ManualClock()
     name = "export-test"
     before = {s: transitions(name, s) for s in ("open", "half_open", "closed")}
     breaker = make(clock, name=name, min_calls=2)
@@ -352,7 +342,7 @@ QUERY = SearchQuery(query="OOMKilled critical")
 
 
 async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
-    clock = Clock()
+    clock = ManualClock()
     breaker = RateCircuitBreaker("ds-open", min_calls=2, clock=clock)
     catalog = DataStorageCatalog(ds.url, max_retries=0, breaker=breaker)
     try:
@@ -376,7 +366,7 @@ async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
 
 
 async def test_retries_of_one_call_count_once(ds: FakeDataStorage) -> None:
-    breaker = RateCircuitBreaker("ds-once", min_calls=10, clock=Clock())
+    breaker = RateCircuitBreaker("ds-once", min_calls=10, clock=ManualClock())
     catalog = DataStorageCatalog(
         ds.url, max_retries=2, backoff_base=0.001, backoff_max=0.002, breaker=breaker
     )

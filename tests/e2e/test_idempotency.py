@@ -30,6 +30,7 @@ from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
 from hapi_grpc.transport import converters
+from tests.fakes.clock import ManualClock
 from tests.fakes.redis_server import running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
@@ -91,19 +92,6 @@ def script(delay: float = 0.0, repeat: int = 3) -> list[Step]:
 
 def reused(kind: str) -> float:
     return REGISTRY.get_sample_value("hapi_analyses_reused_total", {"kind": kind}) or 0.0
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @contextlib.asynccontextmanager
@@ -282,7 +270,7 @@ async def test_force_reanalysis_runs_the_same_incident_again() -> None:
 
 
 async def test_results_expire_after_their_ttl() -> None:
-    clock = Clock()
+    clock = ManualClock()
     coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(
         MemoryResultStore(clock=clock), result_ttl=60
     )

@@ -28,6 +28,7 @@ from hapi_grpc.security.auth import (
     bearer_token,
     current_identity,
 )
+from tests.fakes.clock import ManualClock
 
 GOOD = "good-token-6b1f0c2e9a"
 OTHER = "other-token-0d4e77a1c3"
@@ -289,22 +290,9 @@ async def make_reviewer(
         await reviewer.close()
 
 
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 async def test_tokenreview_accepts_and_caches(kube_api, make_reviewer) -> None:
     api, url = kube_api
-    clock = Clock()
+    clock = ManualClock()
     reviewer = make_reviewer(url, audiences=["hapi-grpc"], cache_ttl=60, clock=clock)
 
     identity = await reviewer.authenticate(GOOD)
@@ -320,7 +308,7 @@ async def test_tokenreview_accepts_and_caches(kube_api, make_reviewer) -> None:
 
 async def test_tokenreview_refusals_are_cached_briefly(kube_api, make_reviewer) -> None:
     api, url = kube_api
-    clock = Clock()
+    clock = ManualClock()
     reviewer = make_reviewer(url, negative_cache_ttl=10, clock=clock)
 
     assert await reviewer.authenticate(OTHER) is None

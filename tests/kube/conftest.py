@@ -1,36 +1,5 @@
 """A real kube-apiserver + etcd for the whole session, a test kubelet, fresh names per test."""
 
-from __future__ import annotations
+from tests.fakes.kube_pytest import kube_api, kube_cluster, kubelet, namespace, node_name
 
-import secrets
-from collections.abc import Iterator
-
-import kubernetes
-import pytest
-
-from tests.fakes.kube_cluster import KubeCluster, ensure_namespace, kube_cluster  # noqa: F401
-from tests.fakes.kubelet import FakeKubelet, running_kubelet
-
-
-@pytest.fixture(scope="session")
-def kubelet() -> Iterator[FakeKubelet]:
-    with running_kubelet() as running:
-        yield running
-
-
-@pytest.fixture(scope="session")
-def kube_api(kube_cluster: KubeCluster) -> kubernetes.client.ApiClient:  # noqa: F811
-    return kube_cluster.api_client()
-
-
-@pytest.fixture
-def namespace(kube_api: kubernetes.client.ApiClient) -> str:
-    """A fresh namespace (deleted ones stay Terminating without a controller-manager)."""
-    name = f"t-{secrets.token_hex(4)}"
-    ensure_namespace(kubernetes.client.CoreV1Api(kube_api), name)
-    return name
-
-
-@pytest.fixture
-def node_name() -> str:
-    return f"worker-{secrets.token_hex(4)}"
+__all__ = ["kube_api", "kube_cluster", "kubelet", "namespace", "node_name"]

@@ -20,10 +20,10 @@ from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
+from tests.fakes.kube_toolset import toolset_source
 from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
-from tests.kubernetes.conftest import LIMITS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -32,7 +32,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 async def server(
     reader: ApiServerReader | None, llm: LLMProvider | None = None
 ) -> AsyncIterator[service_pb2_grpc.IncidentAnalysisServiceStub]:
-    sources = [KubernetesToolsetSource(reader, KubernetesScope(), LIMITS)] if reader else []
+    sources = [toolset_source(reader)] if reader else []
     async with running_server(llm=llm, toolsets=sources) as srv:
         yield srv.stub
 

@@ -17,8 +17,8 @@ from hapi_grpc.domain.toolsets.tool import ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
+from tests.fakes.kube_toolset import context, open_reader, toolset
 from tests.fakes.kubelet import FakeKubelet
-from tests.kubernetes.conftest import context, open_reader, toolset
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -18,12 +18,18 @@ import uuid
 from hypothesis import strategies as st
 
 from hapi.v1 import common_pb2, incident_pb2, service_pb2, validation_pb2
+from tests.fakes.wire import (
+    ANALYZE,
+    METHODS,
+    STREAM,
+    VALIDATE,
+    length_delimited,
+    nested_list,
+    nested_struct,
+)
 
-SERVICE = "/hapi.v1.IncidentAnalysisService/"
-ANALYZE = SERVICE + "AnalyzeIncident"
-STREAM = SERVICE + "AnalyzeIncidentStream"
-VALIDATE = SERVICE + "ValidateWorkflowParameters"
-METHODS = (ANALYZE, STREAM, VALIDATE)
+__all__ = ["ANALYZE", "METHODS", "STREAM", "VALIDATE"]
+
 STREAMING = frozenset({STREAM})
 
 # The protobuf decoder's recursion limit is 100 messages; a Struct level is
@@ -69,45 +75,6 @@ def valid_request(method: str) -> bytes:
 
 
 # --- raw wire format -------------------------------------------------------------
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def length_delimited(number: int, payload: bytes) -> bytes:
-    """Field `number` with wire type 2 (bytes, string, message)."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def nested_struct(depth: int) -> bytes:
-    """A Struct whose single field holds a Struct, `depth` levels down.
-
-    Built as bytes: the Python runtime itself refuses to build (or serialize)
-    a message deeper than its recursion limit."""
-    payload = b""
-    for _ in range(depth):
-        value = length_delimited(5, payload)  # Value.struct_value
-        entry = length_delimited(1, b"k") + length_delimited(2, value)  # map entry
-        payload = length_delimited(1, entry)  # Struct.fields
-    return payload
-
-
-def nested_list(depth: int) -> bytes:
-    """A ListValue whose single value is a ListValue, `depth` levels down."""
-    payload = b""
-    for _ in range(depth):
-        value = length_delimited(6, payload)  # Value.list_value
-        payload = length_delimited(1, value)  # ListValue.values
-    return payload
 
 
 def in_incident(incident_field: bytes) -> bytes:

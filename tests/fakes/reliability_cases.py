@@ -17,12 +17,21 @@ import grpc
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from hapi.v1 import common_pb2, incident_pb2, service_pb2, validation_pb2
+from tests.fakes.wire import (
+    ANALYZE,
+    METHODS,
+    STREAM,
+    VALIDATE,
+    nested_list,
+    nested_struct,
+)
+from tests.fakes.wire import length_delimited as _field
+from tests.fakes.wire import varint as _varint
 
-SERVICE = "/hapi.v1.IncidentAnalysisService/"
-ANALYZE = SERVICE + "AnalyzeIncident"
-STREAM = SERVICE + "AnalyzeIncidentStream"
-VALIDATE = SERVICE + "ValidateWorkflowParameters"
-METHODS = (ANALYZE, STREAM, VALIDATE)
+__all__ = ["ANALYZE", "METHODS", "STREAM", "VALIDATE"]
+
+# A ListValue holding one string: the innermost level of `nested_list` here.
+_STRING_LIST = _field(1, _field(3, b"x"))  # values: [string_value "x"]
 
 OK = grpc.StatusCode.OK
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -114,40 +123,6 @@ def valid_request(method: str) -> bytes:
 
 
 # --- hand-encoded protobuf, for what the library would refuse to build ---------
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def nested_list(depth: int) -> bytes:
-    """A google.protobuf.ListValue nested `depth` levels through Value.list_value."""
-    listvalue = _field(1, _field(3, b"x"))  # values: [string_value "x"]
-    for _ in range(depth):
-        listvalue = _field(1, _field(6, listvalue))  # values: [list_value ...]
-    return listvalue
-
-
-def nested_struct(depth: int) -> bytes:
-    """A google.protobuf.Struct nested `depth` levels through struct_value."""
-    struct = b""
-    for _ in range(depth):
-        entry = _field(1, b"k") + _field(2, _field(5, struct))  # key, Value.struct_value
-        struct = _field(1, entry)  # Struct.fields map entry
-    return struct
 
 
 def _with_raw_incident_field(number: int, payload: bytes) -> bytes:
@@ -280,7 +255,7 @@ def boundary_cases() -> Iterator[Case]:
             f"analyze: detected_labels nested {depth}", ANALYZE, deep, frozenset({OK, INVALID})
         )
     for depth in (60, 200):
-        label = _field(1, _field(1, b"k") + _field(2, nested_list(depth)))
+        label = _field(1, _field(1, b"k") + _field(2, nested_list(depth, _STRING_LIST)))
         yield Case(f"analyze: custom label ListValue nested {depth}", ANALYZE,
                    _with_raw_incident_field(9, label), bad)  # fmt: skip
 

@@ -46,11 +46,6 @@ Kind = Literal["search", "schema", "workflow"]
 KINDS: tuple[Kind, ...] = ("search", "schema", "workflow")
 M = TypeVar("M", bound=BaseModel)
 
-# `metrics.refresh_rates()` walks every counter series (~100 us with a few
-# dozen series), more than a cache hit itself; refresh at most this often,
-# and always once more shortly after the last lookup.
-RATE_REFRESH_INTERVAL = 1.0
-
 # Bump when the cached models change shape, so old entries in a shared Redis
 # are ignored instead of being parsed into the new models.
 KEY_VERSION = 1
@@ -148,8 +143,6 @@ class CatalogCache:
         else:
             # The scheme only: the URL may carry a password.
             raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
-        self._last_refresh = -math.inf
-        self._refresh_handle: asyncio.TimerHandle | None = None
         self._lookups = {
             (kind, result): metrics.CACHE_LOOKUPS.labels(kind=kind, result=result)
             for kind in KINDS
@@ -192,9 +185,6 @@ class CatalogCache:
 
     async def close(self) -> None:
         """Release the backend's connections."""
-        if self._refresh_handle is not None:
-            self._refresh_handle.cancel()
-            self._refresh_rates()
         try:
             await self._backend.close()
         except Exception as exc:  # closing a dead Redis must not fail shutdown
@@ -296,18 +286,6 @@ class CatalogCache:
 
     def _count(self, kind: Kind, result: str) -> None:
         self._lookups[(kind, result)].inc()
-        if self._refresh_handle is not None:
-            return  # a refresh is already scheduled
-        wait = self._last_refresh + RATE_REFRESH_INTERVAL - time.monotonic()
-        if wait <= 0:
-            self._refresh_rates()
-        else:
-            self._refresh_handle = asyncio.get_running_loop().call_later(wait, self._refresh_rates)
-
-    def _refresh_rates(self) -> None:
-        self._refresh_handle = None
-        self._last_refresh = time.monotonic()
-        metrics.refresh_rates()
 
 
 def _redis_backend(url: str, op_timeout: float) -> BaseCache:

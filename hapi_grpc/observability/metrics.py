@@ -198,10 +198,6 @@ TOOL_CALL_RATE.set_function(_tool_call_rate)
 TOOL_CALL_CACHE_HIT_RATE.set_function(_cache_hit_rate)
 
 
-def refresh_rates() -> None:
-    """Nothing left to do: the rate gauges compute themselves when collected."""
-
-
 def _sum(metric: Counter, **match: str) -> float:
     total = 0.0
     for family in metric.collect():

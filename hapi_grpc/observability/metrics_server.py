@@ -14,7 +14,6 @@ from hapi_grpc.observability import metrics
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    metrics.refresh_rates()
     # Prometheus asks for OpenMetrics when it can; plain text otherwise.
     encode, content_type = choose_encoder(request.headers.get("Accept", ""))
     return web.Response(body=encode(metrics.registry), headers={"Content-Type": content_type})

@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = service_pb2.DESCRIPTOR.services_by_name["IncidentAnalysisService"].full_name
 
 
+# Longer than any deadline a caller is expected to set (the engine's default
+# budget without one is 300 s).
+_MAX_UNREQUESTED_SECONDS = 600
+
+
 def server_options(settings: Settings) -> list[tuple[str, int]]:
     """Channel arguments. Keepalive pings detect dead peers without ever
     ending a healthy minutes-long investigation; connection ageing is off
@@ -49,6 +54,12 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", settings.max_receive_message_bytes),
+        # A call grpc core has received waits this long for the event loop to
+        # take it up before core cancels it, unseen by any interceptor or log
+        # (default 30 s: a storm that puts the loop 30 s behind lost calls as
+        # silent CANCELLED). The caller's deadline, or core's bound on pending
+        # calls (RESOURCE_EXHAUSTED past 1,000-3,000), ends such a call first.
+        ("grpc.server_max_unrequested_time_in_server", _MAX_UNREQUESTED_SECONDS),
         # Two servers must never silently share a port.
         ("grpc.so_reuseport", 0),
     ]

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,41 +175,21 @@ def absolute_openmetrics(text: str, now: int) -> str:
 @contextlib.contextmanager
 def metrics_server(case: Case, workdir: Path) -> Iterator[str]:
     """A real Prometheus serving the case's series; yields its URL."""
-    from tests.fakes.prometheus_server import PrometheusServer, free_port, wait_ready
+    from tests.fakes.prometheus_server import start_prometheus
 
-    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if prometheus is None or promtool is None:
-        raise FixtureError("prometheus/promtool missing: run `make prometheus`")
     assert case.metrics is not None
+    metrics = case.metrics
     directory = Path(tempfile.mkdtemp(prefix=f"prom-{case.name}-", dir=workdir))
-    now = int(time.time())
-    data = directory / "data.om"
-    data.write_text(absolute_openmetrics(case.metrics, now))
-    tsdb = directory / "tsdb"
-    done = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)],
-        capture_output=True,
-        timeout=PROMTOOL_TIMEOUT,
-    )
-    if done.returncode != 0:
-        raise FixtureError(f"{case.path / 'metrics.om'}: promtool: {done.stderr.decode()[-500:]}")
-    port, log = free_port(), directory / "prometheus.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                prometheus,
-                "--config.file=/dev/null",
-                f"--storage.tsdb.path={tsdb}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=30d",
-                "--query.lookback-delta=5m",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = PrometheusServer(port, now, process, log)
     try:
-        wait_ready(f"{server.url}/-/ready", process, log)
+        server = start_prometheus(
+            directory, lambda now: absolute_openmetrics(metrics, now), PROMTOOL_TIMEOUT
+        )
+    except FileNotFoundError:
+        raise FixtureError("prometheus/promtool missing: run `make prometheus`") from None
+    except subprocess.CalledProcessError as exc:
+        stderr = exc.stderr.decode()[-500:]
+        raise FixtureError(f"{case.path / 'metrics.om'}: promtool: {stderr}") from None
+    try:
         yield server.url
     finally:
         server.stop()

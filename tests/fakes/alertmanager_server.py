@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.prometheus_server import free_port, wait_ready
+from tests.fakes.local_process import free_port, start_logged, stop_process, wait_ready
 
 CONFIG = """\
 route:
@@ -68,13 +68,7 @@ class AlertmanagerServer:
         return str(body["silenceID"])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
 
 
 @contextlib.contextmanager
@@ -86,19 +80,15 @@ def running_alertmanager(workdir: Path) -> Iterator[AlertmanagerServer]:
     config.write_text(CONFIG)
     port = free_port()
     log = workdir / "alertmanager.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.path={workdir / 'am-data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                # An empty address turns clustering off (no gossip port on 9094).
-                "--cluster.listen-address=",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    argv = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.path={workdir / 'am-data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        # An empty address turns clustering off (no gossip port on 9094).
+        "--cluster.listen-address=",
+    ]
+    process = start_logged(argv, log)
     server = AlertmanagerServer(port, process, log)
     try:
         wait_ready(f"{server.url}/-/ready", process, log)

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+
+from tests.fakes.local_process import free_port, start_logged, stop_process, wait_ready
+
+__all__ = ["free_port", "wait_ready"]
 
 STEP = 30  # seconds between samples
 WINDOW = 3600  # seconds of history
@@ -41,12 +43,6 @@ FLAT_MEMORY = 262_144_000  # 250 MiB
 ERRORS_START_AGO = 1200  # the 5xx start, and node-2 stops, 20 minutes before NOW
 ERROR_RATE = 5.0
 OK_RATE = 100.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def openmetrics(now: int) -> str:
@@ -98,63 +94,41 @@ class PrometheusServer:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
-    """Poll `url` until it answers 200; fail with the log's tail if the process dies."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if process.poll() is not None:
-            tail = log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"process exited with {process.returncode}:\n{tail}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(url, timeout=1) as resp:
-                if resp.status == 200:
-                    return
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} was not ready within {timeout}s")
+def start_prometheus(
+    workdir: Path, series: Callable[[int], str] = openmetrics, promtool_timeout: float = 60
+) -> PrometheusServer:
+    """Backfill `series(now)` (OpenMetrics text) into `workdir` and start Prometheus on it.
 
-
-def start_prometheus(workdir: Path) -> PrometheusServer:
-    """Backfill the data set into `workdir` and start Prometheus on it."""
+    A failed backfill raises `subprocess.CalledProcessError` (promtool's stderr on it)."""
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prometheus is None or promtool is None:
         raise FileNotFoundError("prometheus/promtool missing: run scripts/ensure_prometheus.sh")
     now = int(time.time())
     data = workdir / "data.om"
-    data.write_text(openmetrics(now))
+    data.write_text(series(now))
     tsdb = workdir / "tsdb"
     subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)],
         check=True,
         capture_output=True,
-        timeout=60,
+        timeout=promtool_timeout,
     )
     port = free_port()
     log = workdir / "prometheus.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                prometheus,
-                "--config.file=/dev/null",
-                f"--storage.tsdb.path={tsdb}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=30d",
-                "--query.lookback-delta=5m",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = PrometheusServer(port, now, process, log)
+    argv = [
+        prometheus,
+        "--config.file=/dev/null",
+        f"--storage.tsdb.path={tsdb}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=30d",
+        "--query.lookback-delta=5m",
+    ]
+    server = PrometheusServer(port, now, start_logged(argv, log), log)
     try:
-        wait_ready(f"{server.url}/-/ready", process, log)
+        wait_ready(f"{server.url}/-/ready", server.process, log)
     except BaseException:
         server.stop()
         raise

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.local_process import free_port, stop_process
+
 __all__ = ["RedisServer", "running_redis"]
 
 
@@ -32,19 +34,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        stop_process(self.process, timeout=5)
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -64,7 +54,7 @@ def running_redis(directory: Path) -> Iterator[RedisServer]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server binary not found")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [
             binary,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -36,17 +36,6 @@ CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
 SEVERITIES = ("low", "medium", "high", "critical")
 Severity = Literal["low", "medium", "high", "critical"]
 # HumanReviewReason without its prefix, lower case (as the scoreboard shows it).
-REVIEW_REASONS = (
-    "no_matching_workflows",
-    "workflow_not_found",
-    "parameter_validation_failed",
-    "low_confidence",
-    "llm_output_unparseable",
-    "investigation_inconclusive",
-    "data_storage_unavailable",
-    "llm_unavailable",
-    "budget_exhausted",
-)
 ReviewReason = Literal[
     "no_matching_workflows",
     "workflow_not_found",
@@ -58,6 +47,7 @@ ReviewReason = Literal[
     "llm_unavailable",
     "budget_exhausted",
 ]
+REVIEW_REASONS: tuple[str, ...] = get_args(ReviewReason)
 
 
 class CaseError(ValueError):

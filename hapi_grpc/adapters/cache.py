@@ -22,7 +22,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,8 +35,7 @@ from aiocache.serializers import StringSerializer
 from pydantic import BaseModel, ValidationError
 
 from hapi_grpc.domain.catalog import SearchQuery
-from hapi_grpc.domain.deadline import current_budget
-from hapi_grpc.domain.errors import BudgetExhaustedError
+from hapi_grpc.domain.deadline import await_shared
 from hapi_grpc.observability import metrics
 
 log = logging.getLogger(__name__)
@@ -201,18 +199,7 @@ class CatalogCache:
     async def _wait(self, full: str, flight: _Flight) -> str:
         flight.waiters += 1
         try:
-            budget = current_budget()
-            if budget is None or math.isinf(budget.expires_at):
-                return await asyncio.shield(flight.task)
-            try:
-                async with asyncio.timeout(max(budget.remaining(), 0.0)):
-                    return await asyncio.shield(flight.task)
-            except TimeoutError:
-                if flight.task.done():
-                    raise  # the fetch itself timed out, not our wait
-                raise BudgetExhaustedError(
-                    "the caller's deadline ran out waiting for the catalog"
-                ) from None
+            return await await_shared(flight.task, "the catalog")
         finally:
             flight.waiters -= 1
             if flight.waiters == 0 and not flight.task.done():

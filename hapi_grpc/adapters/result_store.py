@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 
-from hapi_grpc.domain.idempotency import ResultStore, StoredResult
+from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 
 __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
 

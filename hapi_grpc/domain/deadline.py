@@ -7,11 +7,16 @@ budget travels in a ContextVar, so concurrent investigations never share one.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import math
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 from hapi_grpc.domain.errors import BudgetExhaustedError
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -91,3 +96,24 @@ def request_timeout(default: float, floor: float = 0.001) -> float:
     if left <= floor:
         raise BudgetExhaustedError("the caller's deadline leaves no time for this request")
     return min(default, left)
+
+
+async def await_shared(task: asyncio.Task[T], waiting_for: str) -> T:
+    """Await a task that other callers share, for at most the remaining budget.
+
+    The task is shielded: this caller leaving does not cancel it. Raises
+    BudgetExhaustedError when the caller's deadline runs out first; a timeout
+    raised by the task itself propagates unchanged.
+    """
+    budget = _current.get()
+    if budget is None or math.isinf(budget.expires_at):
+        return await asyncio.shield(task)
+    try:
+        async with asyncio.timeout(max(budget.remaining(), 0.0)):
+            return await asyncio.shield(task)
+    except TimeoutError:
+        if task.done():
+            raise  # the task itself timed out, not our wait
+        raise BudgetExhaustedError(
+            f"the caller's deadline ran out waiting for {waiting_for}"
+        ) from None

@@ -27,23 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
-import hashlib
-import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from hapi_grpc.domain.deadline import current_budget
+from hapi_grpc.domain.deadline import await_shared, current_budget
 from hapi_grpc.domain.errors import BudgetExhaustedError, IncidentConflictError
-from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason
+from hapi_grpc.domain.fingerprint import incident_fingerprint
+from hapi_grpc.domain.result_store_port import ResultStore, StoredResult, worth_keeping
 
 __all__ = [
     "REUSE_KINDS",
@@ -64,115 +59,6 @@ E = TypeVar("E")
 # How a call got its result without running an investigation of its own.
 ReuseKind = Literal["joined", "awaited", "stored"]
 REUSE_KINDS: tuple[ReuseKind, ...] = ("joined", "awaited", "stored")
-
-# Bump when the fingerprint's content changes, so old stored results stop matching.
-FINGERPRINT_VERSION = 2
-
-# Deduplication fields a controller updates between retries of one incident.
-_MOVING_DEDUPLICATION_FIELDS = ("last_seen", "occurrence_count")
-
-# Review reasons a retry may not get again: keeping them would hand a retry
-# with a longer deadline, or after the outage, the same partial answer.
-_TRANSIENT = frozenset(
-    {
-        HumanReviewReason.BUDGET_EXHAUSTED,
-        HumanReviewReason.LLM_UNAVAILABLE,
-        HumanReviewReason.DATA_STORAGE_UNAVAILABLE,
-    }
-)
-
-
-def incident_fingerprint(incident: Incident) -> str:
-    """SHA-256 (hex) of the incident's canonical JSON, without the remediation id.
-
-    Nearly every field is in it: each reaches the prompt, the catalog search
-    filters or the result (`incident_id` is echoed), so each can change the
-    decision. Left out are the deduplication counters that move while the
-    same incident goes on (`last_seen`, `occurrence_count`): a controller
-    that rebuilds its request on a retry updates them, and that retry must
-    still find its investigation. Map keys are sorted, timestamps in UTC.
-    """
-    content = _plain(incident)
-    content.pop("remediation_id")
-    for moving in _MOVING_DEDUPLICATION_FIELDS:
-        content["deduplication"].pop(moving, None)
-    canonical = json.dumps(
-        {"v": FINGERPRINT_VERSION, "incident": content},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=_json_value,
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _plain(value: Any) -> Any:
-    """What `dataclasses.asdict` gives, as far as JSON can tell, without its deep copies
-    of every leaf (a fifth of the fingerprint's cost). Keep it JSON-equal to asdict:
-    stored fingerprints must not change."""
-    fields = _field_names(type(value))
-    if fields is not None:
-        return {name: _plain(getattr(value, name)) for name in fields}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    return value
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...] | None:
-    try:
-        return _FIELD_NAMES[cls]
-    except KeyError:
-        names = None
-        if dataclasses.is_dataclass(cls):
-            names = tuple(f.name for f in dataclasses.fields(cls))
-        # Bounded: the incident's own classes and the builtin types of its values.
-        _FIELD_NAMES[cls] = names
-        return names
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
-    return str(value)
-
-
-def worth_keeping(result: AnalysisResult) -> bool:
-    """False for results a retry could improve on (budget, unavailable dependency)."""
-    return result.human_review_reason not in _TRANSIENT
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    """A finished investigation as kept: the incident's fingerprint and the encoded result."""
-
-    fingerprint: str
-    completed_at: float  # seconds since the epoch
-    payload: bytes
-
-
-class ResultStore(Protocol):
-    """Where results and per-id locks live: this process, or shared by every replica.
-
-    Locks hold a `holder` string; `acquire` answers None when it took the lock,
-    else the current holder. Every method may raise on backend failure.
-    """
-
-    async def get(self, remediation_id: str) -> StoredResult | None: ...
-
-    async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None: ...
-
-    async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None: ...
-
-    async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool: ...
-
-    async def release(self, remediation_id: str, holder: str) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -307,19 +193,7 @@ class IdempotencyCoordinator(Generic[E]):
                 on_event(event)
             flight.listeners.append(on_event)
         try:
-            budget = current_budget()
-            if budget is None or math.isinf(budget.expires_at):
-                payload, completed_at, origin = await asyncio.shield(flight.task)
-            else:
-                try:
-                    async with asyncio.timeout(max(budget.remaining(), 0.0)):
-                        payload, completed_at, origin = await asyncio.shield(flight.task)
-                except TimeoutError:
-                    if flight.task.done():
-                        raise  # the investigation itself timed out, not our wait
-                    raise BudgetExhaustedError(
-                        "the caller's deadline ran out waiting for the investigation"
-                    ) from None
+            payload, completed_at, origin = await await_shared(flight.task, "the investigation")
         finally:
             flight.waiters -= 1
             if on_event is not None:

@@ -1,0 +1,60 @@
+"""The result store port: where finished investigations and per-id locks are kept.
+
+`StoredResult` is a finished investigation as kept (fingerprint, completion
+time, encoded result); `ResultStore` is what a backend (this process, or
+redis shared by every replica) implements; `worth_keeping` says which
+results a retry could improve on and so are not kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason
+
+__all__ = ["ResultStore", "StoredResult", "worth_keeping"]
+
+# Review reasons a retry may not get again: keeping them would hand a retry
+# with a longer deadline, or after the outage, the same partial answer.
+_TRANSIENT = frozenset(
+    {
+        HumanReviewReason.BUDGET_EXHAUSTED,
+        HumanReviewReason.LLM_UNAVAILABLE,
+        HumanReviewReason.DATA_STORAGE_UNAVAILABLE,
+    }
+)
+
+
+def worth_keeping(result: AnalysisResult) -> bool:
+    """False for results a retry could improve on (budget, unavailable dependency)."""
+    return result.human_review_reason not in _TRANSIENT
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A finished investigation as kept: the incident's fingerprint and the encoded result."""
+
+    fingerprint: str
+    completed_at: float  # seconds since the epoch
+    payload: bytes
+
+
+class ResultStore(Protocol):
+    """Where results and per-id locks live: this process, or shared by every replica.
+
+    Locks hold a `holder` string; `acquire` answers None when it took the lock,
+    else the current holder. Every method may raise on backend failure.
+    """
+
+    async def get(self, remediation_id: str) -> StoredResult | None: ...
+
+    async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None: ...
+
+    async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None: ...
+
+    async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool: ...
+
+    async def release(self, remediation_id: str, holder: str) -> None: ...
+
+    async def close(self) -> None: ...

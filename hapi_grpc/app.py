@@ -11,6 +11,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -31,6 +32,9 @@ from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.transport.server import HapiServer
+
+if TYPE_CHECKING:
+    from hapi_grpc.adapters.llm.http_provider import HttpOptions
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,12 @@ def build_llm(settings: Settings) -> LLMProvider:
     if api_key:
         sensitive.register_secret(api_key)  # logs, errors and events alike
     assert settings.llm_model is not None  # checked by Settings
+    options: HttpOptions = {
+        "request_timeout": settings.llm_timeout_seconds,
+        "max_retries": settings.llm_max_retries,
+        "max_concurrent_requests": settings.llm_max_concurrent_requests,
+        "min_attempt_seconds": settings.llm_min_attempt_seconds,
+    }
     if settings.llm_provider == "openai":
         from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 
@@ -83,13 +93,10 @@ def build_llm(settings: Settings) -> LLMProvider:
             api_key,
             extra_headers=settings.llm_extra_headers,
             extra_query=settings.llm_extra_query,
-            request_timeout=settings.llm_timeout_seconds,
             temperature=settings.llm_temperature,
             max_tokens=settings.llm_max_tokens,
-            max_retries=settings.llm_max_retries,
-            max_concurrent_requests=settings.llm_max_concurrent_requests,
-            min_attempt_seconds=settings.llm_min_attempt_seconds,
             auth_style=settings.llm_auth_style,
+            **options,
         )
     from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
 
@@ -98,12 +105,9 @@ def build_llm(settings: Settings) -> LLMProvider:
         settings.llm_model,
         api_key,
         extra_headers=settings.llm_extra_headers,
-        request_timeout=settings.llm_timeout_seconds,
         temperature=settings.llm_temperature,
         max_tokens=settings.llm_max_tokens,
-        max_retries=settings.llm_max_retries,
-        max_concurrent_requests=settings.llm_max_concurrent_requests,
-        min_attempt_seconds=settings.llm_min_attempt_seconds,
+        **options,
     )
 
 

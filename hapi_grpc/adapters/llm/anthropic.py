@@ -20,15 +20,10 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
-from hapi_grpc.adapters.llm.http import (
-    DEFAULT_MAX_CONCURRENT_REQUESTS,
-    LLMHttpClient,
-    sensitive_values,
-)
+from hapi_grpc.adapters.llm.http import sensitive_values
+from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
     ChatMessage,
@@ -39,16 +34,18 @@ from hapi_grpc.domain.llm import (
     ToolDefinition,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_MAX_TOKENS = 2048
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """Claude models with tool use over the Messages API."""
 
     name = "anthropic"
-    uses_language_model = True
 
     def __init__(
         self,
@@ -58,20 +55,10 @@ class AnthropicProvider:
         *,
         anthropic_version: str = "2023-06-01",
         extra_headers: Mapping[str, str] | None = None,
-        request_timeout: float = 120.0,
-        connect_timeout: float = 5.0,
         temperature: float | None = 0.0,
         max_tokens: int | None = 2048,
-        max_retries: int = 2,
-        backoff_base: float = 0.5,
-        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
-        min_attempt_seconds: float = 0.1,
-        session: aiohttp.ClientSession | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        if not base_url:
-            raise ValueError("base_url is required")
-        if not model:
-            raise ValueError("model is required")
         if max_tokens is None:
             max_tokens = DEFAULT_MAX_TOKENS  # the Messages API requires a limit
         if max_tokens < 1:
@@ -79,29 +66,19 @@ class AnthropicProvider:
         if temperature is not None and not 0.0 <= temperature <= 1.0:
             # The API rejects anything else; fail at startup, not on every request.
             raise ValueError("temperature must be within 0..1 for Anthropic")
-        self.model = model
-        self._url = base_url.rstrip("/") + "/v1/messages"
         self._temperature = temperature
         self._max_tokens = max_tokens
         headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
         if api_key:
             headers["x-api-key"] = api_key
-        self._headers = headers
-        self._http = LLMHttpClient(
-            self.name,
+        super().__init__(
+            base_url,
             model,
+            "/v1/messages",
+            headers=headers,
             secrets=[api_key, *sensitive_values(extra_headers)],
-            request_timeout=request_timeout,
-            connect_timeout=connect_timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrent_requests=max_concurrent_requests,
-            min_attempt_seconds=min_attempt_seconds,
-            session=session,
+            **options,
         )
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(url={self._url!r}, model={self.model!r})"
 
     async def complete(
         self,
@@ -126,17 +103,12 @@ class AnthropicProvider:
                 body["tool_choice"] = {"type": "none"}
         if self._temperature is not None:
             body["temperature"] = self._temperature
-        return await self._http.post_completion(
-            self._url,
+        return await self._post(
             body,
-            headers=self._headers,
-            parse=lambda data: parse_anthropic_response(data, self.model),
+            lambda data: parse_anthropic_response(data, self.model),
             message_count=len(messages),
             tool_count=len(tools),
         )
-
-    async def close(self) -> None:
-        await self._http.close()
 
 
 def to_anthropic_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:

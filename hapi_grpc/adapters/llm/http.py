@@ -48,6 +48,12 @@ from hapi_grpc.adapters.http_policy import (
     read_bounded,
     run_attempts,
 )
+from hapi_grpc.adapters.llm.error_body import (
+    extract_error_message,
+    http_status_label,
+    is_context_overflow,
+    truncate,
+)
 from hapi_grpc.adapters.retry import parse_retry_after
 from hapi_grpc.domain.errors import ContextOverflowError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
@@ -57,7 +63,6 @@ from hapi_grpc.observability.tracing import span
 
 logger = logging.getLogger("hapi_grpc.adapters.llm")
 
-ERROR_MESSAGE_LIMIT = 300
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a completion is kilobytes; this bounds a broken server
 _MAX_ERROR_BODY_BYTES = 64 * 1024
 # Default bound on model requests in flight: enough for an alert storm of
@@ -66,27 +71,6 @@ _MAX_ERROR_BODY_BYTES = 64 * 1024
 DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
 
 _TRANSIENT_4XX = frozenset({408, 429})
-
-# How providers say "the conversation does not fit the context", as each
-# documents or sends it (matched case-insensitively in the error body):
-# - llama.cpp server: HTTP 500 "Context size has been exceeded." (older
-#   builds), HTTP 400/500 type "exceed_context_size_error" ("the request
-#   exceeds the available context size ...");
-# - OpenAI and Azure OpenAI: HTTP 400 code "context_length_exceeded", message
-#   "This model's maximum context length is N tokens ...";
-# - vLLM, LiteLLM and other compatible servers: HTTP 400 "... maximum context
-#   length is N tokens ...";
-# - Anthropic: HTTP 400 invalid_request_error "prompt is too long: N tokens >
-#   M maximum".
-# Ollama truncates the prompt silently instead of refusing it.
-_CONTEXT_OVERFLOW_MARKERS = (
-    "context size has been exceeded",
-    "exceed_context_size_error",
-    "exceeds the available context size",
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-)
 
 
 def llm_retry_policy(
@@ -118,59 +102,6 @@ def llm_retry_policy(
 def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
     """Values of headers or query parameters whose names mark them as credentials."""
     return [v for k, v in (pairs or {}).items() if is_secret_name(k) and v]
-
-
-def extract_error_message(body: str) -> str:
-    """The human-readable part of a provider's error body, truncated.
-
-    Understands `{"error": {"type", "message"}}` (OpenAI, Anthropic, most
-    compatible servers), `{"error": "..."}`, `{"message": "..."}` and
-    `{"detail": ...}` (FastAPI-based servers); falls back to the raw text.
-    """
-    message = body.strip()
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict):
-            text = error.get("message")
-            kind = error.get("type") or error.get("code")
-            if isinstance(text, str) and text:
-                message = f"{kind}: {text}" if isinstance(kind, str) and kind else text
-        elif isinstance(error, str) and error:
-            message = error
-        elif isinstance(data.get("message"), str) and data["message"]:
-            message = data["message"]
-        elif data.get("detail"):
-            detail = data["detail"]
-            message = detail if isinstance(detail, str) else json.dumps(detail)
-    return truncate(" ".join(message.split()))
-
-
-def is_context_overflow(status: int, body: str) -> bool:
-    """Whether an error answer says the request does not fit the model's context."""
-    if status not in (400, 413, 500):
-        return False
-    text = body.lower()
-    return any(marker in text for marker in _CONTEXT_OVERFLOW_MARKERS)
-
-
-def truncate(text: str, limit: int = ERROR_MESSAGE_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _status_label(status: int) -> str:
-    if status == 429:
-        return "rate_limited"
-    if status == 408:
-        return "timeout"
-    if status >= 500:
-        return "server_error"
-    if 400 <= status < 500:
-        return "client_error"
-    return "error"
 
 
 class LLMHttpClient:
@@ -329,7 +260,7 @@ class LLMHttpClient:
                         status_label = "ok"
                         self._record_usage(result)
                         return result
-                    status_label = _status_label(resp.status)
+                    status_label = http_status_label(resp.status)
                     error_body, _ = await read_bounded(resp, _MAX_ERROR_BODY_BYTES)
                     error_text = error_body.decode("utf-8", "replace")
                     reason = self.redact(self._describe_status(resp, error_text))

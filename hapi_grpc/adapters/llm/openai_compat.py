@@ -24,15 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import aiohttp
-
-from hapi_grpc.adapters.llm.http import (
-    DEFAULT_MAX_CONCURRENT_REQUESTS,
-    LLMHttpClient,
-    sensitive_values,
-)
+from hapi_grpc.adapters.llm.http import sensitive_values
+from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
     ChatMessage,
@@ -43,12 +38,14 @@ from hapi_grpc.domain.llm import (
     ToolDefinition,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-class OpenAICompatibleProvider:
+
+class OpenAICompatibleProvider(HttpProvider):
     """Chat completions with tool calling over the OpenAI wire format."""
 
     name = "openai"
-    uses_language_model = True
 
     def __init__(
         self,
@@ -58,26 +55,13 @@ class OpenAICompatibleProvider:
         *,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, str] | None = None,
-        request_timeout: float = 120.0,
-        connect_timeout: float = 5.0,
         temperature: float | None = 0.0,
         max_tokens: int | None = 2048,
-        max_retries: int = 2,
-        backoff_base: float = 0.5,
-        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
-        min_attempt_seconds: float = 0.1,
         auth_style: Literal["bearer", "api-key"] = "bearer",
-        session: aiohttp.ClientSession | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        if not base_url:
-            raise ValueError("base_url is required")
-        if not model:
-            raise ValueError("model is required")
         if auth_style not in ("bearer", "api-key"):
             raise ValueError("auth_style must be 'bearer' or 'api-key'")
-        self.model = model
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._params = dict(extra_query or {})
         self._temperature = temperature
         self._max_tokens = max_tokens
         headers = dict(extra_headers or {})
@@ -86,22 +70,15 @@ class OpenAICompatibleProvider:
                 headers["api-key"] = api_key
             else:
                 headers["Authorization"] = f"Bearer {api_key}"
-        self._headers = headers
-        self._http = LLMHttpClient(
-            self.name,
+        super().__init__(
+            base_url,
             model,
+            "/chat/completions",
+            headers=headers,
+            params=extra_query,
             secrets=[api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)],
-            request_timeout=request_timeout,
-            connect_timeout=connect_timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrent_requests=max_concurrent_requests,
-            min_attempt_seconds=min_attempt_seconds,
-            session=session,
+            **options,
         )
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatibleProvider(url={self._url!r}, model={self.model!r})"
 
     async def complete(
         self,
@@ -121,18 +98,12 @@ class OpenAICompatibleProvider:
             body["temperature"] = self._temperature
         if self._max_tokens is not None:
             body["max_tokens"] = self._max_tokens
-        return await self._http.post_completion(
-            self._url,
+        return await self._post(
             body,
-            headers=self._headers,
-            params=self._params,
-            parse=lambda data: parse_openai_response(data, self.model),
+            lambda data: parse_openai_response(data, self.model),
             message_count=len(messages),
             tool_count=len(tools),
         )
-
-    async def close(self) -> None:
-        await self._http.close()
 
 
 def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:

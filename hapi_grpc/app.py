@@ -144,8 +144,8 @@ def build_security(
             Authenticator,
             AuthInterceptor,
             StaticTokenAuthenticator,
-            TokenReviewAuthenticator,
         )
+        from hapi_grpc.security.token_review import TokenReviewAuthenticator
 
         authenticator: Authenticator
         if settings.auth_mode == "static":

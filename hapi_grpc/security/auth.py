@@ -8,29 +8,25 @@ or kept in clear (caches key on its SHA-256).
 Two authenticators:
 - `StaticTokenAuthenticator`: tokens listed in a mounted file, reloaded when
   the file changes (Kubernetes updates mounted Secrets in place).
-- `TokenReviewAuthenticator`: asks the Kubernetes API (TokenReview) whether a
-  service-account token is valid; caches answers briefly; fails closed.
+- `TokenReviewAuthenticator` (in `hapi_grpc.security.token_review`): asks
+  the Kubernetes API (TokenReview) whether a service-account token is valid;
+  caches answers briefly; fails closed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import hashlib
 import hmac
-import json
 import logging
 import os
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-import aiohttp
 import grpc
 
-from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.sensitive import register_secret
 
 log = logging.getLogger(__name__)
@@ -98,7 +94,7 @@ def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | No
     return token
 
 
-def _token_digest(token: str) -> bytes:
+def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
@@ -217,7 +213,7 @@ class StaticTokenAuthenticator:
     def _set_tokens(self, tokens: Sequence[str]) -> None:
         for token in tokens:
             register_secret(token)
-        self._digests = tuple(_token_digest(t) for t in tokens)
+        self._digests = tuple(token_digest(t) for t in tokens)
 
     def _maybe_reload(self) -> None:
         path = self._path
@@ -242,168 +238,9 @@ class StaticTokenAuthenticator:
 
     async def authenticate(self, token: str) -> Identity | None:
         self._maybe_reload()
-        digest = _token_digest(token)
+        digest = token_digest(token)
         # Compare with every entry (no early exit) so timing says nothing about the list.
         matched = False
         for known in self._digests:
             matched |= hmac.compare_digest(digest, known)
         return Identity("static-token") if matched else None
-
-
-# --- Kubernetes TokenReview ------------------------------------------------------
-
-_SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-@dataclass
-class _CacheEntry:
-    expires_at: float
-    identity: Identity | None
-
-
-class TokenReviewAuthenticator:
-    """Validates tokens with the Kubernetes TokenReview API.
-
-    The pod's service account needs the `system:auth-delegator` ClusterRole.
-    Accepted and refused tokens are cached for `cache_ttl` and
-    `negative_cache_ttl` seconds, keyed by the token's SHA-256; errors (API
-    unreachable, timeouts, unexpected answers) refuse the call and are not
-    cached, so recovery is immediate. With `audiences`, the API must confirm
-    that the token is meant for one of them. `clock` (seconds, monotonic)
-    decides when cache entries expire; tests inject one instead of waiting.
-    """
-
-    def __init__(
-        self,
-        api_server_url: str,
-        ca_file: str | None,
-        sa_token_file: str,
-        audiences: Sequence[str] | None = None,
-        cache_ttl: float = 60.0,
-        *,
-        negative_cache_ttl: float = 10.0,
-        timeout: float = 2.0,
-        max_cache_entries: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._clock = clock
-        self._url = api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews"
-        self._ca_file = ca_file
-        self._sa_token_file = sa_token_file
-        self._audiences = list(audiences or ())
-        self._cache_ttl = cache_ttl
-        self._negative_ttl = negative_cache_ttl
-        self._timeout = timeout
-        self._max_entries = max_cache_entries
-        self._cache: dict[bytes, _CacheEntry] = {}
-        self._session: aiohttp.ClientSession | None = None
-
-    @classmethod
-    def in_cluster(
-        cls, audiences: Sequence[str] | None = None, cache_ttl: float = 60.0
-    ) -> TokenReviewAuthenticator:
-        """Uses the API server address and service-account files Kubernetes gives every pod."""
-        host = os.environ.get("KUBERNETES_SERVICE_HOST")
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        if not host:
-            raise ValueError("KUBERNETES_SERVICE_HOST is not set: not running in a pod")
-        if ":" in host:
-            host = f"[{host}]"
-        return cls(
-            f"https://{host}:{port}",
-            f"{_SA_DIR}/ca.crt",
-            f"{_SA_DIR}/token",
-            audiences=audiences,
-            cache_ttl=cache_ttl,
-        )
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            ssl_context: ssl.SSLContext | bool = True
-            if self._ca_file:
-                ssl_context = ssl.create_default_context(cafile=self._ca_file)
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=ssl_context, limit=16),
-                # Per-request timeouts come from request_timeout(); this is the ceiling.
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
-            )
-        return self._session
-
-    def _service_account_token(self) -> str:
-        # Re-read each time: projected tokens are rotated by the kubelet.
-        with open(self._sa_token_file, encoding="utf-8") as handle:
-            token = handle.read().strip()
-        register_secret(token)
-        return token
-
-    async def authenticate(self, token: str) -> Identity | None:
-        key = _token_digest(token)
-        now = self._clock()
-        entry = self._cache.get(key)
-        if entry is not None and entry.expires_at > now:
-            return entry.identity
-        try:
-            identity = await self._review(token)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # fail closed and say why without any token
-            log.warning(
-                "TokenReview failed; refusing the call",
-                extra={"error_type": type(exc).__name__},
-            )
-            return None
-        ttl = self._cache_ttl if identity is not None else self._negative_ttl
-        self._remember(key, _CacheEntry(self._clock() + ttl, identity))
-        return identity
-
-    def _remember(self, key: bytes, entry: _CacheEntry) -> None:
-        if len(self._cache) >= self._max_entries:
-            now = self._clock()
-            for stale in [k for k, e in self._cache.items() if e.expires_at <= now]:
-                del self._cache[stale]
-            while len(self._cache) >= self._max_entries:
-                del self._cache[next(iter(self._cache))]  # oldest insertion first
-        self._cache.pop(key, None)
-        self._cache[key] = entry
-
-    async def _review(self, token: str) -> Identity | None:
-        spec: dict[str, Any] = {"token": token}
-        if self._audiences:
-            spec["audiences"] = self._audiences
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
-        headers = {
-            "Authorization": f"Bearer {self._service_account_token()}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
-        async with self._client().post(
-            self._url, data=json.dumps(body), headers=headers, timeout=timeout
-        ) as response:
-            if response.status not in (200, 201):
-                raise TokenReviewError(f"TokenReview answered HTTP {response.status}")
-            payload = await response.json(content_type=None)
-        status = payload.get("status") if isinstance(payload, dict) else None
-        if not isinstance(status, dict):
-            raise TokenReviewError("TokenReview answer has no status")
-        if status.get("authenticated") is not True:
-            return None
-        if self._audiences:
-            granted = status.get("audiences") or []
-            if not set(granted) & set(self._audiences):
-                return None
-        user = status.get("user") or {}
-        username = user.get("username") if isinstance(user, dict) else None
-        if not isinstance(username, str) or not username:
-            raise TokenReviewError("TokenReview accepted a token without a username")
-        groups = tuple(g for g in user.get("groups") or () if isinstance(g, str))
-        return Identity(username, groups)
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-class TokenReviewError(Exception):
-    """The TokenReview API did not give a usable answer."""

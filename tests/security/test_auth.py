@@ -24,10 +24,10 @@ from hapi_grpc.security.auth import (
     AuthInterceptor,
     Identity,
     StaticTokenAuthenticator,
-    TokenReviewAuthenticator,
     bearer_token,
     current_identity,
 )
+from hapi_grpc.security.token_review import TokenReviewAuthenticator
 from tests.fakes.clock import ManualClock
 
 GOOD = "good-token-6b1f0c2e9a"

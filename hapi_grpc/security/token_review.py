@@ -1,0 +1,184 @@
+"""Bearer tokens checked by the Kubernetes TokenReview API.
+
+`TokenReviewAuthenticator` asks the API server whether a service-account
+token is valid (and meant for our audiences), caches accepted and refused
+answers briefly by the token's SHA-256, and fails closed on any error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from hapi_grpc.domain.deadline import request_timeout
+from hapi_grpc.domain.sensitive import register_secret
+from hapi_grpc.security.auth import Identity, token_digest
+
+# The authentication logger, wherever the authenticator lives.
+log = logging.getLogger("hapi_grpc.security.auth")
+
+
+_SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass
+class _CacheEntry:
+    expires_at: float
+    identity: Identity | None
+
+
+class TokenReviewAuthenticator:
+    """Validates tokens with the Kubernetes TokenReview API.
+
+    The pod's service account needs the `system:auth-delegator` ClusterRole.
+    Accepted and refused tokens are cached for `cache_ttl` and
+    `negative_cache_ttl` seconds, keyed by the token's SHA-256; errors (API
+    unreachable, timeouts, unexpected answers) refuse the call and are not
+    cached, so recovery is immediate. With `audiences`, the API must confirm
+    that the token is meant for one of them. `clock` (seconds, monotonic)
+    decides when cache entries expire; tests inject one instead of waiting.
+    """
+
+    def __init__(
+        self,
+        api_server_url: str,
+        ca_file: str | None,
+        sa_token_file: str,
+        audiences: Sequence[str] | None = None,
+        cache_ttl: float = 60.0,
+        *,
+        negative_cache_ttl: float = 10.0,
+        timeout: float = 2.0,
+        max_cache_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock = clock
+        self._url = api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews"
+        self._ca_file = ca_file
+        self._sa_token_file = sa_token_file
+        self._audiences = list(audiences or ())
+        self._cache_ttl = cache_ttl
+        self._negative_ttl = negative_cache_ttl
+        self._timeout = timeout
+        self._max_entries = max_cache_entries
+        self._cache: dict[bytes, _CacheEntry] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def in_cluster(
+        cls, audiences: Sequence[str] | None = None, cache_ttl: float = 60.0
+    ) -> TokenReviewAuthenticator:
+        """Uses the API server address and service-account files Kubernetes gives every pod."""
+        host = os.environ.get("KUBERNETES_SERVICE_HOST")
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise ValueError("KUBERNETES_SERVICE_HOST is not set: not running in a pod")
+        if ":" in host:
+            host = f"[{host}]"
+        return cls(
+            f"https://{host}:{port}",
+            f"{_SA_DIR}/ca.crt",
+            f"{_SA_DIR}/token",
+            audiences=audiences,
+            cache_ttl=cache_ttl,
+        )
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            ssl_context: ssl.SSLContext | bool = True
+            if self._ca_file:
+                ssl_context = ssl.create_default_context(cafile=self._ca_file)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=ssl_context, limit=16),
+                # Per-request timeouts come from request_timeout(); this is the ceiling.
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            )
+        return self._session
+
+    def _service_account_token(self) -> str:
+        # Re-read each time: projected tokens are rotated by the kubelet.
+        with open(self._sa_token_file, encoding="utf-8") as handle:
+            token = handle.read().strip()
+        register_secret(token)
+        return token
+
+    async def authenticate(self, token: str) -> Identity | None:
+        key = token_digest(token)
+        now = self._clock()
+        entry = self._cache.get(key)
+        if entry is not None and entry.expires_at > now:
+            return entry.identity
+        try:
+            identity = await self._review(token)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # fail closed and say why without any token
+            log.warning(
+                "TokenReview failed; refusing the call",
+                extra={"error_type": type(exc).__name__},
+            )
+            return None
+        ttl = self._cache_ttl if identity is not None else self._negative_ttl
+        self._remember(key, _CacheEntry(self._clock() + ttl, identity))
+        return identity
+
+    def _remember(self, key: bytes, entry: _CacheEntry) -> None:
+        if len(self._cache) >= self._max_entries:
+            now = self._clock()
+            for stale in [k for k, e in self._cache.items() if e.expires_at <= now]:
+                del self._cache[stale]
+            while len(self._cache) >= self._max_entries:
+                del self._cache[next(iter(self._cache))]  # oldest insertion first
+        self._cache.pop(key, None)
+        self._cache[key] = entry
+
+    async def _review(self, token: str) -> Identity | None:
+        spec: dict[str, Any] = {"token": token}
+        if self._audiences:
+            spec["audiences"] = self._audiences
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+        headers = {
+            "Authorization": f"Bearer {self._service_account_token()}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
+        async with self._client().post(
+            self._url, data=json.dumps(body), headers=headers, timeout=timeout
+        ) as response:
+            if response.status not in (200, 201):
+                raise TokenReviewError(f"TokenReview answered HTTP {response.status}")
+            payload = await response.json(content_type=None)
+        status = payload.get("status") if isinstance(payload, dict) else None
+        if not isinstance(status, dict):
+            raise TokenReviewError("TokenReview answer has no status")
+        if status.get("authenticated") is not True:
+            return None
+        if self._audiences:
+            granted = status.get("audiences") or []
+            if not set(granted) & set(self._audiences):
+                return None
+        user = status.get("user") or {}
+        username = user.get("username") if isinstance(user, dict) else None
+        if not isinstance(username, str) or not username:
+            raise TokenReviewError("TokenReview accepted a token without a username")
+        groups = tuple(g for g in user.get("groups") or () if isinstance(g, str))
+        return Identity(username, groups)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class TokenReviewError(Exception):
+    """The TokenReview API did not give a usable answer."""

@@ -27,19 +27,24 @@ problem texts pass through `hapi_grpc.domain.sensitive.redact`.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import aiohttp
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from yarl import URL
 
 from hapi_grpc.adapters.cache import CatalogCache, search_key, workflow_key
+from hapi_grpc.adapters.catalog.datastorage_body import (
+    MAX_RESPONSE_BYTES,
+    ContractViolation,
+    check_workflow_id,
+    parse_body,
+    problem_text,
+)
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.http_policy import (
     Attempt,
@@ -63,7 +68,7 @@ from hapi_grpc.domain.errors import (
     InvalidRequestError,
     WorkflowNotFoundError,
 )
-from hapi_grpc.domain.sensitive import redact, register_secret
+from hapi_grpc.domain.sensitive import register_secret
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.tracing import span
 
@@ -79,14 +84,11 @@ _DESCRIPTIONS: dict[Endpoint, str] = {
     "workflow": "workflow (GET /api/v1/workflows/{workflow_id})",
 }
 
-MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 64 * 1024
 # Connections to Data Storage at most. A catalog request takes milliseconds,
 # so 100 connections serve thousands of requests a second, far more than the
 # 2 (cached) lookups per investigation of an alert storm need.
 DEFAULT_MAX_CONNECTIONS = 100
-_PROBLEM_TEXT_MAX = 200
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def workflow_path(workflow_id: str, suffix: str = "") -> str:
@@ -128,10 +130,6 @@ def datastorage_retry_policy(
         retry_after_cap=30.0,
         min_attempt_seconds=0.01,
     )
-
-
-class _ContractViolation(Exception):
-    pass
 
 
 class DataStorageCatalog:
@@ -317,10 +315,10 @@ class DataStorageCatalog:
 
         if ok:
             try:
-                value = _parse(raw, over, content_type, model)
+                value = parse_body(raw, over, content_type, model)
                 if workflow_id is not None:
-                    _check_id(value, workflow_id)
-            except _ContractViolation as exc:
+                    check_workflow_id(value, workflow_id)
+            except ContractViolation as exc:
                 self._record(endpoint, "contract_error", started)
                 # Not retried: a broken answer is usually a version mismatch
                 # that repeats; operators need to see it.
@@ -330,7 +328,7 @@ class DataStorageCatalog:
             return value
 
         self._record(endpoint, f"{status // 100}xx" if 300 <= status < 600 else "5xx", started)
-        title, detail = _problem(raw)
+        title, detail = problem_text(raw)
         if status == 404 and workflow_id is not None:
             raise WorkflowNotFoundError(workflow_id)
         if status == 429 or status >= 500:
@@ -342,65 +340,3 @@ class DataStorageCatalog:
     def _record(endpoint: Endpoint, status: str, started: float) -> None:
         metrics.DATASTORAGE_REQUESTS.labels(endpoint=endpoint, status=status).inc()
         metrics.DATASTORAGE_LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
-
-
-def _parse(raw: bytes, over: bool, content_type: str, model: type[M]) -> M:
-    if over:
-        raise _ContractViolation(f"body is larger than {MAX_RESPONSE_BYTES} bytes")
-    mime = content_type.split(";", 1)[0].strip().lower()
-    if mime and mime != "application/json" and not mime.endswith("+json"):
-        raise _ContractViolation(f"content type {_clean(mime, 60)!r} is not JSON")
-    try:
-        data = json.loads(raw)
-    except UnicodeDecodeError:
-        raise _ContractViolation("body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise _ContractViolation(f"body is not valid JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise _ContractViolation(f"expected a JSON object, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _ContractViolation(_summarize(exc)) from None
-
-
-def _summarize(exc: ValidationError, limit: int = 3) -> str:
-    """'workflows.0.confidence: Input should be a valid number' (inputs left out)."""
-    errors = exc.errors(include_url=False, include_input=False)
-    parts = [
-        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}"
-        for err in errors[:limit]
-    ]
-    if len(errors) > limit:
-        parts.append(f"and {len(errors) - limit} more problem(s)")
-    return "; ".join(parts)
-
-
-def _check_id(value: BaseModel, workflow_id: str) -> None:
-    # A schema for another workflow would validate parameters against the
-    # wrong rules; treat it as a broken answer.
-    answered = getattr(value, "workflow_id", workflow_id)
-    if answered != workflow_id:
-        raise _ContractViolation(
-            f"workflow_id {_clean(str(answered), 64)!r} does not match the requested id"
-        )
-
-
-def _problem(raw: bytes) -> tuple[str, str]:
-    """Title and detail of an RFC 7807 body, cleaned and truncated; empty if absent."""
-    try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
-        return "", ""
-    if not isinstance(data, dict):
-        return "", ""
-    title, detail = data.get("title"), data.get("detail")
-    return (
-        _clean(title, _PROBLEM_TEXT_MAX) if isinstance(title, str) else "",
-        _clean(detail, _PROBLEM_TEXT_MAX) if isinstance(detail, str) else "",
-    )
-
-
-def _clean(text: str, limit: int) -> str:
-    text = redact(_CONTROL_CHARS.sub(" ", text).strip())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -29,7 +29,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig, load_mcp_config
 from hapi_grpc.adapters.mcp.connection import McpConnection, cause
 from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
+from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, content_text
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 from hapi_grpc.domain.sensitive import clip, redact
@@ -66,33 +67,6 @@ class McpSettings:
     config_file: str | None = None
     refresh_interval_seconds: float = 300.0
     connect_timeout_seconds: float = 10.0
-
-
-@dataclass(frozen=True)
-class McpTool:
-    """A tool as offered to the model."""
-
-    name: str  # <server>__<tool>
-    server: str
-    tool: str
-    description: str
-    input_schema: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class McpCallResult:
-    server: str
-    tool: str
-    text: str
-    is_error: bool
-    truncated: bool
-
-
-@dataclass
-class CallCounter:
-    """Calls made per server in one investigation (create one per investigation)."""
-
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -394,7 +368,7 @@ class McpManager:
                 f"MCP server {conn.name!r} failed during the call ({type(exc).__name__}); "
                 "it is reconnected at the next refresh"
             ) from None
-        text = _content_text(result)
+        text = content_text(result)
         limit = cfg.max_output_chars
         return McpCallResult(
             conn.name,
@@ -407,22 +381,6 @@ class McpManager:
 
 def _path(err: jsonschema.ValidationError) -> str:
     return "/".join(str(p) for p in err.absolute_path)
-
-
-def _content_text(result: Any) -> str:
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(str(block.text))
-        elif kind == "resource" and isinstance(getattr(block.resource, "text", None), str):
-            parts.append(block.resource.text)
-        else:
-            parts.append(f"[{kind or 'unknown'} content omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":"), default=str))
-    return "\n".join(parts)
 
 
 def _describe(exc: BaseException) -> str:

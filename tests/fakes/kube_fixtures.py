@@ -22,6 +22,7 @@ from tests.fakes.kube_objects import (
     ensure_node,
     owned_pod,
     stamp,
+    unscheduled_pod,
     workload,
 )
 from tests.fakes.kubelet import FakeKubelet
@@ -33,6 +34,7 @@ __all__ = [
     "imagepullbackoff",
     "nodenotready",
     "oomkilled",
+    "pending_unschedulable",
 ]
 
 
@@ -344,4 +346,76 @@ def imagepullbackoff(
         deployment=deployment,
         replicaset=replicaset,
         extra={"old_replicaset": old_replicaset, "image": image},
+    )
+
+
+UNSCHEDULABLE = (
+    "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available:"
+    " 3 No preemption victims found for incoming pod."
+)
+
+
+def pending_unschedulable(
+    api: kubernetes.client.ApiClient, namespace: str, *, events: bool = True
+) -> Scenario:
+    """reports/report-builder: a new replica requesting 6Gi stays Pending; the
+    scheduler's FailedScheduling event says no node has the memory.
+
+    `events=False` leaves it as it is once the event has expired: the verdict
+    is then only in the Pod's PodScheduled=False condition.
+    """
+    container = {
+        "name": "report-builder",
+        "image": "registry.internal/reports/report-builder:1.8.0",
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "6Gi"},
+            "limits": {"memory": "6Gi"},
+        },
+    }
+    deployment, replicaset = workload(
+        api,
+        namespace,
+        "report-builder",
+        "7f8c9d6b5",
+        [container],
+        replicas=4,
+        deployment_status={
+            "replicas": 4,
+            "updatedReplicas": 4,
+            "readyReplicas": 3,
+            "availableReplicas": 3,
+            "unavailableReplicas": 1,
+        },
+    )
+    pod = "report-builder-7f8c9d6b5-q8w2n"
+    pod_uid = unscheduled_pod(
+        api,
+        namespace,
+        pod,
+        replicaset,
+        [container],
+        reason="Unschedulable",
+        message=UNSCHEDULABLE,
+    )
+    if events:
+        create_event(
+            api,
+            namespace,
+            "Pod",
+            pod,
+            "Warning",
+            "FailedScheduling",
+            UNSCHEDULABLE,
+            count=18,
+            uid=pod_uid,
+            source="default-scheduler",
+        )
+    return Scenario(
+        namespace,
+        f"{namespace}/apps/Deployment/{deployment}",
+        pod=pod,
+        container="report-builder",
+        deployment=deployment,
+        replicaset=replicaset,
+        extra={"message": UNSCHEDULABLE},
     )

@@ -336,3 +336,54 @@ class Scenario:
     deployment: str | None = None
     replicaset: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+
+
+def unscheduled_pod(
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    name: str,
+    replicaset: str,
+    containers: list[dict[str, Any]],
+    *,
+    reason: str,
+    message: str,
+) -> str:
+    """A Pod owned by `replicaset` that the scheduler could not place; its uid.
+
+    As the scheduler leaves it: no nodeName, no container statuses, phase
+    Pending and PodScheduled=False with the scheduler's reason and message.
+    """
+    apps = kubernetes.client.AppsV1Api(api)
+    core = kubernetes.client.CoreV1Api(api)
+    rs = apps.read_namespaced_replica_set(replicaset, namespace, _request_timeout=TIMEOUT)
+    pod = core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {
+                "name": name,
+                "labels": dict(rs.spec.selector.match_labels),
+                "ownerReferences": [
+                    _owner("ReplicaSet", replicaset, str(rs.metadata.uid), "apps/v1")
+                ],
+            },
+            "spec": {"containers": containers},
+        },
+        _request_timeout=TIMEOUT,
+    )
+    since = stamp(datetime.now(UTC) - timedelta(minutes=20))
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": since,
+    }
+    core.patch_namespaced_pod_status(
+        name,
+        namespace,
+        {"status": {"phase": "Pending", "conditions": [condition], "qosClass": "Burstable"}},
+        _content_type=MERGE,
+        _request_timeout=TIMEOUT,
+    )
+    return str(pod.metadata.uid)

@@ -8,7 +8,8 @@ next read, or the `Findings` once there is nothing more to read:
 - the reported workload (its selector), its Pods (the worst one), the Pod's
   containers: OOMKilled from the last termination state and the limit it hit;
   CrashLoopBackOff with the exit code and the previous container's last log
-  lines; ImagePullBackOff and Pending from the waiting message and events;
+  lines; ImagePullBackOff and Pending from the waiting message and events
+  (for a Pending Pod whose events expired, its PodScheduled=False condition);
 - a Node's conditions for a node signal; any other kind's conditions;
 - the owner chain, whose top is the resource to remediate.
 """
@@ -150,6 +151,16 @@ def _container(pod: dict[str, Any]) -> dict[str, Any]:
     return max(containers, key=lambda c: (not c.get("ready", True), c.get("restarts", 0)))
 
 
+def _unscheduled(label: str, pod: dict[str, Any], findings: Findings) -> None:
+    """Cite a Pending Pod's PodScheduled=False condition (reason and the scheduler's message)."""
+    if pod.get("phase") != "Pending":
+        return
+    for condition in pod.get("conditions") or []:
+        text = str(condition)
+        if text.startswith("PodScheduled=False"):
+            findings.evidence.append(f"{label} status.conditions {text}")
+
+
 def _pod_evidence(
     namespace: str, name: str, exchanges: Sequence[Exchange], findings: Findings
 ) -> Step | None:
@@ -201,6 +212,10 @@ def _pod_evidence(
                 f"Event on {label}: {event.get('reason')} x{event.get('count')}"
                 f" (last {event.get('last_seen')}): {event.get('message')}"
             )
+        if not warnings:
+            # Events expire (an hour by default); a Pod Pending for longer keeps the
+            # scheduler's verdict only in its PodScheduled condition.
+            _unscheduled(label, pod, findings)
         probe = next((e for e in warnings if _PROBE_FAILURE_RE.search(str(e.get("message")))), None)
         if probe is not None:
             findings.probe_failure = (

@@ -305,3 +305,22 @@ def test_no_evicted_pod_cleanup_while_the_node_is_under_pressure() -> None:
     assert reason is not None and "worker-5" in reason and "DiskPressure=True" in reason
     assert objection(_EVICTED, Findings(node="worker-5")) is None
     assert objection(_EVICTED, None) is None  # nothing read: the catalog match stands
+
+
+_RESTART_POD = {
+    "workflow_id": "restart-pod-v1",
+    "title": "Restart pod",
+    "description": "Deletes a pod that stays NotReady so its controller recreates it on a"
+    " healthy node.",
+}
+
+
+def test_no_restart_for_a_pod_the_scheduler_cannot_place() -> None:
+    unschedulable = Findings(
+        unschedulable="Event on Pod batch/report-7f: FailedScheduling: 0/3 nodes are available:"
+        " 3 Insufficient memory."
+    )
+    reason = objection(_RESTART_POD, unschedulable)
+    assert reason is not None and "Insufficient memory" in reason and "no node fits" in reason
+    assert objection(_DIAGNOSTICS, unschedulable) is None  # read-only stays acceptable
+    assert objection(_RESTART_POD, Findings()) is None  # a stuck pod that was scheduled

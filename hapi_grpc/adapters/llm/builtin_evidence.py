@@ -72,6 +72,7 @@ class Findings:
     config_error: str = ""  # the previous-log line blaming the configuration
     probe_failure: str = ""  # the event saying the liveness probe killed the container
     node_pressure: list[str] = field(default_factory=list)  # e.g. ["DiskPressure"]
+    unschedulable: str = ""  # the scheduler's verdict on a Pending Pod
 
     def target_resource(self) -> dict[str, str] | None:
         parts = self.target.split("/")
@@ -159,6 +160,7 @@ def _unscheduled(label: str, pod: dict[str, Any], findings: Findings) -> None:
         text = str(condition)
         if text.startswith("PodScheduled=False"):
             findings.evidence.append(f"{label} status.conditions {text}")
+            findings.unschedulable = f"{label} {text}"[:300]
 
 
 def _pod_evidence(
@@ -212,6 +214,10 @@ def _pod_evidence(
                 f"Event on {label}: {event.get('reason')} x{event.get('count')}"
                 f" (last {event.get('last_seen')}): {event.get('message')}"
             )
+            if event.get("reason") == "FailedScheduling" and not findings.unschedulable:
+                findings.unschedulable = (
+                    f"Event on {label}: FailedScheduling: {event.get('message')}"[:300]
+                )
         if not warnings:
             # Events expire (an hour by default); a Pod Pending for longer keeps the
             # scheduler's verdict only in its PodScheduled condition.

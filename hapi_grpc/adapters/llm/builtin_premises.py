@@ -10,6 +10,8 @@ automated remediation is far worse than a review. The rules are general:
   the next sync;
 - cleaning up after a symptom (deleting evicted pods) is no remediation while
   the cause (a node pressure condition) is still True;
+- a Pod the scheduler cannot place is not fixed by restarting or recreating
+  it: no node fits it before or after;
 - a crash loop is remediated only by the workflow whose premise the evidence
   shows: a configuration error in the previous log for a configuration fix, a
   liveness probe failure event for a probe change. A crash without such
@@ -32,6 +34,7 @@ _GITOPS_RE = re.compile(r"\bgitops\b|\bargo ?cd\b|\bflux\b", re.IGNORECASE)
 _EVICTED_RE = re.compile(r"\bevicted\b", re.IGNORECASE)
 _PROBE_RE = re.compile(r"\bprobe\b", re.IGNORECASE)
 _CONFIG_RE = re.compile(r"\bconfig(uration|maps?)?\b", re.IGNORECASE)
+_RESTART_RE = re.compile(r"\b(restart|recreat|reschedul|delet\w* (a |the )?pods?)", re.IGNORECASE)
 
 
 def _text(hit: dict[str, Any]) -> str:
@@ -56,6 +59,11 @@ def objection(hit: dict[str, Any], findings: Findings | None) -> str | None:
         return (
             f"Node {findings.node} still reports {conditions}: {workflow} deletes the evicted"
             " pods (the symptom) while the cause persists"
+        )
+    if findings.unschedulable and _RESTART_RE.search(text):
+        return (
+            f"{findings.unschedulable}: no node fits the Pod, and {workflow} only restarts or"
+            " recreates it"
         )
     if findings.crash_loop:
         return _crash_objection(workflow, text, findings)

@@ -84,7 +84,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1 " + REDACTED,
     ),
     (
-        re.compile(r"""(?i)(\b""" + _ASSIGNED_NAME + r"""["']?\s*[:=]\s*["']?)[^\s"'&,;}\]]+"""),
+        re.compile(r"""(?i)(\b""" + _ASSIGNED_NAME + r"""["']?\s*[:=]\s*["']?)[^\s"'&,;{}\[\]]+"""),
         r"\1" + REDACTED,
     ),
     # Credentials in URLs such as redis://:password@host or https://user:pw@host.

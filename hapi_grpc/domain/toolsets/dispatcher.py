@@ -143,7 +143,9 @@ class ToolDispatcher:
         else:
             with self._observer.tool_call_span(label):
                 outcome = await self._dispatch(call.name, parsed, parse_error)
-            text = compact_json(outcome.payload)
+            # Redacted once here, whatever the toolset: the text reaches the model,
+            # the recorded ToolCallRecord, stream events and logs.
+            text = redact(compact_json(outcome.payload))
             if entry is not None:
                 text = _cap_output(text, entry[1].limits.max_output_chars)
             if outcome.status in _DETERMINISTIC:

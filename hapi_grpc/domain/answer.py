@@ -151,6 +151,11 @@ class _Target(_Lenient):
     name: str = ""
     api_group: str = ""
 
+    @field_validator("namespace", "kind", "name", "api_group", mode="before")
+    @classmethod
+    def _clip_text(cls, value: Any) -> Any:
+        return _clip(value)  # model text that reaches the response like any other
+
 
 class _Answer(_Lenient):
     analysis_summary: str

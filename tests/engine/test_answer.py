@@ -201,3 +201,16 @@ def test_text_without_json_asks_for_the_json_object() -> None:
 def test_oversized_text_fields_are_clipped() -> None:
     answer = parse_final_answer(json.dumps({**ANSWER, "analysis_summary": "a" * 100_000}))
     assert len(answer.analysis_summary) == 4000
+
+
+def test_target_resource_text_is_bounded_and_redacted() -> None:
+    target = {
+        "namespace": "prod",
+        "kind": "Deployment",
+        "name": "x" * 20_000,
+        "api_group": "apps GIT_PASSWORD=hunter2-correct-horse",
+    }
+    answer = parse_final_answer(json.dumps({**ANSWER, "target_resource": target}))
+    assert answer.target_resource is not None
+    assert len(answer.target_resource.name) <= 4000
+    assert "hunter2-correct-horse" not in answer.target_resource.api_group

@@ -20,6 +20,7 @@ from hapi_grpc.domain.result import (
     HumanReviewReason,
     SelectedWorkflow,
 )
+from hapi_grpc.domain.sensitive import redact
 
 __all__ = ["DEGRADED_CONFIDENCE_FACTOR", "StopReason", "finished_result", "partial_result"]
 
@@ -151,7 +152,7 @@ def _known_alternatives(
         if alt.workflow_id in state.catalog.returned_workflows:
             kept.append(alt)
         else:
-            dropped.append(alt.workflow_id[:128])
+            dropped.append(redact(alt.workflow_id[:128]))  # model text, shown in the response
     if dropped:
         warnings.append(
             "Ignored alternative workflow(s) the catalog did not return: "

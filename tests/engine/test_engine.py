@@ -765,3 +765,13 @@ async def test_drain_ends_a_running_investigation_with_a_partial_result() -> Non
     assert result.needs_human_review is True
     assert result.human_review_reason is HumanReviewReason.BUDGET_EXHAUSTED
     assert alternative_ids(result) == search_hit_ids(result)[:3]
+
+
+async def test_a_turn_with_thousands_of_tool_calls_is_listed_briefly() -> None:
+    flood = tool("search_workflow_catalog", {"query": "OOMKilled critical"})
+    flood = dataclasses.replace(flood, tool_calls=flood.tool_calls * 5000)
+    _, _, events = await run([flood, say(answer_json())])
+    first = next(e for e in events if isinstance(e, LlmTurn))
+    assert len(first.tool_calls) == 33
+    assert first.tool_calls[:32] == ("search_workflow_catalog",) * 32
+    assert first.tool_calls[32] == "…[4968 more tool calls]"

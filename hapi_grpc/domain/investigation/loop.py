@@ -202,8 +202,21 @@ async def _record_turn(state: InvestigationState, turn: int, response: LLMRespon
         LlmTurn(
             turn=turn,
             content=clip(shown, _SHOWN_TEXT_CHARS),
-            tool_calls=tuple(clip(redact(call.name), 128) for call in response.tool_calls),
+            tool_calls=_shown_tool_calls(response),
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
         )
     )
+
+
+# Names of a turn's tool calls listed on its event; a model may ask for
+# thousands in one reply, and the event must stay small.
+_SHOWN_TOOL_CALLS = 32
+
+
+def _shown_tool_calls(response: LLMResponse) -> tuple[str, ...]:
+    calls = response.tool_calls
+    shown = tuple(clip(redact(call.name), 128) for call in calls[:_SHOWN_TOOL_CALLS])
+    if len(calls) > _SHOWN_TOOL_CALLS:
+        shown += (f"…[{len(calls) - _SHOWN_TOOL_CALLS} more tool calls]",)
+    return shown

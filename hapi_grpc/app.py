@@ -190,18 +190,24 @@ async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
 
     A malformed setting or MCP file raises ConfigError; a source or server that
     cannot be reached never fails startup (its tools answer "unavailable").
+    Each toolset's modules are imported only when it is configured: the MCP
+    SDK alone is tens of megabytes that a server without MCP would carry.
     """
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-    from hapi_grpc.adapters.mcp.errors import McpConfigError
-    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
+    opened = OptionalToolsets()
+    if settings.prometheus_url or settings.alertmanager_url:
+        _open_metrics_toolsets(settings, opened)
+    if settings.mcp_config:
+        await _open_mcp_toolsets(settings, opened)
+    return opened
+
+
+def _open_metrics_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
     from hapi_grpc.adapters.metrics.readers import AlertmanagerReader, PrometheusReader
     from hapi_grpc.adapters.metrics.settings import MetricsSettings
     from hapi_grpc.domain.toolsets.alertmanager import AlertmanagerToolsetSource
-    from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
     from hapi_grpc.domain.toolsets.prometheus import PrometheusToolsetSource
     from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 
-    opened = OptionalToolsets()
     metrics = MetricsSettings(
         prometheus_url=settings.prometheus_url,
         prometheus_token_file=settings.prometheus_token_file,
@@ -235,6 +241,13 @@ async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
         )
         opened.sources.append(AlertmanagerToolsetSource(AlertmanagerReader(alertmanager), limits))
 
+
+async def _open_mcp_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
+    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+    from hapi_grpc.adapters.mcp.errors import McpConfigError
+    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
+    from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
+
     def breaker(name: str) -> RateCircuitBreaker:
         return RateCircuitBreaker(
             name,
@@ -257,7 +270,6 @@ async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
         await manager.start()
         opened.closers.append(manager.close)
         opened.sources.extend(mcp_toolset_sources(manager))
-    return opened
 
 
 def kubernetes_settings(settings: Settings) -> KubernetesSettings:

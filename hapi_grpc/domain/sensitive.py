@@ -25,6 +25,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import re2
+
 __all__ = [
     "REDACTED",
     "clip",
@@ -96,21 +98,12 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),
 )
 
-# Every shape above needs one of these words or marks to match. Most text
-# has none, and one scan for them costs a tenth of trying every shape.
-_CANDIDATE = re.compile(
-    r"(?i)-----BEGIN|bearer|basic|password|passwd|passphrase|secret|token|key|credential"
-    r"|connection.?string|://|sk-|akia|asia|gh[pousr]_|xox[abposr]-|eyj"
-)
-
-# For ASCII text (nearly all of it), the words each shape above needs, as
-# plain substrings of the lower-cased text: `in` is tens of times faster than
-# a case-insensitive pattern, and a shape whose words are absent is not tried
-# (the assignment shape alone costs more than all the others). Each word is
-# implied by a match of its shape ("connection" by CONNECTION_STRING, "key"
-# by API_KEY, ...), so no match is skipped. Other text keeps `_CANDIDATE` and
-# every shape: case-insensitive patterns know equivalences (the Kelvin sign,
-# the long s) that `lower()` does not.
+# The words each shape above needs, as plain substrings of the lower-cased
+# text: `in` is tens of times faster than a case-insensitive pattern, and a
+# shape whose words are absent is not tried (the assignment shape alone costs
+# more than all the others). Each word is implied by a match of its shape
+# ("connection" by CONNECTION_STRING, "key" by API_KEY, ...), so no match is
+# skipped.
 _SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
     ("-----begin",),
     ("bearer",),
@@ -133,19 +126,38 @@ _SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
     ("eyj",),
 )
 assert len(_SHAPE_WORDS) == len(_SHAPES)
+# Each word with the index of its shape, in the order the shapes are tried.
+_WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
+# Past this length one automaton pass for all the words at once is cheaper
+# than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
+_LONG_TEXT = 256
+_ANY_WORD = re2.compile("|".join(re.escape(word) for word, _ in _WORD_SHAPES))
+
+
+def _folded(text: str) -> str:
+    """`text` lower-cased so that every ASCII word a case-insensitive pattern
+    would find in it is a plain substring.
+
+    Trying every code point shows four non-ASCII characters that such a
+    pattern takes for an ASCII letter: the Kelvin sign (`lower()` gives k),
+    the dotted capital I (`lower()` gives i plus a combining dot), the dotless
+    i and the long s (`lower()` keeps them).
+    """
+    if text.isascii():
+        return text.lower()
+    return text.replace("\u0130", "i").lower().replace("\u0131", "i").replace("\u017f", "s")
 
 
 def _redact_shapes(text: str) -> str:
-    if text.isascii():
-        lowered = text.lower()
-        for (shape, replacement), words in zip(_SHAPES, _SHAPE_WORDS, strict=True):
-            if any(word in lowered for word in words):
-                text = shape.sub(replacement, text)
+    lowered = _folded(text)
+    if len(lowered) > _LONG_TEXT and _ANY_WORD.search(lowered) is None:
         return text
-    if _CANDIDATE.search(text) is None:
-        return text
-    for shape, replacement in _SHAPES:
-        text = shape.sub(replacement, text)
+    tried = 0  # bit i: shape i was applied
+    for word, index in _WORD_SHAPES:
+        if not tried >> index & 1 and word in lowered:
+            tried |= 1 << index
+            shape, replacement = _SHAPES[index]
+            text = shape.sub(replacement, text)
     return text
 
 
@@ -175,11 +187,14 @@ def register_secret(value: str) -> None:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with registered secrets, `secrets` and credential shapes replaced."""
+    if not text:
+        return text
     pattern = _registered_re
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
-    for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    if secrets:
+        for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
     return _redact_shapes(text)
 
 

@@ -10,7 +10,6 @@ argument model: it brings its own `json_schema` and `parse` (`OwnSchema`).
 
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,11 +153,11 @@ def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema as a tool definition: no titles, no null unions.
 
     The class docstring is dropped: the tool's own description is what the
-    model reads. A fresh copy each call, of a schema built once per model:
-    pydantic's schema generation cost more than the rest of starting an
-    investigation together.
+    model reads. Built once per model and shared by every investigation:
+    read it, never change it (pydantic's schema generation, or even a deep
+    copy per investigation, cost more than the rest of starting one).
     """
-    return copy.deepcopy(_built_schema(model))
+    return _built_schema(model)
 
 
 @functools.cache

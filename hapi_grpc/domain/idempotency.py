@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import time
@@ -132,6 +133,11 @@ class IdempotencyCoordinator(Generic[E]):
         self._error_log_every = max(1, error_log_every)
         self._errors = 0
         self._flights: dict[str, _Flight[E]] = {}
+        # Locks this replica holds (id -> holder token), all renewed by one
+        # task: a renewal task per investigation cost a task, a timer and a
+        # context each, a thousand of them in an alert storm.
+        self._held: dict[str, str] = {}
+        self._renewer: asyncio.Task[None] | None = None
 
     async def run(
         self,
@@ -177,6 +183,10 @@ class IdempotencyCoordinator(Generic[E]):
         for flight in list(self._flights.values()):
             if flight.task is not None:
                 flight.task.cancel()
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
         if self._owned is not None:
             with contextlib.suppress(Exception):
                 await self._owned.close()
@@ -241,7 +251,7 @@ class IdempotencyCoordinator(Generic[E]):
             if budget is not None and budget.expired:
                 raise BudgetExhaustedError("the deadline ran out waiting for another replica")
             await asyncio.sleep(self._poll)
-        renewer = asyncio.get_running_loop().create_task(self._renew(remediation_id, holder))
+        self._hold(remediation_id, holder)
         try:
             if not force:
                 # Another replica may have finished between our lookup and the lock.
@@ -258,21 +268,35 @@ class IdempotencyCoordinator(Generic[E]):
                 )
             return finished.payload, completed_at, None
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            if self._held.get(remediation_id) == holder:
+                del self._held[remediation_id]
             await self._release(remediation_id, holder)
 
-    async def _renew(self, remediation_id: str, holder: str) -> None:
+    def _hold(self, remediation_id: str, holder: str) -> None:
+        self._held[remediation_id] = holder
+        if self._renewer is None or self._renewer.done():
+            # Not tied to the caller's budget or context: it outlives them.
+            self._renewer = asyncio.get_running_loop().create_task(
+                self._renew_held(), context=contextvars.Context()
+            )
+
+    async def _renew_held(self) -> None:
+        """Renew every held lock each third of its TTL; ends when none is held."""
         assert self._store is not None
-        while True:  # ends when the investigation does (cancelled by _lead)
+        while self._held:
             await asyncio.sleep(self._lock_ttl / 3)
-            try:
-                if not await self._store.renew(remediation_id, holder, self._lock_ttl):
+            for remediation_id, holder in list(self._held.items()):
+                if self._held.get(remediation_id) != holder:
+                    continue  # released while we renewed the others
+                try:
+                    renewed = await self._store.renew(remediation_id, holder, self._lock_ttl)
+                except Exception as exc:
+                    self._degraded("lock renewal", exc)
+                    continue
+                if not renewed:
                     log.warning("lost the analysis lock of a remediation id; continuing")
-                    return
-            except Exception as exc:
-                self._degraded("lock renewal", exc)
+                    if self._held.get(remediation_id) == holder:
+                        del self._held[remediation_id]
 
     # -- store access that never raises ---------------------------------------------
 

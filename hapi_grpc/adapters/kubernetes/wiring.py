@@ -6,13 +6,16 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hapi_grpc.adapters.kubernetes.credentials import credentials_present, load_connection
-from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
-from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
-from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+
+# The reader and the toolset (with its argument models, ~8 MB) are imported
+# only when the tools are on: a server without a cluster never needs them.
+if TYPE_CHECKING:
+    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
 
 __all__ = ["KubernetesWiring", "open_kubernetes", "toolset_source"]
 
@@ -31,6 +34,10 @@ class KubernetesWiring:
 def toolset_source(
     reader: ApiServerReader, settings: KubernetesSettings
 ) -> KubernetesToolsetSource:
+    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
+    from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
+    from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+
     return KubernetesToolsetSource(
         reader,
         KubernetesScope.of(settings.namespaces_allow, settings.namespaces_deny, settings.kinds),
@@ -57,6 +64,9 @@ async def open_kubernetes(
     if settings.mode == "off" or (settings.mode == "auto" and not credentials_present(env)):
         log.info("kubernetes investigation tools off", extra={"mode": settings.mode})
         return None
+    from hapi_grpc.adapters.kubernetes.credentials import load_connection
+    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+
     try:
         connection = await load_connection(env)
     except Exception as exc:

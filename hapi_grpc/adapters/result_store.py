@@ -1,8 +1,8 @@
 """Where finished analyses and per-id locks are kept (`domain.idempotency.ResultStore`).
 
 `MemoryResultStore` serves one replica; `RedisResultStore` is shared by every
-replica through the Redis of `HAPI_CACHE_URL`. Results are bytes (the encoded
-proto) wrapped in a small JSON envelope; locks are `SET NX PX` keys holding
+replica through the Redis of `HAPI_CACHE_URL`. Results are bytes (the servicer's
+compressed stream of encoded messages) wrapped in a small JSON envelope; locks are `SET NX PX` keys holding
 their holder's token, renewed and released only by that holder (checked
 atomically in Lua), and expiring on their own when the holder dies.
 """
@@ -22,7 +22,7 @@ from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
 
 # Bump when the envelope changes shape, so replicas of another version ignore it.
-ENVELOPE_VERSION = 1
+ENVELOPE_VERSION = 2  # 2: the payload is compressed
 
 
 def build_result_store(url: str | None, *, namespace: str = "hapi") -> ResultStore:

@@ -325,7 +325,8 @@ def _text(value: str, limit: int) -> str:
         return ""
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
     text = text.replace("\n", "\\n")
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    if not text.isprintable():  # nearly always printable: one C pass decides
+        text = "".join(ch if ch.isprintable() else " " for ch in text)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text

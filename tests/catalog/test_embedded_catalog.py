@@ -405,6 +405,34 @@ async def test_search_and_search_sync_agree(bundled: EmbeddedCatalog) -> None:
     assert bundled.search_sync(query).workflows  # close releases nothing
 
 
+def test_repeated_searches_are_answered_from_memory_with_the_same_result() -> None:
+    catalog = EmbeddedCatalog.from_file(None)
+    query = SearchQuery(query="OOMKilled critical memory", remediation_id="rr-1")
+    first = catalog.search_sync(query)
+    # Another investigation asking the same question gets the same answer,
+    # without scoring the catalog again.
+    again = catalog.search_sync(query.model_copy(update={"remediation_id": "rr-2"}))
+    assert again is first
+    assert again == SearchIndex(catalog._latest.values()).search(query)
+    # Anything that changes the answer is a different question.
+    narrowed = catalog.search_sync(
+        query.model_copy(update={"filters": SearchFilters(severity="low")})
+    )
+    assert narrowed is not first
+    assert catalog.search_sync(query.model_copy(update={"top_k": 1})).workflows == (
+        first.workflows[:1]
+    )
+
+
+def test_remembered_searches_are_bounded() -> None:
+    from hapi_grpc.adapters.catalog.embedded import SEARCH_CACHE_SIZE
+
+    catalog = EmbeddedCatalog.from_file(None)
+    for i in range(SEARCH_CACHE_SIZE + 50):
+        catalog.search_sync(SearchQuery(query=f"OOMKilled {i}"))
+    assert len(catalog._searches) == SEARCH_CACHE_SIZE
+
+
 # ------------------------------------------------------------------- helpers
 
 

@@ -7,6 +7,7 @@ It answers the `WorkflowCatalog` port in process, with the search semantics of
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from hapi_grpc.adapters.catalog.loader import (
 from hapi_grpc.adapters.catalog.scoring import SearchIndex, version_key
 from hapi_grpc.domain.catalog import SearchQuery, SearchResult, Workflow, WorkflowSchema
 from hapi_grpc.domain.errors import WorkflowNotFoundError
+
+# Searches remembered, most recent first. The catalog never changes, so an
+# answer stays right; an alert storm asks the same few questions a thousand
+# times, and scoring every workflow costs more than the rest of a tool call.
+SEARCH_CACHE_SIZE = 256
 
 
 class EmbeddedCatalog:
@@ -54,6 +60,7 @@ class EmbeddedCatalog:
             for workflow_id, wf in latest.items()
         }
         self._index = SearchIndex(latest.values())
+        self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 
     @classmethod
     def from_file(cls, path: str | Path | None = None) -> EmbeddedCatalog:
@@ -74,10 +81,20 @@ class EmbeddedCatalog:
 
     def search_sync(self, query: SearchQuery) -> SearchResult:
         """`search` without the coroutine, for callers outside an event loop."""
-        return self._index.search(query)
+        # The remediation id only travels to Data Storage for its audit trail.
+        key = query.model_dump_json(exclude={"remediation_id"})
+        result = self._searches.get(key)
+        if result is not None:
+            self._searches.move_to_end(key)
+            return result
+        result = self._index.search(query)
+        self._searches[key] = result
+        if len(self._searches) > SEARCH_CACHE_SIZE:
+            self._searches.popitem(last=False)
+        return result
 
     async def search(self, query: SearchQuery) -> SearchResult:
-        return self._index.search(query)
+        return self.search_sync(query)
 
     async def get_schema(self, workflow_id: str) -> WorkflowSchema:
         schema = self._schemas.get(workflow_id)

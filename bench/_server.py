@@ -72,8 +72,8 @@ def server_process(**env: str) -> Iterator[str]:
 def launched_server(**env: str) -> Iterator[Server]:
     """Start `hapi-grpc serve` with its shipped defaults plus `env`; yield address and pid.
 
-    Only what a user must set anyway is set here (address, a free port, no
-    metrics port to collide with, quieter logs); every other setting is the
+    Only what a user must set anyway is set here (address, free ports for
+    gRPC and metrics, quieter logs); every other setting is the
     shipped default unless `env` names it.
     """
     port = free_port()
@@ -81,7 +81,8 @@ def launched_server(**env: str) -> Iterator[Server]:
         **os.environ,
         "HAPI_GRPC_HOST": "127.0.0.1",
         "HAPI_GRPC_PORT": str(port),
-        "HAPI_METRICS_PORT": "-1",
+        # The metrics endpoint runs as shipped, on a free port of its own.
+        "HAPI_METRICS_PORT": str(free_port()),
         "HAPI_LOG_LEVEL": "WARNING",
         "HAPI_LLM_PROVIDER": "builtin",
         **env,

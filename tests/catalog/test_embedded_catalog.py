@@ -419,8 +419,9 @@ def test_repeated_searches_are_answered_from_memory_with_the_same_result() -> No
         query.model_copy(update={"filters": SearchFilters(severity="low")})
     )
     assert narrowed is not first
-    assert catalog.search_sync(query.model_copy(update={"top_k": 1})).workflows == (
-        first.workflows[:1]
+    assert (
+        catalog.search_sync(query.model_copy(update={"top_k": 1})).workflows
+        == (first.workflows[:1])
     )
 
 

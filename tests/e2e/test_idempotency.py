@@ -25,7 +25,7 @@ from prometheus_client import REGISTRY
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.adapters.result_store import MemoryResultStore
+from hapi_grpc.adapters.result_store import MemoryResultStore, RedisResultStore
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
@@ -349,6 +349,39 @@ async def test_two_replicas_run_one_investigation(redis_url: str) -> None:
         finally:
             await client.aclose()
         assert len(llm.requests) == TURNS
+
+
+@pytest.mark.redis
+async def test_the_lock_is_renewed_while_a_long_investigation_runs(redis_url: str) -> None:
+    lock = "hapi:analysis:lock:rr-2026-11-22-oom-7f3a"
+    coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(
+        RedisResultStore(redis_url), lock_ttl=0.6
+    )
+    client = aioredis.from_url(redis_url)
+    try:
+        async with (
+            ScriptedLLMServer(
+                "openai",
+                [
+                    Step.tool_calls(
+                        [("search_workflow_catalog", {"query": "OOMKilled critical"})], delay=0.8
+                    ),
+                    Step.text(answer(), delay=0.8),
+                ],
+            ) as llm,  # 1.6 s in all, well past the lock's TTL
+            serving(llm, idempotency=coordinator) as stub,
+        ):
+            call = asyncio.ensure_future(stub.AnalyzeIncident(request(), timeout=20))
+            assert await llm.wait_requests(1)
+            await asyncio.sleep(1.0)  # the lock would have expired at 0.6 s
+            assert await client.exists(lock) == 1
+            assert 0 < await client.pttl(lock) <= 600
+            assert not (await call).result.reused
+            assert await client.exists(lock) == 0  # released, not left to expire
+            await asyncio.sleep(0.3)
+            assert coordinator._renewer is not None and coordinator._renewer.done()
+    finally:
+        await client.aclose()
 
 
 @pytest.mark.redis

@@ -80,7 +80,9 @@ eval: $(STAMP) prometheus kube
 	$(BIN)/hapi-grpc eval $(EVAL_ARGS)
 
 bench: $(STAMP) tools
-	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@failed=""; for b in bench/bench_*.py; do echo "== $$b"; \
+		$(BIN)/python $$b || failed="$$failed $$b"; done; \
+		if [ -n "$$failed" ]; then echo "missed a target or failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) third_party build .pytest_cache .ruff_cache .mypy_cache generated/python/buf

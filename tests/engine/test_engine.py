@@ -522,6 +522,25 @@ async def test_catalog_down_at_the_final_check_lowers_confidence() -> None:
     assert result.alternative_workflows[0].confidence == pytest.approx(0.45)
 
 
+async def test_no_selection_after_a_catalog_failure_is_not_no_match() -> None:
+    """The search answered, the schema lookup did not, and the model selected
+    nothing: a controller must see a dependency to retry, not a final "no match"."""
+    catalog = FailingCatalog(schemas_only=True)
+    result, _, _ = await run(
+        [search(), validate(GOOD_PARAMS), say(answer_json(workflow_id=None))], catalog=catalog
+    )
+
+    assert result.tool_calls[1].status is ToolCallStatus.ERROR
+    assert result.selected_workflow is None
+    assert result.human_review_reason is HumanReviewReason.DATA_STORAGE_UNAVAILABLE
+
+
+async def test_no_selection_with_a_healthy_catalog_is_no_match() -> None:
+    result, _, _ = await run([search(), say(answer_json(workflow_id=None))])
+
+    assert result.human_review_reason is HumanReviewReason.NO_MATCHING_WORKFLOWS
+
+
 # --- DD-HAPI-001: labels are appended, never shown ----------------------------------------
 
 

@@ -98,6 +98,10 @@ def _review_reason_of_accepted(
         if state.ledger.exhausted and attempts and not any(a.valid for a in attempts):
             # The model gave up after every validation failed.
             return HumanReviewReason.PARAMETER_VALIDATION_FAILED
+        if state.catalog.failures:
+            # "Nothing matched" may only mean "nothing could be looked up":
+            # a retry once Data Storage answers may find a workflow.
+            return HumanReviewReason.DATA_STORAGE_UNAVAILABLE
         return HumanReviewReason.NO_MATCHING_WORKFLOWS
     threshold = state.settings.min_confidence
     if result.selected_workflow.confidence < threshold:

@@ -25,7 +25,6 @@ _LAUNCH = frozenset(
         "HAPI_GRPC_HOST",
         "HAPI_GRPC_PORT",
         "HAPI_METRICS_PORT",
-        "HAPI_LOG_LEVEL",
         "HAPI_LLM_PROVIDER",
     }
 )
@@ -73,7 +72,7 @@ def launched_server(**env: str) -> Iterator[Server]:
     """Start `hapi-grpc serve` with its shipped defaults plus `env`; yield address and pid.
 
     Only what a user must set anyway is set here (address, free ports for
-    gRPC and metrics, quieter logs); every other setting is the
+    gRPC and metrics); every other setting is the
     shipped default unless `env` names it.
     """
     port = free_port()
@@ -83,7 +82,6 @@ def launched_server(**env: str) -> Iterator[Server]:
         "HAPI_GRPC_PORT": str(port),
         # The metrics endpoint runs as shipped, on a free port of its own.
         "HAPI_METRICS_PORT": str(free_port()),
-        "HAPI_LOG_LEVEL": "WARNING",
         "HAPI_LLM_PROVIDER": "builtin",
         **env,
     }

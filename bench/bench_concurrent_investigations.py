@@ -186,8 +186,6 @@ def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
         "HAPI_LLM_BASE_URL": base_url,
         "HAPI_LLM_MODEL": "bench-model",
         "HAPI_LLM_API_KEY": "sk-bench-key-0000",
-        # The shipped log level (the launcher quietens logs for the other benchmarks).
-        "HAPI_LOG_LEVEL": __import__("os").environ.get("BENCH_LOG_LEVEL", "INFO"),
         **extra_env,
     }
     try:

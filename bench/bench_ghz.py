@@ -219,7 +219,7 @@ def main() -> int:
             address = args.addr
             wait_serving(address, None, timeout=10)
         else:
-            address = stack.enter_context(server_process(HAPI_SHUTDOWN_GRACE_SECONDS="5"))
+            address = stack.enter_context(server_process())
         print(
             f"server {address}; ghz {ghz}; "
             f"{args.requests} requests per run; {os.cpu_count()} CPUs shared by ghz "

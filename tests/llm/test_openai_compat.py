@@ -292,6 +292,15 @@ async def test_server_error_is_retried_then_succeeds() -> None:
     assert result.content == "recovered"
     assert len(server.requests) == 3
     assert requests_total("server_error") - server_errors == 1
+    # Each attempt sends the whole body again (it is not kept between them),
+    # with its length: never chunked, which some model servers refuse.
+    first = server.requests[0]
+    for sent in server.requests:
+        assert sent.json == first.json
+        assert sent.headers["Content-Length"] == first.headers["Content-Length"]
+        assert "Transfer-Encoding" not in sent.headers
+    body_bytes = json.dumps(first.json, ensure_ascii=False).encode()  # as the adapter encodes
+    assert int(first.headers["Content-Length"]) == len(body_bytes)
 
 
 async def test_retries_stop_after_max_retries() -> None:

@@ -35,7 +35,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -97,6 +97,16 @@ def llm_retry_policy(
         min_attempt_seconds=min_attempt_seconds,
         retry_timeouts_in_full=True,
     )
+
+
+def _encoded(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+async def _sent_once(data: bytes) -> AsyncIterator[bytes]:
+    """The body as aiohttp streams it (with the Content-Length we set): the
+    bytes are released as soon as they are written, not when the answer comes."""
+    yield data
 
 
 def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
@@ -199,7 +209,7 @@ class LLMHttpClient:
         `parse` raises `LLMResponseError` when the JSON is not a completion.
         """
         with span("llm.complete", provider=self.provider, model=self.model):
-            payload = json.dumps(body, ensure_ascii=False).encode()
+            payload: bytes | None = _encoded(body)
             logger.debug(
                 "%s request: model=%s messages=%d tools=%d bytes=%d",
                 self.provider,
@@ -208,10 +218,21 @@ class LLMHttpClient:
                 tool_count,
                 len(payload),
             )
-            all_headers = {**headers, "Content-Type": "application/json"}
 
             async def send(attempt: Attempt) -> LLMResponse:
-                return await self._attempt(url, payload, all_headers, params, parse, attempt)
+                # The encoded body (kilobytes) is not kept while the model
+                # thinks: a thousand requests in flight would hold megabytes.
+                # A retry, which is rare, encodes it again.
+                nonlocal payload
+                sent, payload = payload if payload is not None else _encoded(body), None
+                stream, size = _sent_once(sent), len(sent)
+                del sent
+                attempt_headers = {
+                    **headers,
+                    "Content-Type": "application/json",
+                    "Content-Length": str(size),
+                }
+                return await self._attempt(url, stream, attempt_headers, params, parse, attempt)
 
             return await run_attempts(
                 self.policy,
@@ -225,7 +246,7 @@ class LLMHttpClient:
     async def _attempt(
         self,
         url: str,
-        payload: bytes,
+        payload: AsyncIterator[bytes],
         headers: Mapping[str, str],
         params: Mapping[str, str] | None,
         parse: Callable[[Any], LLMResponse],

@@ -52,7 +52,7 @@ _BUDGET_SLACK = 0.05
 _MAX_RETRIES_LIMIT = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How one adapter retries. Every field is a deliberate difference between adapters.
 
@@ -119,7 +119,7 @@ class TransientError(Exception):
         self.timed_out = timed_out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """What one attempt may use: its number (1-based) and its timeout."""
 

@@ -46,7 +46,7 @@ class AnswerFormatError(Exception):
         self.problems = tuple(problems)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProposedSelection:
     """The model's selection, not yet checked against the catalog."""
 
@@ -58,7 +58,7 @@ class ProposedSelection:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FinalAnswer:
     analysis_summary: str
     root_cause_assessment: str

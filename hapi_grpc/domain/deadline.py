@@ -19,7 +19,7 @@ from hapi_grpc.domain.errors import BudgetExhaustedError
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(slots=True)
 class Budget:
     """A wall-clock budget measured on the monotonic clock.
 

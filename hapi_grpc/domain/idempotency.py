@@ -62,7 +62,7 @@ ReuseKind = Literal["joined", "awaited", "stored"]
 REUSE_KINDS: tuple[ReuseKind, ...] = ("joined", "awaited", "stored")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finished:
     """What an investigation hands the coordinator: the encoded result and whether to keep it."""
 
@@ -70,7 +70,7 @@ class Finished:
     keep: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One call's answer: its own copy of the encoded result and how it was obtained."""
 
@@ -86,7 +86,7 @@ Listener = Callable[[E], None]
 Investigate = Callable[[Callable[[E], Awaitable[None]]], Awaitable[Finished]]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Flight(Generic[E]):
     """One investigation in flight on this replica and the callers waiting for it."""
 

@@ -14,7 +14,7 @@ from typing import Any
 from hapi_grpc.domain.levels import RiskLevel, Severity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SignalInfo:
     signal_type: str
     severity: Severity | None = None
@@ -25,7 +25,7 @@ class SignalInfo:
     resource_name: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ErrorDetails:
     error_message: str = ""
     description: str = ""
@@ -33,7 +33,7 @@ class ErrorDetails:
     received_time: datetime | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeduplicationContext:
     is_duplicate: bool = False
     first_seen: datetime | None = None
@@ -42,7 +42,7 @@ class DeduplicationContext:
     previous_remediation_ref: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StormDetection:
     is_storm: bool = False
     storm_type: str = ""
@@ -51,14 +51,14 @@ class StormDetection:
     affected_resources: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClusterContext:
     cluster_name: str = ""
     signal_source: str = ""
     signal_labels: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BusinessContext:
     """For workflow matching only; never used for the root cause analysis."""
 
@@ -68,7 +68,7 @@ class BusinessContext:
     risk_tolerance: RiskLevel | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EnrichmentResults:
     """DD-HAPI-001: appended to every catalog search, never shown to the LLM."""
 
@@ -76,7 +76,7 @@ class EnrichmentResults:
     detected_labels: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Incident:
     remediation_id: str
     signal: SignalInfo

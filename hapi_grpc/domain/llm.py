@@ -15,7 +15,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A tool offered to the model; `parameters` is a JSON Schema object."""
 
@@ -24,7 +24,7 @@ class ToolDefinition:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call requested by the model.
 
@@ -37,7 +37,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One message of the conversation.
 
@@ -53,7 +53,7 @@ class ChatMessage:
     name: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TokenUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -65,7 +65,7 @@ class TokenUsage:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LLMResponse:
     """What one model turn returned."""
 

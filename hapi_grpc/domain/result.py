@@ -47,7 +47,7 @@ class ValidationSource(enum.StrEnum):
     FINAL_ANSWER = "FINAL_ANSWER"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TargetResource:
     namespace: str = ""
     kind: str = ""
@@ -55,7 +55,7 @@ class TargetResource:
     api_group: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SelectedWorkflow:
     workflow_id: str
     version: str
@@ -65,21 +65,21 @@ class SelectedWorkflow:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AlternativeWorkflow:
     workflow_id: str
     confidence: float
     rationale: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextUsed:
     cluster_state: str = ""
     resource_availability: str = ""
     blast_radius: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidationAttempt:
     attempt: int
     workflow_id: str
@@ -89,7 +89,7 @@ class ValidationAttempt:
     source: ValidationSource
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """One tool call. `arguments` is the parsed argument object when the JSON
     parsed (a dict), else None; `raw_arguments` keeps what the model sent."""
@@ -102,7 +102,7 @@ class ToolCallRecord:
     duration_seconds: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LlmTurn:
     turn: int
     content: str
@@ -111,7 +111,7 @@ class LlmTurn:
     completion_tokens: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class AnalysisResult:
     remediation_id: str
     incident_id: str = ""

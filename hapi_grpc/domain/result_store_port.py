@@ -31,7 +31,7 @@ def worth_keeping(result: AnalysisResult) -> bool:
     return result.human_review_reason not in _TRANSIENT
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredResult:
     """A finished investigation as kept: the incident's fingerprint and the encoded result."""
 

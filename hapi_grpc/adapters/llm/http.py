@@ -209,15 +209,17 @@ class LLMHttpClient:
         `parse` raises `LLMResponseError` when the JSON is not a completion.
         """
         with span("llm.complete", provider=self.provider, model=self.model):
-            payload: bytes | None = _encoded(body)
+            encoded = _encoded(body)
             logger.debug(
                 "%s request: model=%s messages=%d tools=%d bytes=%d",
                 self.provider,
                 self.model,
                 message_count,
                 tool_count,
-                len(payload),
+                len(encoded),
             )
+            payload: bytes | None = encoded
+            del encoded
 
             async def send(attempt: Attempt) -> LLMResponse:
                 # The encoded body (kilobytes) is not kept while the model

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 _CORRECT = "Reply with the corrected JSON object only."
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """What the final-answer check decided."""
 

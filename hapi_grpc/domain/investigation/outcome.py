@@ -38,7 +38,7 @@ _REJECTION_TEXT = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StopReason:
     """Why the conversation ended before an accepted answer."""
 

@@ -9,7 +9,7 @@ from hapi_grpc.domain.catalog import TOP_K_MAX
 __all__ = ["EngineSettings"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Bounds and thresholds of an investigation.
 

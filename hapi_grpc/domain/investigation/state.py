@@ -32,7 +32,7 @@ __all__ = ["EventSink", "InvestigationState", "Progress"]
 EventSink = Callable[[AnalysisEvent], Awaitable[None]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Progress:
     sink: EventSink | None
     observer: InvestigationObserver
@@ -53,7 +53,7 @@ class Progress:
             await self.sink(event)
 
 
-@dataclass
+@dataclass(slots=True)
 class InvestigationState:
     incident: Incident
     settings: EngineSettings

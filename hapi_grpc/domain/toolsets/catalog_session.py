@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchContext:
     """What the engine appends to every catalog search; never shown to the model."""
 

@@ -67,7 +67,7 @@ _DETERMINISTIC = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DispatchSummary:
     """What the investigation reads back about its tool calls."""
 
@@ -76,7 +76,7 @@ class DispatchSummary:
     calls_by_toolset: dict[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DispatchedCall:
     record: ToolCallRecord
     attempt: ValidationAttempt | None

@@ -39,7 +39,7 @@ def unavailable(what: str, message: str, *, them: bool = False) -> ToolResult:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FailureAnswers:
     """The port's `failures`, answered by `answer` instead of raised."""
 

@@ -46,7 +46,7 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a tool may spend: the investigation's budget and this call's timeout."""
 
@@ -54,7 +54,7 @@ class ToolContext:
     timeout: float  # the toolset's per-call timeout, clipped to the budget
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool answered. `payload` is shown to the model as compact JSON."""
 

@@ -16,7 +16,7 @@ from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
 __all__ = ["Toolset", "ToolsetLimits"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolsetLimits:
     max_calls: int  # per investigation; further calls are refused
     call_timeout: float  # seconds, always clipped to the investigation's budget
@@ -27,7 +27,7 @@ class ToolsetLimits:
             raise ValueError("toolset limits: max_calls >= 0, call_timeout > 0, output >= 256")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Toolset:
     name: str
     tools: tuple[Tool, ...]

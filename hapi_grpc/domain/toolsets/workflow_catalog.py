@@ -145,7 +145,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = (
 """What the model is shown of this toolset, in the order offered."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchWorkflowCatalog:
     session: CatalogSession
     top_k_max: int = TOP_K_MAX
@@ -197,7 +197,7 @@ class SearchWorkflowCatalog:
         return hits
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidateWorkflowParameters:
     session: CatalogSession
     ledger: ValidationLedger

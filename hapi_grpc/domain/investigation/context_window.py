@@ -64,6 +64,16 @@ def _tools_bytes(tools: Sequence[ToolDefinition]) -> int:
 class ContextWindow:
     """One investigation's view of the model's context (see module docstring)."""
 
+    __slots__ = (
+        "_tools",
+        "_tools_bytes",
+        "bytes_per_token",
+        "completion_tokens",
+        "context_tokens",
+        "last_estimate",
+        "trimmed",
+    )
+
     def __init__(self, context_tokens: int | None, completion_tokens: int) -> None:
         self.context_tokens = context_tokens
         self.completion_tokens = completion_tokens

@@ -108,6 +108,15 @@ class CatalogFailure(Exception):
 class CatalogSession:
     """The catalog as one investigation sees it (see module docstring)."""
 
+    __slots__ = (
+        "budget",
+        "catalog",
+        "context",
+        "failures",
+        "returned_workflows",
+        "searches_ok",
+    )
+
     def __init__(self, catalog: WorkflowCatalog, context: SearchContext, budget: Budget) -> None:
         self.catalog = catalog
         self.context = context

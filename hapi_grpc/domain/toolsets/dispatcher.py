@@ -85,6 +85,20 @@ class DispatchedCall:
 class ToolDispatcher:
     """One investigation's tool calls (see module docstring)."""
 
+    __slots__ = (
+        "_answers",
+        "_budget",
+        "_calls",
+        "_calls_by_toolset",
+        "_definitions",
+        "_max_calls",
+        "_observer",
+        "_records",
+        "_repeats",
+        "_tools",
+        "_toolsets",
+    )
+
     def __init__(
         self,
         toolsets: Sequence[Toolset],

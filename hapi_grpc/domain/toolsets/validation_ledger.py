@@ -20,6 +20,13 @@ __all__ = ["ValidationLedger"]
 
 
 class ValidationLedger:
+    __slots__ = (
+        "_valid",
+        "attempts",
+        "max_attempts",
+        "used",
+    )
+
     def __init__(self, max_attempts: int) -> None:
         self.max_attempts = max_attempts
         self.attempts: list[ValidationAttempt] = []

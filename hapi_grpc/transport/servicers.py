@@ -132,12 +132,13 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
                 await sink(event)
 
             result = await self._engine.investigate(incident, on_event=record)
-            # Kept as the stream it was: every event, then the result.
-            frames = [_event_to_proto(e) for e in events]
-            frames.append(
-                service_pb2.AnalyzeIncidentStreamResponse(result=converters.result_to_proto(result))
+            payload = _pack(
+                service_pb2.AnalyzeIncidentStreamResponse(
+                    result=converters.result_to_proto(result)
+                ),
+                [_event_to_proto(e) for e in events],
             )
-            return Finished(_pack(frames), worth_keeping(result))
+            return Finished(payload, worth_keeping(result))
 
         outcome = await self._idempotency.run(
             incident.remediation_id,
@@ -146,9 +147,10 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             force=force,
             on_event=on_event,
         )
-        *events, last = _split(outcome.payload)
+        # Every caller decodes its own copy; the events only when it replays them.
+        replay_needed = not outcome.live and on_event is not None
+        last, replay = _unpack(outcome.payload, with_events=replay_needed)
         result = last.result
-        replay = [] if outcome.live or on_event is None else events
         result.completed_at.FromNanoseconds(int(outcome.completed_at * 1e9))
         if outcome.reused is not None:
             result.reused = True
@@ -185,28 +187,39 @@ def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStream
     raise TypeError(f"unexpected event {type(event).__name__}")
 
 
-def _pack(frames: list[service_pb2.AnalyzeIncidentStreamResponse]) -> bytes:
-    """Length-prefixed messages (the protobuf convention for a sequence), compressed.
+def _pack(
+    result: service_pb2.AnalyzeIncidentStreamResponse,
+    events: list[service_pb2.AnalyzeIncidentStreamResponse],
+) -> bytes:
+    """The result, then the events, as length-prefixed messages (the protobuf
+    convention for a sequence), compressed.
 
-    The result is kept for `HAPI_RESULT_TTL_SECONDS`, a thousand of them after
-    an alert storm: tool results are JSON text, which zlib's fastest level
-    shrinks to about a third for tens of microseconds.
+    The result comes first so that a caller that replays nothing decodes only
+    it. A result is kept for `HAPI_RESULT_TTL_SECONDS`, a thousand of them
+    after an alert storm: tool results are JSON text, which zlib's fastest
+    level shrinks to about a third for tens of microseconds.
     """
     out = io.BytesIO()
-    for frame in frames:
-        proto.serialize_length_prefixed(frame, out)
+    proto.serialize_length_prefixed(result, out)
+    for event in events:
+        proto.serialize_length_prefixed(event, out)
     return zlib.compress(out.getvalue(), 1)
 
 
-def _split(payload: bytes) -> list[service_pb2.AnalyzeIncidentStreamResponse]:
-    """The messages of a `_pack`ed payload, in order (each caller decodes its own copy)."""
+def _unpack(
+    payload: bytes, *, with_events: bool
+) -> tuple[
+    service_pb2.AnalyzeIncidentStreamResponse, list[service_pb2.AnalyzeIncidentStreamResponse]
+]:
+    """The result of a `_pack`ed payload and, when asked, its events in order."""
     data = zlib.decompress(payload)
     stream = io.BytesIO(data)
-    frames = []
-    while stream.tell() < len(data):
-        frame = proto.parse_length_prefixed(service_pb2.AnalyzeIncidentStreamResponse, stream)
-        frames.append(frame)
-    return frames
+    message = service_pb2.AnalyzeIncidentStreamResponse
+    result = proto.parse_length_prefixed(message, stream)
+    events = []
+    while with_events and stream.tell() < len(data):
+        events.append(proto.parse_length_prefixed(message, stream))
+    return result, events
 
 
 __all__ = ["IncidentAnalysisServicer"]

@@ -248,7 +248,7 @@ class LLMHttpClient:
     async def _attempt(
         self,
         url: str,
-        payload: AsyncIterator[bytes],
+        body: AsyncIterator[bytes],
         headers: Mapping[str, str],
         params: Mapping[str, str] | None,
         parse: Callable[[Any], LLMResponse],
@@ -261,7 +261,7 @@ class LLMHttpClient:
             async with asyncio.timeout(attempt.timeout):
                 async with session.post(
                     url,
-                    data=payload,
+                    data=body,
                     headers=headers,
                     params=params,
                     # The whole attempt is bounded by asyncio.timeout above;

@@ -23,7 +23,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hapi_grpc.adapters.llm.http import sensitive_values
-from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider
+from hapi_grpc.adapters.llm.http_provider import (
+    HttpOptions,
+    HttpProvider,
+    ToolsJson,
+    encode_body,
+)
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
     ChatMessage,
@@ -68,6 +73,7 @@ class AnthropicProvider(HttpProvider):
             raise ValueError("temperature must be within 0..1 for Anthropic")
         self._temperature = temperature
         self._max_tokens = max_tokens
+        self._tools_json = ToolsJson(to_anthropic_tools)
         headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
         if api_key:
             headers["x-api-key"] = api_key
@@ -87,24 +93,29 @@ class AnthropicProvider(HttpProvider):
         *,
         tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
-        system, wire_messages = to_anthropic_messages(messages)
-        body: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self._max_tokens,
-            "messages": wire_messages,
-        }
-        if system:
-            body["system"] = system
-        if tools:
+        def encode() -> bytes:
+            # Built for each attempt from the conversation, which does not
+            # change while it waits: no request body is held meanwhile.
+            system, wire_messages = to_anthropic_messages(messages)
+            body: dict[str, Any] = {
+                "model": self.model,
+                "max_tokens": self._max_tokens,
+                "messages": wire_messages,
+            }
+            if system:
+                body["system"] = system
+            if self._temperature is not None:
+                body["temperature"] = self._temperature
+            if not tools:
+                return encode_body(body)
             # The tools stay described even when none may be called: a request
             # whose history holds tool_use blocks must define them.
-            body["tools"] = to_anthropic_tools(tools)
             if tool_choice == "none":
                 body["tool_choice"] = {"type": "none"}
-        if self._temperature is not None:
-            body["temperature"] = self._temperature
+            return encode_body(body, tools=self._tools_json(tools))
+
         return await self._post(
-            body,
+            encode,
             lambda data: parse_anthropic_response(data, self.model),
             message_count=len(messages),
             tool_count=len(tools),

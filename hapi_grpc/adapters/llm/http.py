@@ -99,10 +99,6 @@ def llm_retry_policy(
     )
 
 
-def _encoded(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False).encode()
-
-
 async def _sent_once(data: bytes) -> AsyncIterator[bytes]:
     """The body as aiohttp streams it (with the Content-Length we set): the
     bytes are released as soon as they are written, not when the answer comes."""
@@ -196,7 +192,7 @@ class LLMHttpClient:
     async def post_completion(
         self,
         url: str,
-        body: dict[str, Any],
+        encode: Callable[[], bytes],
         *,
         headers: Mapping[str, str],
         parse: Callable[[Any], LLMResponse],
@@ -204,31 +200,28 @@ class LLMHttpClient:
         message_count: int = 0,
         tool_count: int = 0,
     ) -> LLMResponse:
-        """POST `body` and return `parse(json_body)` of the first 2xx answer.
+        """POST the JSON body `encode()` builds; return `parse(json_body)` of the first 2xx answer.
 
-        `parse` raises `LLMResponseError` when the JSON is not a completion.
+        `encode` is called once per attempt, so no body is held while the
+        model thinks (a thousand requests in flight would hold megabytes); a
+        retry, which is rare, builds it again. `parse` raises `LLMResponseError`
+        when the JSON is not a completion.
         """
         with span("llm.complete", provider=self.provider, model=self.model):
-            encoded = _encoded(body)
-            logger.debug(
-                "%s request: model=%s messages=%d tools=%d bytes=%d",
-                self.provider,
-                self.model,
-                message_count,
-                tool_count,
-                len(encoded),
-            )
-            payload: bytes | None = encoded
-            del encoded
 
             async def send(attempt: Attempt) -> LLMResponse:
-                # The encoded body (kilobytes) is not kept while the model
-                # thinks: a thousand requests in flight would hold megabytes.
-                # A retry, which is rare, encodes it again.
-                nonlocal payload
-                sent, payload = payload if payload is not None else _encoded(body), None
+                sent = encode()
+                logger.debug(
+                    "%s request: model=%s messages=%d tools=%d bytes=%d attempt=%d",
+                    self.provider,
+                    self.model,
+                    message_count,
+                    tool_count,
+                    len(sent),
+                    attempt.number,
+                )
                 stream, size = _sent_once(sent), len(sent)
-                del sent
+                del sent  # the stream releases it once written
                 attempt_headers = {
                     **headers,
                     "Content-Type": "application/json",

@@ -27,7 +27,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from hapi_grpc.adapters.llm.http import sensitive_values
-from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider
+from hapi_grpc.adapters.llm.http_provider import (
+    HttpOptions,
+    HttpProvider,
+    ToolsJson,
+    encode_body,
+)
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
     ChatMessage,
@@ -64,6 +69,7 @@ class OpenAICompatibleProvider(HttpProvider):
             raise ValueError("auth_style must be 'bearer' or 'api-key'")
         self._temperature = temperature
         self._max_tokens = max_tokens
+        self._tools_json = ToolsJson(to_openai_tools)
         headers = dict(extra_headers or {})
         if api_key:  # local servers (Ollama, llama.cpp) usually need none
             if auth_style == "api-key":
@@ -87,19 +93,24 @@ class OpenAICompatibleProvider(HttpProvider):
         *,
         tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
-        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
-        if tools:
+        def encode() -> bytes:
+            # Built for each attempt from the conversation, which does not
+            # change while it waits: no request body is held meanwhile.
+            body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+            if self._temperature is not None:
+                body["temperature"] = self._temperature
+            if self._max_tokens is not None:
+                body["max_tokens"] = self._max_tokens
+            if not tools:
+                return encode_body(body)
             # tool_choice without tools is rejected by OpenAI, so both or neither.
             # "none" keeps the tools described (the history calls them) and
             # makes the model answer in text.
-            body["tools"] = to_openai_tools(tools)
             body["tool_choice"] = tool_choice
-        if self._temperature is not None:
-            body["temperature"] = self._temperature
-        if self._max_tokens is not None:
-            body["max_tokens"] = self._max_tokens
+            return encode_body(body, tools=self._tools_json(tools))
+
         return await self._post(
-            body,
+            encode,
             lambda data: parse_openai_response(data, self.model),
             message_count=len(messages),
             tool_count=len(tools),

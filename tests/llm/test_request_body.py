@@ -1,0 +1,81 @@
+"""Request bodies of the HTTP model providers: tool lists encoded once, bodies built per attempt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hapi_grpc.adapters.llm.anthropic import to_anthropic_tools
+from hapi_grpc.adapters.llm.http_provider import ToolsJson, encode_body
+from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider, to_openai_tools
+from hapi_grpc.domain.llm import ChatMessage, ToolDefinition
+from tests.fakes.scripted_llm import ScriptedLLMServer, Step
+
+SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+
+
+def tools(schema: dict[str, object] = SCHEMA, description: str = "Search.") -> list[ToolDefinition]:
+    # New ToolDefinition objects each time, as every investigation builds its own.
+    return [ToolDefinition("search_workflow_catalog", description, schema)]
+
+
+@pytest.mark.parametrize(
+    ("body", "encoded"),
+    [
+        ({"model": "m", "messages": [{"role": "user", "content": "ünïcode ✓"}]}, {}),
+        ({"model": "m"}, {"tools": '[{"a":1}]', "tool_choice": '"auto"'}),
+        ({}, {"tools": "[]"}),
+    ],
+)
+def test_encode_body_is_the_json_of_body_with_the_encoded_members(
+    body: dict[str, object], encoded: dict[str, str]
+) -> None:
+    data = encode_body(body, **encoded)
+    assert json.loads(data) == {**body, **{k: json.loads(v) for k, v in encoded.items()}}
+    assert b"\\u" not in data  # UTF-8 as it is, not escaped
+
+
+@pytest.mark.parametrize("render", [to_openai_tools, to_anthropic_tools])
+def test_a_tool_list_is_encoded_once_and_matches_its_rendering(render) -> None:  # type: ignore[no-untyped-def]
+    tools_json = ToolsJson(render)
+    first = tools_json(tools())
+    assert json.loads(first) == render(tools())
+    assert tools_json(tools()) is first  # new definitions, same schema object: remembered
+
+
+def test_an_equal_but_different_schema_or_description_is_encoded_again() -> None:
+    tools_json = ToolsJson(to_openai_tools)
+    first = tools_json(tools())
+    copied = tools_json(tools(json.loads(json.dumps(SCHEMA))))
+    assert copied == first and copied is not first
+    described = tools_json(tools(description="Search the catalog."))
+    assert json.loads(described)[0]["function"]["description"] == "Search the catalog."
+
+
+def test_remembered_tool_lists_are_bounded_oldest_first() -> None:
+    tools_json = ToolsJson(to_openai_tools)
+    first = tools_json(tools())
+    for n in range(64):
+        tools_json(tools(description=f"Search {n}."))
+    assert tools_json(tools()) is not first  # evicted, encoded again
+    assert len(tools_json._known) == 64
+
+
+async def test_each_attempt_sends_the_conversation_as_it_stands() -> None:
+    steps = [Step.error(503), Step.text("done")]
+    async with ScriptedLLMServer("openai", script_for=lambda _: steps) as server:
+        llm = OpenAICompatibleProvider(
+            server.base_url, "m", "sk-test-key", backoff_base=0.01, request_timeout=5
+        )
+        try:
+            messages = [ChatMessage("system", "You are an SRE."), ChatMessage("user", "OOMKilled")]
+            response = await llm.complete(messages, tools())
+        finally:
+            await llm.close()
+    assert response.content == "done"
+    bodies = [r.json for r in server.requests]
+    assert len(bodies) == 2 and bodies[0] == bodies[1]
+    assert bodies[0]["tools"] == to_openai_tools(tools())
+    assert bodies[0]["tool_choice"] == "auto"
+    assert [m["content"] for m in bodies[0]["messages"]] == ["You are an SRE.", "OOMKilled"]

@@ -7,7 +7,8 @@ caps; the per-call timeout under the budget; repeat detection (an identical
 call is answered from the earlier result, recorded, never re-executed, but
 counted against the caps like any call; from the second repeat on the model
 is told to answer now);
-output cut to the toolset's size cap with a marker; and the typed
+output cut to the toolset's size cap with a marker, and one copy of an output
+that other investigations got too (`SharedTexts`); and the typed
 `ToolCallRecord`, whose arguments are redacted before they leave the process.
 """
 
@@ -34,6 +35,7 @@ from hapi_grpc.domain.toolsets.jsontext import (
     parse_arguments,
     with_notice,
 )
+from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
 from hapi_grpc.domain.toolsets.tool import (
     ArgumentsRejected,
     Tool,
@@ -60,6 +62,9 @@ _REPEATS_BEFORE_ANSWER_NOW = 2
 # A tool that overruns its own timeout is cut this much later.
 _BACKSTOP_GRACE = 0.1
 _LOGGED_ARGUMENT_CHARS = 2000
+
+# Outputs equal across investigations (a storm's catalog answers) are held once.
+_SHARED_OUTPUTS = SharedTexts()
 
 # Answers that would be the same if the call were made again.
 _DETERMINISTIC = frozenset(
@@ -162,6 +167,7 @@ class ToolDispatcher:
             text = redact(compact_json(outcome.payload))
             if entry is not None:
                 text = _cap_output(text, entry[1].limits.max_output_chars)
+            text = _SHARED_OUTPUTS.share(text)
             if outcome.status in _DETERMINISTIC:
                 self._answers[key] = text
         redacted = redact_mapping(parsed) if parsed is not None else None

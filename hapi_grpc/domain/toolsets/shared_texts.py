@@ -1,0 +1,45 @@
+"""One copy of each identical tool output across the investigations in flight.
+
+In an alert storm many investigations ask the catalog the same question and
+get the same answer: kilobytes of JSON each, held in every conversation while
+it waits for the model. `SharedTexts.share` returns an equal text already
+known instead, so they hold one copy. It remembers a bounded number of
+characters, oldest first out; a text still used by an investigation lives on
+in it whatever this forgets.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SharedTexts"]
+
+
+class SharedTexts:
+    """Equal texts, shared; at most `max_chars` characters remembered, short texts not at all."""
+
+    __slots__ = ("_chars", "_max_chars", "_min_chars", "_texts")
+
+    def __init__(self, *, max_chars: int = 1 << 20, min_chars: int = 512) -> None:
+        self._max_chars = max_chars
+        self._min_chars = min_chars
+        self._texts: dict[str, str] = {}
+        self._chars = 0
+
+    def share(self, text: str) -> str:
+        """`text`, or the equal text remembered earlier."""
+        if len(text) < self._min_chars:
+            return text  # sharing would save less than the lookup holds
+        known = self._texts.get(text)
+        if known is not None:
+            return known
+        self._texts[text] = text
+        self._chars += len(text)
+        while self._chars > self._max_chars:
+            oldest = next(iter(self._texts))
+            del self._texts[oldest]
+            self._chars -= len(oldest)
+        return text
+
+    @property
+    def chars(self) -> int:
+        """Characters remembered now."""
+        return self._chars

@@ -1,0 +1,78 @@
+"""Equal tool outputs of different investigations are held once, within a bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.investigation.observer import NO_OBSERVER
+from hapi_grpc.domain.llm import ToolCall
+from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
+from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
+from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class Catalogue:
+    """Answers every call with a new, equal object, as a catalog search does."""
+
+    name = "list_workflows"
+    description = "Lists workflows."
+    arguments = NoArgs
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        hits = [{"workflow_id": f"wf-{n}-v1", "description": "restart " * 20} for n in range(8)]
+        return ToolResult(ToolCallStatus.SUCCESS, {"workflows": hits})
+
+
+def investigation() -> ToolDispatcher:
+    toolset = Toolset("catalog", [Catalogue()], ToolsetLimits(max_calls=3, call_timeout=5))
+    return ToolDispatcher([toolset], Budget.from_timeout(30), NO_OBSERVER)
+
+
+async def test_investigations_that_get_the_same_output_hold_one_copy() -> None:
+    call = ToolCall(id="1", name="list_workflows", arguments="{}")
+    first = (await investigation().run(call)).record.result
+    second = (await investigation().run(call)).record.result
+    assert len(first) > 512
+    assert second == first and second is first
+
+
+def texts(n: int, size: int) -> list[str]:
+    # Built at run time: equal literals would be one object already.
+    return ["".join((str(i), "x" * size)) for i in range(n)]
+
+
+def test_an_equal_text_is_returned_as_the_one_remembered() -> None:
+    shared = SharedTexts(max_chars=10_000, min_chars=100)
+    first, equal = texts(1, 500)[0], texts(1, 500)[0]
+    assert first is not equal
+    assert shared.share(first) is first
+    assert shared.share(equal) is first
+
+
+def test_short_texts_are_not_remembered() -> None:
+    shared = SharedTexts(max_chars=10_000, min_chars=100)
+    first, equal = texts(1, 50)[0], texts(1, 50)[0]
+    shared.share(first)
+    assert shared.share(equal) is equal
+    assert shared.chars == 0
+
+
+def test_what_is_remembered_stays_within_its_bound_oldest_first_out() -> None:
+    shared = SharedTexts(max_chars=10_000, min_chars=100)
+    originals = texts(30, 999)
+    for text in originals:
+        shared.share(text)
+    assert shared.chars <= 10_000
+    newest, oldest = texts(30, 999)[-1], texts(30, 999)[0]
+    assert shared.share(newest) is originals[-1]
+    assert shared.share(oldest) is not originals[0]  # forgotten, remembered anew
+    larger_than_the_bound = "y" * 20_000
+    assert shared.share(larger_than_the_bound) is larger_than_the_bound
+    assert shared.chars <= 10_000

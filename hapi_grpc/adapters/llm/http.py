@@ -35,7 +35,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -209,7 +209,8 @@ class LLMHttpClient:
         """
         with span("llm.complete", provider=self.provider, model=self.model):
 
-            async def send(attempt: Attempt) -> LLMResponse:
+            def send(attempt: Attempt) -> Awaitable[LLMResponse]:
+                # Returns the attempt's coroutine: one frame less held while it waits.
                 sent = encode()
                 logger.debug(
                     "%s request: model=%s messages=%d tools=%d bytes=%d attempt=%d",
@@ -227,7 +228,7 @@ class LLMHttpClient:
                     "Content-Type": "application/json",
                     "Content-Length": str(size),
                 }
-                return await self._attempt(url, stream, attempt_headers, params, parse, attempt)
+                return self._attempt(url, stream, attempt_headers, params, parse, attempt)
 
             return await run_attempts(
                 self.policy,

@@ -22,7 +22,6 @@ slot in time) propagates to the caller; it is not an investigation result.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from hapi_grpc.domain.errors import (
@@ -165,10 +164,9 @@ async def _complete(
     if remaining <= 0:
         return OUT_OF_TIME
     try:
-        # The provider clips its own timeouts to the budget; this also
-        # bounds a provider that does not.
-        async with asyncio.timeout(remaining):
-            return await llm.complete(messages, tool_defs, tool_choice=tool_choice)
+        # The provider clips its own timeouts to the budget; one that does not
+        # is cut by the engine's cutoff at the end of the budget.
+        return await llm.complete(messages, tool_defs, tool_choice=tool_choice)
     except ContextOverflowError as exc:
         return exc
     except TimeoutError:

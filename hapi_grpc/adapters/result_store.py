@@ -40,6 +40,8 @@ def build_result_store(url: str | None, *, namespace: str = "hapi") -> ResultSto
 class MemoryResultStore:
     """Results and locks in this process, expiring on `clock`, at most `max_entries` results."""
 
+    shared = False  # the coordinator takes no locks here
+
     def __init__(
         self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic
     ) -> None:
@@ -114,6 +116,8 @@ class RedisResultStore:
     result TTL) and `<namespace>:analysis:lock:<remediation_id>` (expiring
     after the lock TTL). `op_timeout` caps each Redis operation.
     """
+
+    shared = True
 
     def __init__(self, url: str, *, namespace: str = "hapi", op_timeout: float = 0.5) -> None:
         # Imported here: the Redis client is ~20 MB that a server without

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import itertools
 import logging
 import time
 import uuid
@@ -138,6 +139,10 @@ class IdempotencyCoordinator(Generic[E]):
         # context each, a thousand of them in an alert storm.
         self._held: dict[str, str] = {}
         self._renewer: asyncio.Task[None] | None = None
+        # Lock holder tokens: this replica's random id and a counter, unique
+        # across replicas without drawing randomness per investigation.
+        self._replica = uuid.uuid4().hex
+        self._leads = itertools.count(1)
 
     async def run(
         self,
@@ -227,10 +232,33 @@ class IdempotencyCoordinator(Generic[E]):
     async def _lead(
         self, remediation_id: str, flight: _Flight[E], investigate: Investigate[E], force: bool
     ) -> tuple[bytes, float, ReuseKind | None]:
-        if self._store is None:
+        holder = None
+        if self._store is not None and self._store.shared:
+            # Other replicas see this id too: take its lock, or get their result.
+            taken = await self._lock_or_result(remediation_id, flight, force)
+            if isinstance(taken, tuple):
+                return taken
+            holder = taken
+        # A store only this process sees needs no lock: the flight is one here,
+        # and the lookup before it started is the latest word.
+        try:
             finished = await investigate(flight.publish)
-            return finished.payload, self._clock(), None
-        holder = f"{uuid.uuid4().hex}/{flight.fingerprint}"
+            completed_at = self._clock()
+            if finished.keep and self._store is not None:
+                await self._save(
+                    remediation_id, StoredResult(flight.fingerprint, completed_at, finished.payload)
+                )
+            return finished.payload, completed_at, None
+        finally:
+            if holder is not None:
+                await self._let_go(remediation_id, holder)
+
+    async def _lock_or_result(
+        self, remediation_id: str, flight: _Flight[E], force: bool
+    ) -> str | tuple[bytes, float, ReuseKind]:
+        """The id's lock in the shared store (its holder token, held and renewed from
+        now on), or the result another replica finished meanwhile."""
+        holder = f"{self._replica}-{next(self._leads)}/{flight.fingerprint}"
         origin: ReuseKind = "stored"
         while True:
             current = await self._acquire(remediation_id, holder)
@@ -252,25 +280,25 @@ class IdempotencyCoordinator(Generic[E]):
                 raise BudgetExhaustedError("the deadline ran out waiting for another replica")
             await asyncio.sleep(self._poll)
         self._hold(remediation_id, holder)
+        if force:
+            return holder
         try:
-            if not force:
-                # Another replica may have finished between our lookup and the lock.
-                stored = await self._lookup(remediation_id)
-                if stored is not None:
-                    if stored.fingerprint != flight.fingerprint:
-                        raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
-                    return stored.payload, stored.completed_at, origin
-            finished = await investigate(flight.publish)
-            completed_at = self._clock()
-            if finished.keep:
-                await self._save(
-                    remediation_id, StoredResult(flight.fingerprint, completed_at, finished.payload)
-                )
-            return finished.payload, completed_at, None
-        finally:
-            if self._held.get(remediation_id) == holder:
-                del self._held[remediation_id]
-            await self._release(remediation_id, holder)
+            # Another replica may have finished between our lookup and the lock.
+            stored = await self._lookup(remediation_id)
+        except BaseException:  # cancelled: the lock goes with us
+            await self._let_go(remediation_id, holder)
+            raise
+        if stored is None:
+            return holder
+        await self._let_go(remediation_id, holder)
+        if stored.fingerprint != flight.fingerprint:
+            raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
+        return stored.payload, stored.completed_at, origin
+
+    async def _let_go(self, remediation_id: str, holder: str) -> None:
+        if self._held.get(remediation_id) == holder:
+            del self._held[remediation_id]
+        await self._release(remediation_id, holder)
 
     def _hold(self, remediation_id: str, holder: str) -> None:
         self._held[remediation_id] = holder

@@ -45,7 +45,12 @@ class ResultStore(Protocol):
 
     Locks hold a `holder` string; `acquire` answers None when it took the lock,
     else the current holder. Every method may raise on backend failure.
+    `shared` says whether other replicas see the same results and locks; the
+    locks of a store only this process sees are never taken (single flight
+    within the process already does their work).
     """
+
+    shared: bool
 
     async def get(self, remediation_id: str) -> StoredResult | None: ...
 

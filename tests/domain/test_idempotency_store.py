@@ -1,0 +1,56 @@
+"""The coordinator keeps results in any store, but takes locks only in a shared one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from hapi_grpc.adapters.result_store import MemoryResultStore
+from hapi_grpc.domain.idempotency import Finished, IdempotencyCoordinator
+
+
+async def test_a_store_only_this_process_sees_keeps_results_but_takes_no_lock() -> None:
+    store = MemoryResultStore()
+    coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(store, result_ttl=60)
+    running = asyncio.Event()
+    release = asyncio.Event()
+    locks_seen: list[object] = []
+
+    async def investigate(sink: Callable[[Any], Awaitable[None]]) -> Finished:
+        running.set()
+        await release.wait()
+        return Finished(b"result")
+
+    call = asyncio.create_task(coordinator.run("rr-1", "fp-1", investigate))
+    await running.wait()
+    locks_seen.append(await store.acquire("rr-1", "someone-else/fp-1", ttl=5))
+    await store.release("rr-1", "someone-else/fp-1")
+    release.set()
+    first = await call
+
+    assert locks_seen == [None]  # nobody held the id's lock while it ran
+    assert first.payload == b"result" and first.reused is None
+    again = await coordinator.run("rr-1", "fp-1", investigate)
+    assert again.reused == "stored" and again.payload == b"result"
+    await coordinator.close()
+
+
+async def test_concurrent_calls_still_share_one_investigation_without_the_lock() -> None:
+    coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(
+        MemoryResultStore(), result_ttl=60
+    )
+    runs = 0
+
+    async def investigate(sink: Callable[[Any], Awaitable[None]]) -> Finished:
+        nonlocal runs
+        runs += 1
+        await asyncio.sleep(0.05)
+        return Finished(b"once")
+
+    outcomes = await asyncio.gather(
+        *(coordinator.run("rr-2", "fp-2", investigate) for _ in range(5))
+    )
+    assert runs == 1
+    assert sorted(str(o.reused) for o in outcomes) == ["None"] + ["joined"] * 4
+    await coordinator.close()

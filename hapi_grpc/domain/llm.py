@@ -6,8 +6,9 @@ types to and from their wire formats. The engine only ever sees these.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 # "auto": the model may call the offered tools or answer; "none": it must
@@ -17,11 +18,42 @@ ToolChoice = Literal["auto", "none"]
 
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
-    """A tool offered to the model; `parameters` is a JSON Schema object."""
+    """A tool offered to the model; `parameters` is a JSON Schema object, read-only once offered."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+T = TypeVar("T")
+
+
+class ToolListMemo(Generic[T]):
+    """`compute(tools)` remembered per distinct tool list, at most `kept` lists, oldest out.
+
+    Every investigation offers the same tools, built on shared schema objects,
+    so what is derived from a list (its encoded JSON, its size) need not be
+    derived again on every turn. A list is known by its names, descriptions
+    and schema objects; the schemas are held here, so a schema's identity
+    cannot be reused by another while its value is remembered.
+    """
+
+    __slots__ = ("_compute", "_kept", "_known")
+
+    def __init__(self, compute: Callable[[Sequence[ToolDefinition]], T], kept: int = 64) -> None:
+        self._compute = compute
+        self._kept = kept
+        self._known: dict[tuple[tuple[str, str, int], ...], tuple[tuple[object, ...], T]] = {}
+
+    def __call__(self, tools: Sequence[ToolDefinition]) -> T:
+        key = tuple((t.name, t.description, id(t.parameters)) for t in tools)
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= self._kept:
+                del self._known[next(iter(self._known))]
+            value = self._compute(tools)
+            known = self._known[key] = (tuple(t.parameters for t in tools), value)
+        return known[1]
 
 
 @dataclass(frozen=True, slots=True)

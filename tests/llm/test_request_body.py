@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hapi_grpc.adapters.llm.anthropic import to_anthropic_tools
-from hapi_grpc.adapters.llm.http_provider import ToolsJson, encode_body
+from hapi_grpc.adapters.llm.http_provider import encode_body, tools_json
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider, to_openai_tools
 from hapi_grpc.domain.llm import ChatMessage, ToolDefinition
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
@@ -38,28 +38,28 @@ def test_encode_body_is_the_json_of_body_with_the_encoded_members(
 
 @pytest.mark.parametrize("render", [to_openai_tools, to_anthropic_tools])
 def test_a_tool_list_is_encoded_once_and_matches_its_rendering(render) -> None:  # type: ignore[no-untyped-def]
-    tools_json = ToolsJson(render)
-    first = tools_json(tools())
+    encoded = tools_json(render)
+    first = encoded(tools())
     assert json.loads(first) == render(tools())
-    assert tools_json(tools()) is first  # new definitions, same schema object: remembered
+    assert encoded(tools()) is first  # new definitions, same schema object: remembered
 
 
 def test_an_equal_but_different_schema_or_description_is_encoded_again() -> None:
-    tools_json = ToolsJson(to_openai_tools)
-    first = tools_json(tools())
-    copied = tools_json(tools(json.loads(json.dumps(SCHEMA))))
+    encoded = tools_json(to_openai_tools)
+    first = encoded(tools())
+    copied = encoded(tools(json.loads(json.dumps(SCHEMA))))
     assert copied == first and copied is not first
-    described = tools_json(tools(description="Search the catalog."))
+    described = encoded(tools(description="Search the catalog."))
     assert json.loads(described)[0]["function"]["description"] == "Search the catalog."
 
 
 def test_remembered_tool_lists_are_bounded_oldest_first() -> None:
-    tools_json = ToolsJson(to_openai_tools)
-    first = tools_json(tools())
+    encoded = tools_json(to_openai_tools)
+    first = encoded(tools())
     for n in range(64):
-        tools_json(tools(description=f"Search {n}."))
-    assert tools_json(tools()) is not first  # evicted, encoded again
-    assert len(tools_json._known) == 64
+        encoded(tools(description=f"Search {n}."))
+    assert encoded(tools()) is not first  # evicted, encoded again
+    assert len(encoded._known) == 64
 
 
 async def test_each_attempt_sends_the_conversation_as_it_stands() -> None:

@@ -26,8 +26,8 @@ from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
-    ToolsJson,
     encode_body,
+    tools_json,
 )
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
@@ -73,7 +73,7 @@ class AnthropicProvider(HttpProvider):
             raise ValueError("temperature must be within 0..1 for Anthropic")
         self._temperature = temperature
         self._max_tokens = max_tokens
-        self._tools_json = ToolsJson(to_anthropic_tools)
+        self._tools_json = tools_json(to_anthropic_tools)
         headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
         if api_key:
             headers["x-api-key"] = api_key

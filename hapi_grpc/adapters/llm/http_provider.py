@@ -3,7 +3,7 @@
 `HttpProvider` checks the endpoint and model, builds the `LLMHttpClient`
 (with the provider's secrets) from the `HttpOptions` a caller passes as
 keywords, and closes it. A provider adds only its wire format: headers,
-request body and response parsing. `ToolsJson` and `encode_body` build that
+request body and response parsing. `tools_json` and `encode_body` build that
 body without encoding the same tool list on every turn.
 """
 
@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import aiohttp
 
 from hapi_grpc.adapters.llm.http import LLMHttpClient
-from hapi_grpc.domain.llm import LLMResponse, ToolDefinition
+from hapi_grpc.domain.llm import LLMResponse, ToolDefinition, ToolListMemo
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["HttpOptions", "HttpProvider", "ToolsJson", "encode_body"]
-
-# Distinct tool lists remembered per provider: one per toolset combination
-# (the catalog alone, with Kubernetes, with each MCP server's tools).
-_TOOL_LISTS_KEPT = 64
+__all__ = ["HttpOptions", "HttpProvider", "encode_body", "tools_json"]
 
 
 class HttpOptions(TypedDict, total=False):
@@ -94,38 +90,17 @@ class HttpProvider:
         await self._http.close()
 
 
-class ToolsJson:
-    """The JSON text of a tool list in one provider's format, encoded once per distinct list.
-
-    Every investigation offers the same tools, built on shared schema objects,
-    and their schemas are a large part of every request body: encoding them
-    once saves that on every turn of every investigation. A list is known by
-    its names, descriptions and schema objects; the schemas are held here, so
-    a schema's identity cannot be reused while its text is remembered. Schemas
-    are read-only once offered (as `ToolDefinition` says).
-    """
-
-    __slots__ = ("_known", "_render")
-
-    def __init__(self, render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -> None:
-        self._render = render
-        self._known: dict[tuple[tuple[str, str, int], ...], tuple[tuple[object, ...], str]] = {}
-
-    def __call__(self, tools: list[ToolDefinition]) -> str:
-        key = tuple((t.name, t.description, id(t.parameters)) for t in tools)
-        known = self._known.get(key)
-        if known is None:
-            if len(self._known) >= _TOOL_LISTS_KEPT:
-                del self._known[next(iter(self._known))]  # the oldest
-            text = json.dumps(self._render(tools), ensure_ascii=False)
-            known = self._known[key] = (tuple(t.parameters for t in tools), text)
-        return known[1]
+def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -> ToolListMemo[str]:
+    """The JSON text of a tool list in one provider's format (`render`), encoded once per
+    distinct list: the schemas are a large part of every request body."""
+    return ToolListMemo(lambda tools: json.dumps(render(list(tools)), ensure_ascii=False))
 
 
 def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
     """`body` as JSON bytes, with members whose values are JSON text already (`encoded`)."""
     text = json.dumps(body, ensure_ascii=False)
     if encoded:
-        members = ",".join(f"{json.dumps(name)}:{value}" for name, value in encoded.items())
+        # Keyword names are identifiers: nothing in them needs escaping.
+        members = ",".join(f'"{name}":{value}' for name, value in encoded.items())
         text = f"{text[:-1]}{',' if body else ''}{members}}}"
     return text.encode()

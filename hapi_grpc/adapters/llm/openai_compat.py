@@ -30,8 +30,8 @@ from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
-    ToolsJson,
     encode_body,
+    tools_json,
 )
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
@@ -69,7 +69,7 @@ class OpenAICompatibleProvider(HttpProvider):
             raise ValueError("auth_style must be 'bearer' or 'api-key'")
         self._temperature = temperature
         self._max_tokens = max_tokens
-        self._tools_json = ToolsJson(to_openai_tools)
+        self._tools_json = tools_json(to_openai_tools)
         headers = dict(extra_headers or {})
         if api_key:  # local servers (Ollama, llama.cpp) usually need none
             if auth_style == "api-key":

@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 
 from hapi_grpc.domain.errors import ContextOverflowError
-from hapi_grpc.domain.llm import ChatMessage, ToolDefinition
+from hapi_grpc.domain.llm import ChatMessage, ToolDefinition, ToolListMemo
 
 __all__ = ["ContextWindow", "estimate_tokens"]
 
@@ -57,16 +57,18 @@ def _estimate(messages: Sequence[ChatMessage], tools_bytes: int, bytes_per_token
     return math.ceil(size / bytes_per_token) + _MESSAGE_OVERHEAD * len(messages)
 
 
-def _tools_bytes(tools: Sequence[ToolDefinition]) -> int:
+def _encoded_tools_bytes(tools: Sequence[ToolDefinition]) -> int:
     return sum(len(_tool_json(t)) for t in tools)
+
+
+# Every investigation offers the same tools: their size is computed once.
+_tools_bytes = ToolListMemo(_encoded_tools_bytes)
 
 
 class ContextWindow:
     """One investigation's view of the model's context (see module docstring)."""
 
     __slots__ = (
-        "_tools",
-        "_tools_bytes",
         "bytes_per_token",
         "completion_tokens",
         "context_tokens",
@@ -80,9 +82,6 @@ class ContextWindow:
         self.bytes_per_token = DEFAULT_BYTES_PER_TOKEN
         self.last_estimate = 0
         self.trimmed = 0  # messages trimmed so far
-        # The tool definitions are the same list every turn: sized once.
-        self._tools: Sequence[ToolDefinition] | None = None
-        self._tools_bytes = 0
 
     @property
     def prompt_budget(self) -> int | None:
@@ -150,9 +149,7 @@ class ContextWindow:
             )
 
     def _estimate(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]) -> int:
-        if tools is not self._tools:
-            self._tools, self._tools_bytes = tools, _tools_bytes(tools)
-        return _estimate(messages, self._tools_bytes, self.bytes_per_token)
+        return _estimate(messages, _tools_bytes(tools), self.bytes_per_token)
 
     def _trimmable(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Indexes to trim, in order: tool results oldest first, then rejected answers."""

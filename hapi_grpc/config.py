@@ -63,10 +63,10 @@ class Settings(BaseModel):
     # gRPC server
     grpc_host: str = "[::]"
     grpc_port: int = Field(50051, ge=0, le=65535)
-    # Investigations wait on the model, not the CPU (4-5 ms of CPU each), so the
+    # Investigations wait on the model, not the CPU (3-5 ms of CPU each), so the
     # cap is sized by memory. Measured with bench/bench_concurrent_investigations.py
-    # (hapi-grpc serve, scripted model, 2 s per turn): 85 MB RSS idle, 157 MB at
-    # 1,000 concurrent investigations, ~72 kB each. 2,000 comes to ~230 MB,
+    # (hapi-grpc serve, scripted model, 2 s per turn): 85 MB RSS idle, 147-149 MB at
+    # 1,000 concurrent investigations, ~63 kB each. 2,000 comes to ~210 MB,
     # under half of the 512 Mi container limit (deploy/deployment.yaml).
     max_concurrent_rpcs: int = Field(2000, ge=1)
     shutdown_grace_seconds: float = Field(30.0, ge=0)

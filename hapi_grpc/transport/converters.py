@@ -7,11 +7,12 @@ domain, convert out.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
+from google.protobuf.message import Message
 
 from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
 from hapi_grpc.domain import incident as d
@@ -287,6 +288,15 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
     return msg
 
 
+T = TypeVar("T")
+M = TypeVar("M", bound=Message)
+
+
+def _converted(known: Mapping[int, Message], item: T, convert: Callable[[T], M]) -> M:
+    found = known.get(id(item))
+    return convert(item) if found is None else found  # type: ignore[return-value]
+
+
 def turn_to_proto(turn: r.LlmTurn) -> analysis_pb2.LlmTurn:
     return analysis_pb2.LlmTurn(
         turn=turn.turn,
@@ -298,7 +308,13 @@ def turn_to_proto(turn: r.LlmTurn) -> analysis_pb2.LlmTurn:
     )
 
 
-def result_to_proto(res: r.AnalysisResult) -> analysis_pb2.AnalysisResult:
+def result_to_proto(
+    res: r.AnalysisResult, converted: Mapping[int, Message] | None = None
+) -> analysis_pb2.AnalysisResult:
+    """The result as a message. `converted` maps `id()` of tool-call records and
+    validation attempts already converted (as stream events) to their messages:
+    they are reused rather than converted again (typed tool arguments are slow)."""
+    known = converted or {}
     msg = analysis_pb2.AnalysisResult(
         remediation_id=res.remediation_id,
         incident_id=res.incident_id,
@@ -324,8 +340,10 @@ def result_to_proto(res: r.AnalysisResult) -> analysis_pb2.AnalysisResult:
             if res.human_review_reason is not None
             else analysis_pb2.HUMAN_REVIEW_REASON_UNSPECIFIED
         ),
-        validation_attempts=[attempt_to_proto(a) for a in res.validation_attempts],
-        tool_calls=[tool_call_to_proto(c) for c in res.tool_calls],
+        validation_attempts=[
+            _converted(known, a, attempt_to_proto) for a in res.validation_attempts
+        ],
+        tool_calls=[_converted(known, c, tool_call_to_proto) for c in res.tool_calls],
         model=res.model,
         language_model_used=res.language_model_used,
         token_usage=analysis_pb2.TokenUsage(

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 
 import grpc
 from google.protobuf import proto
+from google.protobuf.message import Message
 
 from hapi.v1 import analysis_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi_grpc.domain import result as r
@@ -132,11 +133,15 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
                 await sink(event)
 
             result = await self._engine.investigate(incident, on_event=record)
+            # The result holds the same tool calls and attempts as the events:
+            # each is converted once, while both are alive (ids stay unique).
+            converted: dict[int, Message] = {}
+            frames = [_event_to_proto(e, converted) for e in events]
             payload = _pack(
                 service_pb2.AnalyzeIncidentStreamResponse(
-                    result=converters.result_to_proto(result)
+                    result=converters.result_to_proto(result, converted)
                 ),
-                [_event_to_proto(e) for e in events],
+                frames,
             )
             return Finished(payload, worth_keeping(result))
 
@@ -171,17 +176,23 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         return converters.validation_response(schema, outcome, request.parameters)
 
 
-def _event_to_proto(event: r.AnalysisEvent) -> service_pb2.AnalyzeIncidentStreamResponse:
+def _event_to_proto(
+    event: r.AnalysisEvent, converted: dict[int, Message] | None = None
+) -> service_pb2.AnalyzeIncidentStreamResponse:
+    """The event as a stream message; tool-call records and validation attempts
+    are entered into `converted` (by `id()`) for `result_to_proto` to reuse."""
     if isinstance(event, r.LlmTurn):
         return service_pb2.AnalyzeIncidentStreamResponse(llm_turn=converters.turn_to_proto(event))
     if isinstance(event, r.ToolCallRecord):
-        return service_pb2.AnalyzeIncidentStreamResponse(
-            tool_call=converters.tool_call_to_proto(event)
-        )
+        call = converters.tool_call_to_proto(event)
+        if converted is not None:
+            converted[id(event)] = call
+        return service_pb2.AnalyzeIncidentStreamResponse(tool_call=call)
     if isinstance(event, r.ValidationAttempt):
-        return service_pb2.AnalyzeIncidentStreamResponse(
-            validation_attempt=converters.attempt_to_proto(event)
-        )
+        attempt = converters.attempt_to_proto(event)
+        if converted is not None:
+            converted[id(event)] = attempt
+        return service_pb2.AnalyzeIncidentStreamResponse(validation_attempt=attempt)
     if isinstance(event, r.AnalysisResult):
         return service_pb2.AnalyzeIncidentStreamResponse(result=converters.result_to_proto(event))
     raise TypeError(f"unexpected event {type(event).__name__}")

@@ -11,14 +11,27 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hapi.v1 import incident_pb2
+from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.domain import errors
 from hapi_grpc.domain.catalog import ParameterSpec, WorkflowSchema
+from hapi_grpc.domain.investigation.engine import InvestigationEngine
 from hapi_grpc.domain.parameters import validate_parameters
 from hapi_grpc.transport.converters import (
     dict_to_struct,
     incident_from_proto,
+    result_to_proto,
     struct_to_dict,
     validation_response,
+)
+from hapi_grpc.transport.servicers import _event_to_proto
+from tests.fakes.investigation import (
+    GOOD_PARAMS,
+    ScriptedLLM,
+    answer_json,
+    make_incident,
+    say,
+    search,
+    validate,
 )
 
 # What a Struct can carry: numbers are doubles, keys are strings.
@@ -115,3 +128,24 @@ def test_a_timestamp_out_of_range_is_the_callers_mistake_not_a_crash(
         incident_from_proto(message)
     [violation] = err.value.violations
     assert violation.field == "incident.deduplication.last_seen"
+
+
+async def test_a_result_reusing_its_converted_events_is_the_same_message() -> None:
+    # An investigation through the engine gives a result whose tool calls and
+    # validation attempts are the same objects as its events.
+    events: list[Any] = []
+
+    async def sink(event: Any) -> None:
+        events.append(event)
+
+    llm = ScriptedLLM([search(), validate(GOOD_PARAMS), say(answer_json())])
+    engine = InvestigationEngine(EmbeddedCatalog.from_file(None), llm)
+    result = await engine.investigate(make_incident(), on_event=sink)
+    assert result.tool_calls and result.validation_attempts
+
+    converted: dict[int, Any] = {}
+    frames = [_event_to_proto(e, converted) for e in events]
+    assert len(converted) == len(result.tool_calls) + len(result.validation_attempts)
+    reused = result_to_proto(result, converted)
+    assert reused == result_to_proto(result)
+    assert [f.tool_call for f in frames if f.HasField("tool_call")] == list(reused.tool_calls)

@@ -6,7 +6,6 @@ domain, convert out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -21,6 +20,8 @@ from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
+from hapi_grpc.transport.json_values import json_safe
+from hapi_grpc.transport.tool_arguments import typed_arguments, typed_tool
 
 # The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
 _SEVERITY_TO_DOMAIN = {
@@ -151,22 +152,8 @@ def _from_value(value: struct_pb2.Value) -> Any:
 def dict_to_struct(value: Mapping[str, Any] | None) -> struct_pb2.Struct:
     out = struct_pb2.Struct()
     if value:
-        out.update(_json_safe(value))
+        out.update(json_safe(value))
     return out
-
-
-def _json_safe(value: Any) -> Any:
-    """Struct cannot hold NaN/inf or non-JSON types; make every value JSON."""
-    # Scalars first: they are nearly every value, and the Mapping check is slow.
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return str(value)
 
 
 # --- domain -> response ----------------------------------------------------------
@@ -201,7 +188,7 @@ def validation_response(
     else:
         sanitized.SetInParent()  # present even when empty
         if outcome.sanitized:
-            sanitized.update(_json_safe(outcome.sanitized))
+            sanitized.update(json_safe(outcome.sanitized))
     if outcome.stripped:
         validation.stripped_parameters.extend(outcome.stripped)
     return response
@@ -214,7 +201,7 @@ def _kept_as_proposed(outcome: ValidationOutcome, proposed: struct_pb2.Struct) -
     subset of the proposed ones) and every kept value is a scalar: the
     validator keeps a checked scalar unchanged (a whole-number float read as
     an integer is the same Struct number), while array items are not checked
-    and may need _json_safe.
+    and may need json_safe.
     """
     kept = outcome.sanitized
     return len(kept) == len(proposed.fields) and not any(
@@ -233,26 +220,6 @@ def attempt_to_proto(attempt: r.ValidationAttempt) -> analysis_pb2.ValidationAtt
     )
 
 
-_TOOL_ARGS = {
-    "search_workflow_catalog": ("search_workflow_catalog", tools_pb2.SearchWorkflowCatalogArgs),
-    "validate_workflow_parameters": (
-        "validate_workflow_parameters",
-        tools_pb2.ValidateWorkflowParametersArgs,
-    ),
-    "kubernetes_get": ("kubernetes_get", tools_pb2.KubernetesGetArgs),
-    "kubernetes_list": ("kubernetes_list", tools_pb2.KubernetesListArgs),
-    "kubernetes_events": ("kubernetes_events", tools_pb2.KubernetesEventsArgs),
-    "kubernetes_pod_logs": ("kubernetes_pod_logs", tools_pb2.KubernetesPodLogsArgs),
-    "kubernetes_owner_chain": ("kubernetes_owner_chain", tools_pb2.KubernetesOwnerChainArgs),
-    "prometheus_query": ("prometheus_query", tools_pb2.PrometheusQueryArgs),
-    "prometheus_query_range": ("prometheus_query_range", tools_pb2.PrometheusRangeQueryArgs),
-    "prometheus_label_values": ("prometheus_label_values", tools_pb2.PrometheusLabelValuesArgs),
-    "prometheus_series": ("prometheus_series", tools_pb2.PrometheusSeriesArgs),
-    "alertmanager_active_alerts": (
-        "alertmanager_active_alerts",
-        tools_pb2.AlertmanagerActiveAlertsArgs,
-    ),
-}
 # MCP tools are named "<server>__<tool>"; none of our own tools has "__" in its name.
 _MCP_SEPARATOR = "__"
 
@@ -265,7 +232,7 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
         status=tools_pb2.ToolCallStatus.Value(f"TOOL_CALL_STATUS_{call.status.name}"),
         duration_seconds=call.duration_seconds,
     )
-    typed = _TOOL_ARGS.get(call.name)
+    typed = typed_tool(call.name)
     server, sep, tool = call.name.partition(_MCP_SEPARATOR)
     if typed is None and sep and call.status is not r.ToolCallStatus.UNKNOWN_TOOL:
         msg.mcp_tool.server, msg.mcp_tool.tool = server, tool
@@ -276,15 +243,9 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
                 pass  # the raw text is still recorded
         return msg
     if typed is not None and isinstance(call.arguments, dict):
-        field, cls = typed
-        try:
-            args = json_format.ParseDict(
-                _json_safe(call.arguments), cls(), ignore_unknown_fields=True
-            )
-        except (json_format.ParseError, TypeError, ValueError):
-            pass  # the raw text is still recorded; typing is best effort
-        else:
-            getattr(msg, field).CopyFrom(args)
+        args = typed_arguments(call.name, call.arguments)
+        if args is not None:  # None: the raw text is still recorded; typing is best effort
+            getattr(msg, typed).CopyFrom(args)
     return msg
 
 

@@ -10,7 +10,7 @@ from google.protobuf import json_format, struct_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hapi.v1 import incident_pb2
+from hapi.v1 import incident_pb2, tools_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.domain import errors
 from hapi_grpc.domain.catalog import ParameterSpec, WorkflowSchema
@@ -24,6 +24,7 @@ from hapi_grpc.transport.converters import (
     validation_response,
 )
 from hapi_grpc.transport.servicers import _event_to_proto
+from hapi_grpc.transport.tool_arguments import typed_arguments
 from tests.fakes.investigation import (
     GOOD_PARAMS,
     ScriptedLLM,
@@ -149,3 +150,15 @@ async def test_a_result_reusing_its_converted_events_is_the_same_message() -> No
     reused = result_to_proto(result, converted)
     assert reused == result_to_proto(result)
     assert [f.tool_call for f in frames if f.HasField("tool_call")] == list(reused.tool_calls)
+
+
+def test_typed_tool_arguments_are_parsed_once_per_distinct_call() -> None:
+    arguments = {"query": "OOMKilled critical memory", "limit": 3}
+    first = typed_arguments("search_workflow_catalog", arguments)
+    assert first == tools_pb2.SearchWorkflowCatalogArgs(query="OOMKilled critical memory", limit=3)
+    # An equal call of another investigation (keys in another order) is the same message.
+    assert typed_arguments("search_workflow_catalog", dict(reversed(arguments.items()))) is first
+    assert typed_arguments("search_workflow_catalog", {"query": "x", "limit": 4}) is not first
+    # Arguments that do not fit the message are left untyped, every time.
+    assert typed_arguments("search_workflow_catalog", {"limit": "many"}) is None
+    assert typed_arguments("search_workflow_catalog", {"limit": "many"}) is None

@@ -54,7 +54,12 @@ def _plain(value: Any) -> Any:
     stored fingerprints must not change."""
     fields = _field_names(type(value))
     if fields is not None:
-        return {name: _plain(getattr(value, name)) for name in fields}
+        # Most fields are strings, numbers or None: taken as they are, without a call.
+        return {
+            name: v if type(v) in _ATOMS else _plain(v)
+            for name in fields
+            for v in (getattr(value, name),)
+        }
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -62,6 +67,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 
 

@@ -323,6 +323,9 @@ def _text(value: str, limit: int) -> str:
     """One line: line breaks shown as '\\n' so a value can never forge a fact line."""
     if not value:
         return ""
+    if value.isprintable():  # the usual case: no line break, nothing to replace
+        text = value.strip()
+        return text if len(text) <= limit else text[: limit - 1] + "…"
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
     text = text.replace("\n", "\\n")
     if not text.isprintable():  # nearly always printable: one C pass decides

@@ -34,7 +34,11 @@ def incident_fingerprint(incident: Incident) -> str:
     that rebuilds its request on a retry updates them, and that retry must
     still find its investigation. Map keys are sorted, timestamps in UTC.
     """
-    content = _plain(incident)
+    return _digest(_plain(incident))
+
+
+def _digest(content: dict[str, Any]) -> str:
+    """The fingerprint of an incident's plain content (as `dataclasses.asdict` gives it)."""
     content.pop("remediation_id")
     for moving in _MOVING_DEDUPLICATION_FIELDS:
         content["deduplication"].pop(moving, None)

@@ -47,9 +47,11 @@ def typed_tool(name: str) -> str | None:
 
 # Typed arguments of recent tool calls, by tool and canonical argument JSON:
 # json_format is slow, and a storm's investigations make the same calls.
-# The messages are only copied from, never changed.
+# The messages are only copied from, never changed. Only short argument texts
+# are remembered (a call may carry up to 64 kB), so this holds at most ~1 MB.
 _TYPED_ARGUMENTS: dict[tuple[str, str], Message | None] = {}
 _TYPED_ARGUMENTS_KEPT = 256
+_REMEMBERED_ARGUMENT_CHARS = 2048
 
 
 def typed_arguments(name: str, arguments: dict[str, Any]) -> Message | None:
@@ -63,7 +65,8 @@ def typed_arguments(name: str, arguments: dict[str, Any]) -> Message | None:
         args = json_format.ParseDict(json_safe(arguments), cls(), ignore_unknown_fields=True)
     except (json_format.ParseError, TypeError, ValueError):
         args = None
-    if len(_TYPED_ARGUMENTS) >= _TYPED_ARGUMENTS_KEPT:
-        del _TYPED_ARGUMENTS[next(iter(_TYPED_ARGUMENTS))]  # the oldest
-    _TYPED_ARGUMENTS[key] = args
+    if len(key[1]) <= _REMEMBERED_ARGUMENT_CHARS:
+        if len(_TYPED_ARGUMENTS) >= _TYPED_ARGUMENTS_KEPT:
+            del _TYPED_ARGUMENTS[next(iter(_TYPED_ARGUMENTS))]  # the oldest
+        _TYPED_ARGUMENTS[key] = args
     return args

@@ -162,3 +162,11 @@ def test_typed_tool_arguments_are_parsed_once_per_distinct_call() -> None:
     # Arguments that do not fit the message are left untyped, every time.
     assert typed_arguments("search_workflow_catalog", {"limit": "many"}) is None
     assert typed_arguments("search_workflow_catalog", {"limit": "many"}) is None
+    # Long arguments are typed every time, not remembered.
+    long = {"query": "q" * 4000}
+    assert typed_arguments("search_workflow_catalog", long) == typed_arguments(
+        "search_workflow_catalog", dict(long)
+    )
+    assert typed_arguments("search_workflow_catalog", long) is not typed_arguments(
+        "search_workflow_catalog", long
+    )

@@ -189,6 +189,26 @@ def container_status(
     return status
 
 
+def _create_owned_pod(
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    name: str,
+    replicaset: str,
+    spec: dict[str, Any],
+) -> Any:
+    """Create Pod `name` with `spec`, labelled and owned as `replicaset`'s own pods are."""
+    apps = kubernetes.client.AppsV1Api(api)
+    rs = apps.read_namespaced_replica_set(replicaset, namespace, _request_timeout=TIMEOUT)
+    metadata = {
+        "name": name,
+        "labels": dict(rs.spec.selector.match_labels),
+        "ownerReferences": [_owner("ReplicaSet", replicaset, str(rs.metadata.uid), "apps/v1")],
+    }
+    return kubernetes.client.CoreV1Api(api).create_namespaced_pod(
+        namespace, {"metadata": metadata, "spec": spec}, _request_timeout=TIMEOUT
+    )
+
+
 def owned_pod(
     api: kubernetes.client.ApiClient,
     namespace: str,
@@ -203,26 +223,11 @@ def owned_pod(
     pull_secret: str | None = None,
 ) -> str:
     """A Pod owned by `replicaset`, bound to `node`, with the given status; its uid."""
-    apps = kubernetes.client.AppsV1Api(api)
     core = kubernetes.client.CoreV1Api(api)
-    rs = apps.read_namespaced_replica_set(replicaset, namespace, _request_timeout=TIMEOUT)
     spec: dict[str, Any] = {"nodeName": node, "containers": containers}
     if pull_secret:
         spec["imagePullSecrets"] = [{"name": pull_secret}]
-    pod = core.create_namespaced_pod(
-        namespace,
-        {
-            "metadata": {
-                "name": name,
-                "labels": dict(rs.spec.selector.match_labels),
-                "ownerReferences": [
-                    _owner("ReplicaSet", replicaset, str(rs.metadata.uid), "apps/v1")
-                ],
-            },
-            "spec": spec,
-        },
-        _request_timeout=TIMEOUT,
-    )
+    pod = _create_owned_pod(api, namespace, name, replicaset, spec)
     started = stamp(datetime.now(UTC) - timedelta(hours=1))
     conditions = [
         {"type": "PodScheduled", "status": "True", "lastTransitionTime": started},
@@ -353,23 +358,8 @@ def unscheduled_pod(
     As the scheduler leaves it: no nodeName, no container statuses, phase
     Pending and PodScheduled=False with the scheduler's reason and message.
     """
-    apps = kubernetes.client.AppsV1Api(api)
     core = kubernetes.client.CoreV1Api(api)
-    rs = apps.read_namespaced_replica_set(replicaset, namespace, _request_timeout=TIMEOUT)
-    pod = core.create_namespaced_pod(
-        namespace,
-        {
-            "metadata": {
-                "name": name,
-                "labels": dict(rs.spec.selector.match_labels),
-                "ownerReferences": [
-                    _owner("ReplicaSet", replicaset, str(rs.metadata.uid), "apps/v1")
-                ],
-            },
-            "spec": {"containers": containers},
-        },
-        _request_timeout=TIMEOUT,
-    )
+    pod = _create_owned_pod(api, namespace, name, replicaset, {"containers": containers})
     since = stamp(datetime.now(UTC) - timedelta(minutes=20))
     condition = {
         "type": "PodScheduled",

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.investigation.observer import NO_OBSERVER
 from hapi_grpc.domain.llm import ToolCall
-from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import REDACTED
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from tests.fakes.tool_doubles import PayloadTool
 
 LEAKY = {
     "alert": "DatabaseDown",
@@ -21,21 +18,12 @@ LEAKY = {
 }
 
 
-class NoArgs(ToolArgs):
-    pass
-
-
-class Leaky:
-    name = "leaky_read"
-    description = "Returns data that carries credentials."
-    arguments = NoArgs
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        return ToolResult(ToolCallStatus.SUCCESS, LEAKY)
-
-
 async def test_tool_output_is_redacted_before_it_is_recorded_or_shown() -> None:
-    toolset = Toolset("leaky", [Leaky()], ToolsetLimits(max_calls=3, call_timeout=5))
+    toolset = Toolset(
+        "leaky",
+        [PayloadTool("leaky_read", "Returns data that carries credentials.", lambda: LEAKY)],
+        ToolsetLimits(max_calls=3, call_timeout=5),
+    )
     dispatcher = ToolDispatcher([toolset], Budget.from_timeout(30), NO_OBSERVER)
     first = await dispatcher.run(ToolCall(id="1", name="leaky_read", arguments="{}"))
     again = await dispatcher.run(ToolCall(id="2", name="leaky_read", arguments="{}"))

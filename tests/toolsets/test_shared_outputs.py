@@ -7,31 +7,24 @@ from typing import Any
 from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.investigation.observer import NO_OBSERVER
 from hapi_grpc.domain.llm import ToolCall
-from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from tests.fakes.tool_doubles import PayloadTool
 
 
-class NoArgs(ToolArgs):
-    pass
-
-
-class Catalogue:
-    """Answers every call with a new, equal object, as a catalog search does."""
-
-    name = "list_workflows"
-    description = "Lists workflows."
-    arguments = NoArgs
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        hits = [{"workflow_id": f"wf-{n}-v1", "description": "restart " * 20} for n in range(8)]
-        return ToolResult(ToolCallStatus.SUCCESS, {"workflows": hits})
+def catalogue() -> dict[str, Any]:
+    """A new, equal answer on every call, as a catalog search gives."""
+    hits = [{"workflow_id": f"wf-{n}-v1", "description": "restart " * 20} for n in range(8)]
+    return {"workflows": hits}
 
 
 def investigation() -> ToolDispatcher:
-    toolset = Toolset("catalog", [Catalogue()], ToolsetLimits(max_calls=3, call_timeout=5))
+    toolset = Toolset(
+        "catalog",
+        [PayloadTool("list_workflows", "Lists workflows.", catalogue)],
+        ToolsetLimits(max_calls=3, call_timeout=5),
+    )
     return ToolDispatcher([toolset], Budget.from_timeout(30), NO_OBSERVER)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -37,7 +39,9 @@ def test_encode_body_is_the_json_of_body_with_the_encoded_members(
 
 
 @pytest.mark.parametrize("render", [to_openai_tools, to_anthropic_tools])
-def test_a_tool_list_is_encoded_once_and_matches_its_rendering(render) -> None:  # type: ignore[no-untyped-def]
+def test_a_tool_list_is_encoded_once_and_matches_its_rendering(
+    render: Callable[[list[ToolDefinition]], list[dict[str, Any]]],
+) -> None:
     encoded = tools_json(render)
     first = encoded(tools())
     assert json.loads(first) == render(tools())

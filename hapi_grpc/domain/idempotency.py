@@ -87,11 +87,32 @@ Listener = Callable[[E], None]
 Investigate = Callable[[Callable[[E], Awaitable[None]]], Awaitable[Finished]]
 
 
+class _Fingerprint:
+    """An incident's fingerprint, computed on first use and then kept.
+
+    A new investigation on a store only this process sees needs it first when
+    its result is saved: an alert storm's start, when every call competes for
+    the event loop, no longer pays for a thousand fingerprints at once.
+    """
+
+    __slots__ = ("_compute", "_value")
+
+    def __init__(self, value: str | Callable[[], str]) -> None:
+        self._value: str | None = value if isinstance(value, str) else None
+        self._compute: Callable[[], str] | None = None if isinstance(value, str) else value
+
+    def __call__(self) -> str:
+        if self._value is None:
+            assert self._compute is not None
+            self._value, self._compute = self._compute(), None
+        return self._value
+
+
 @dataclass(slots=True)
 class _Flight(Generic[E]):
     """One investigation in flight on this replica and the callers waiting for it."""
 
-    fingerprint: str
+    fingerprint: _Fingerprint
     started_at: float
     events: list[E] = field(default_factory=list)
     listeners: list[Listener[E]] = field(default_factory=list)
@@ -147,7 +168,7 @@ class IdempotencyCoordinator(Generic[E]):
     async def run(
         self,
         remediation_id: str,
-        fingerprint: str,
+        fingerprint: str | Callable[[], str],
         investigate: Investigate[E],
         *,
         force: bool = False,
@@ -155,25 +176,30 @@ class IdempotencyCoordinator(Generic[E]):
     ) -> Outcome:
         """The result for this id and incident: joined, stored, or from a new investigation.
 
+        `fingerprint` is the incident's fingerprint, or a function that computes
+        it; it is called at most once, and only when a result or a call in
+        flight has to be told apart, the lock is taken, or the result is saved.
+
         `investigate(sink)` runs the investigation, sending progress to `sink`.
         `on_event` receives the events of the investigation this call gets
         (those before it joined first), none for a stored result.
         Raises `IncidentConflictError` for a different incident under the id,
         `BudgetExhaustedError` when the caller's own deadline runs out first.
         """
+        fingerprint_of = _Fingerprint(fingerprint)
         flight = self._flights.get(remediation_id)
         if flight is None and not force:
             stored = await self._lookup(remediation_id)
             if stored is not None:
-                if stored.fingerprint != fingerprint:
+                if stored.fingerprint != fingerprint_of():
                     raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
                 return Outcome(stored.payload, stored.completed_at, "stored", live=False)
             flight = self._flights.get(remediation_id)  # started while we looked
         if flight is not None:
-            if flight.fingerprint != fingerprint:
+            if flight.fingerprint() != fingerprint_of():
                 raise IncidentConflictError(_conflict(remediation_id, "is being analysed"))
             return await self._wait(remediation_id, flight, on_event, joined=True)
-        flight = _Flight(fingerprint, self._clock())
+        flight = _Flight(fingerprint_of, self._clock())
         # Created in the caller's context: the investigation runs under the
         # budget and log context of the call that started it.
         flight.task = asyncio.get_running_loop().create_task(
@@ -246,7 +272,8 @@ class IdempotencyCoordinator(Generic[E]):
             completed_at = self._clock()
             if finished.keep and self._store is not None:
                 await self._save(
-                    remediation_id, StoredResult(flight.fingerprint, completed_at, finished.payload)
+                    remediation_id,
+                    StoredResult(flight.fingerprint(), completed_at, finished.payload),
                 )
             return finished.payload, completed_at, None
         finally:
@@ -258,7 +285,8 @@ class IdempotencyCoordinator(Generic[E]):
     ) -> str | tuple[bytes, float, ReuseKind]:
         """The id's lock in the shared store (its holder token, held and renewed from
         now on), or the result another replica finished meanwhile."""
-        holder = f"{self._replica}-{next(self._leads)}/{flight.fingerprint}"
+        fingerprint = flight.fingerprint()
+        holder = f"{self._replica}-{next(self._leads)}/{fingerprint}"
         origin: ReuseKind = "stored"
         while True:
             current = await self._acquire(remediation_id, holder)
@@ -266,12 +294,12 @@ class IdempotencyCoordinator(Generic[E]):
                 break
             origin = "awaited"
             # Another replica runs this id: wait for its result, or for its lock to go.
-            if current.partition("/")[2] != flight.fingerprint:
+            if current.partition("/")[2] != fingerprint:
                 raise IncidentConflictError(_conflict(remediation_id, "is being analysed"))
             stored = await self._lookup(remediation_id)
             if (
                 stored is not None
-                and stored.fingerprint == flight.fingerprint
+                and stored.fingerprint == fingerprint
                 and (not force or stored.completed_at >= flight.started_at)
             ):
                 return stored.payload, stored.completed_at, "awaited"
@@ -291,7 +319,7 @@ class IdempotencyCoordinator(Generic[E]):
         if stored is None:
             return holder
         await self._let_go(remediation_id, holder)
-        if stored.fingerprint != flight.fingerprint:
+        if stored.fingerprint != fingerprint:
             raise IncidentConflictError(_conflict(remediation_id, "was analysed"))
         return stored.payload, stored.completed_at, origin
 

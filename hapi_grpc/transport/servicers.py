@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import zlib
 from collections.abc import AsyncIterator, Callable
@@ -147,7 +148,8 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
 
         outcome = await self._idempotency.run(
             incident.remediation_id,
-            incident_fingerprint(incident),
+            # Computed when first needed (see IdempotencyCoordinator.run).
+            functools.partial(incident_fingerprint, incident),
             investigate,
             force=force,
             on_event=on_event,

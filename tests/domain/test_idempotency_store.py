@@ -6,7 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from hapi_grpc.adapters.result_store import MemoryResultStore
+from hapi_grpc.domain.errors import IncidentConflictError
 from hapi_grpc.domain.idempotency import Finished, IdempotencyCoordinator
 
 
@@ -53,4 +56,46 @@ async def test_concurrent_calls_still_share_one_investigation_without_the_lock()
     )
     assert runs == 1
     assert sorted(str(o.reused) for o in outcomes) == ["None"] + ["joined"] * 4
+    await coordinator.close()
+
+
+async def test_a_new_investigation_computes_its_fingerprint_only_to_save_the_result() -> None:
+    store = MemoryResultStore()
+    coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(store, result_ttl=60)
+    computed: list[str] = []
+    release = asyncio.Event()
+
+    def fingerprint(value: str) -> Callable[[], str]:
+        def compute() -> str:
+            computed.append(value)
+            return value
+
+        return compute
+
+    async def investigate(sink: Callable[[Any], Awaitable[None]]) -> Finished:
+        await release.wait()
+        return Finished(b"kept")
+
+    call = asyncio.create_task(coordinator.run("rr-3", fingerprint("fp-3"), investigate))
+    await asyncio.sleep(0.01)
+    assert computed == []  # started without it
+
+    # A second call for the id has to be told apart: both are computed, once each.
+    with pytest.raises(IncidentConflictError):
+        await coordinator.run("rr-3", fingerprint("fp-other"), investigate)
+    assert sorted(computed) == ["fp-3", "fp-other"]
+    release.set()
+    await call
+    assert sorted(computed) == ["fp-3", "fp-other"]  # saved with the one already computed
+    stored = await store.get("rr-3")
+    assert stored is not None and stored.fingerprint == "fp-3"
+
+    # A result that is not kept never needs one.
+    computed.clear()
+
+    async def not_kept(sink: Callable[[Any], Awaitable[None]]) -> Finished:
+        return Finished(b"partial", keep=False)
+
+    await coordinator.run("rr-4", fingerprint("fp-4"), not_kept)
+    assert computed == []
     await coordinator.close()

@@ -26,9 +26,11 @@ OOM_ID = "oomkill-increase-memory-v1"
 PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
 R = analysis_pb2.HumanReviewReason
 # The review reason of a policy verdict, where the contract has it.
-POLICY_REASON = R.Value("HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW") if (
-    "HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW" in R.keys()
-) else None
+POLICY_REASON = (
+    R.Value("HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW")
+    if ("HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW" in R.keys())
+    else None
+)
 
 FORBID = """
 rules:

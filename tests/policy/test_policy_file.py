@@ -103,7 +103,7 @@ async def test_current_looks_at_the_file_once_per_interval(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (BROKEN, "rule 'broken-rule' (rules[1]): when: is not valid CEL: syntax error"),
+        (BROKEN, "rule 'broken-rule' (rules[1]): when: is not valid CEL: line 1 column 15:"),
         ("rules: [{name: a, action: forbid", "is not valid YAML at line 1"),
         (b"\xff\xfe", "is not UTF-8 text"),
     ],

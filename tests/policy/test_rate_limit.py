@@ -63,7 +63,9 @@ async def test_each_target_has_its_own_count() -> None:
     text = RATE.replace("window: 1h", "window: 1h\n    key: params.NAMESPACE + '/' + params.NAME")
     enforcer = DecisionPolicy(StaticSource(policy(text)), MemoryRemediationCounter())
     for _ in range(3):
-        assert not (await decide(enforcer, params={"NAMESPACE": "a", "NAME": "x"})).needs_human_review
+        assert not (
+            await decide(enforcer, params={"NAMESPACE": "a", "NAME": "x"})
+        ).needs_human_review
     assert (await decide(enforcer, params={"NAMESPACE": "a", "NAME": "x"})).needs_human_review
     assert not (await decide(enforcer, params={"NAMESPACE": "a", "NAME": "y"})).needs_human_review
 
@@ -89,7 +91,10 @@ async def test_a_decision_refused_by_a_later_limit_is_not_counted_by_an_earlier_
     # Only the automated decision counts against the first rule: two remain.
     assert await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
     assert await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
-    assert await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600) is None
+    assert (
+        await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
+        is None
+    )
 
 
 async def test_memory_counter_is_bounded() -> None:

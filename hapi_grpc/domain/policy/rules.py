@@ -25,7 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hapi_grpc.domain.policy.cel import CelError, Expression, compile_expression, to_cel
+from hapi_grpc.domain.policy.cel import (
+    Activation,
+    CelError,
+    Expression,
+    activation,
+    compile_expression,
+)
 from hapi_grpc.domain.policy.decision import VARIABLES, Decision
 
 __all__ = ["Action", "Evaluation", "Finding", "Policy", "PolicyError", "Rule", "parse_policy"]
@@ -86,12 +92,12 @@ class Policy:
         found = Evaluation()
         if not self.rules:
             return found
-        activation = to_cel(decision.variables())
+        variables = activation(decision.variables())
         for rule in self.rules:
             try:
-                if rule.when is not None and not rule.when.holds(activation):
+                if rule.when is not None and not rule.when.holds(variables):
                     continue
-                key = _key(rule, activation, decision) if rule.action is Action.RATE_LIMIT else ""
+                key = _key(rule, variables, decision) if rule.action is Action.RATE_LIMIT else ""
             except CelError as exc:
                 found.reviews.append(Finding(rule, error=str(exc)))
                 continue
@@ -104,10 +110,10 @@ class Policy:
         return found
 
 
-def _key(rule: Rule, activation: dict[str, Any], decision: Decision) -> str:
+def _key(rule: Rule, variables: Activation, decision: Decision) -> str:
     if rule.key is None:
         return decision.target_text
-    value = rule.key.evaluate(activation)
+    value = rule.key.evaluate(variables)
     if not isinstance(value, str) or not value:
         raise CelError("key did not evaluate to a non-empty string")
     return str(value)[:_MAX_KEY_CHARS]
@@ -172,7 +178,7 @@ def _parse_rule(index: int, item: Any) -> Rule:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise PolicyError(f"{where}: limit must be an integer from 1 to {MAX_LIMIT}")
     window = _window(where, item.get("window"))
-    key = _expression(where, "key", item.get("key"))
+    key = _expression(where, "key", item.get("key"), "STRING")
     return Rule(str(name), action, when, " ".join(message.split()), limit, window, key)
 
 
@@ -184,7 +190,9 @@ def _valid_name(name: Any) -> bool:
     return all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
 
 
-def _expression(where: str, field_name: str, source: Any) -> Expression | None:
+def _expression(
+    where: str, field_name: str, source: Any, result: str = "BOOL"
+) -> Expression | None:
     if source is None:
         return None
     if isinstance(source, bool):
@@ -192,7 +200,7 @@ def _expression(where: str, field_name: str, source: Any) -> Expression | None:
     if not isinstance(source, str):
         raise PolicyError(f"{where}: {field_name}: must be a CEL expression (text)")
     try:
-        return compile_expression(source, VARIABLES)
+        return compile_expression(source, VARIABLES, result=result)
     except CelError as exc:
         raise PolicyError(f"{where}: {field_name}: {exc}") from None
 

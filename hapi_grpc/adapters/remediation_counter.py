@@ -5,7 +5,8 @@ serves one replica; `RedisRemediationCounter` is shared by every replica, so
 a flapping alert answered by three replicas is still counted once per
 decision. Both keep a sliding log per (rule, key): the times of the decisions
 admitted in the last window, at most `limit` of them, so memory is bounded by
-the limits and never by the alert rate.
+the limits and never by the alert rate. A decision is counted under all the
+limits it falls under or, when one is reached, under none.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from hapi_grpc.domain.policy.enforce import RemediationCounter
+from hapi_grpc.domain.policy.enforce import Limit, RemediationCounter
 
 __all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remediation_counter"]
 
@@ -47,47 +48,47 @@ class MemoryRemediationCounter:
             raise ValueError("max_keys must be >= 1")
         self._max_keys = max_keys
         self._clock = clock
-        self._logs: OrderedDict[tuple[str, str], deque[tuple[float, str]]] = OrderedDict()
+        self._logs: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
 
-    async def admit(self, rule: str, key: str, limit: int, window: float) -> str | None:
+    async def admit(self, limits: Sequence[Limit]) -> int | None:
         now = self._clock()
-        pair = (rule, key)
-        log = self._logs.get(pair)
-        if log is None:
-            log = self._logs[pair] = deque()
-        self._logs.move_to_end(pair)
-        while log and log[0][0] <= now - window:
-            log.popleft()
-        if len(log) >= limit:
-            return None
-        token = uuid.uuid4().hex
-        log.append((now, token))
+        logs = []
+        for index, limit in enumerate(limits):
+            pair = (limit.rule, limit.key)
+            log = self._logs.get(pair)
+            if log is None:
+                log = self._logs[pair] = deque()
+            self._logs.move_to_end(pair)
+            while log and log[0] <= now - limit.window:
+                log.popleft()
+            if len(log) >= limit.limit:
+                return index
+            logs.append(log)
+        for log in logs:  # under every limit, or (above) under none
+            log.append(now)
         while len(self._logs) > self._max_keys:
             self._logs.popitem(last=False)
-        return token
-
-    async def release(self, rule: str, key: str, token: str) -> None:
-        log = self._logs.get((rule, key))
-        if log is not None:
-            kept = [entry for entry in log if entry[1] != token]
-            log.clear()
-            log.extend(kept)
+        return None
 
     async def close(self) -> None:
         self._logs.clear()
 
 
-# Drop what left the window, admit if below the limit, all in one step on the
-# server's clock (replicas' clocks may differ). Scores are milliseconds.
+# Every limit checked, then the decision counted under all of them, in one
+# atomic step on the server's clock (replicas' clocks may differ). Scores are
+# milliseconds; ARGV holds the decision's member, then limit and window per key.
 _ADMIT = """
 local now = redis.call('TIME')
 local t = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t - window)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], t, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], window)
-return 1
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', t - tonumber(ARGV[2 * i + 1]))
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 * i]) then return i end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, t, ARGV[1])
+  redis.call('PEXPIRE', key, ARGV[2 * i + 1])
+end
+return 0
 """
 
 
@@ -111,15 +112,15 @@ class RedisRemediationCounter:
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
         return f"{self._prefix}{rule}:{digest}"
 
-    async def admit(self, rule: str, key: str, limit: int, window: float) -> str | None:
-        token = uuid.uuid4().hex
-        admitted = await self._admit(
-            keys=[self.redis_key(rule, key)], args=[limit, max(1, int(window * 1000)), token]
-        )
-        return token if int(admitted) == 1 else None
-
-    async def release(self, rule: str, key: str, token: str) -> None:
-        await self._client.zrem(self.redis_key(rule, key), token)
+    async def admit(self, limits: Sequence[Limit]) -> int | None:
+        if not limits:
+            return None
+        args: list[str | int] = [uuid.uuid4().hex]
+        for limit in limits:
+            args += [limit.limit, max(1, int(limit.window * 1000))]
+        keys = [self.redis_key(limit.rule, limit.key) for limit in limits]
+        refused = int(await self._admit(keys=keys, args=args))
+        return None if refused == 0 else refused - 1
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -74,10 +74,10 @@ def answer() -> Step:
     )
 
 
-def request(remediation_id: str) -> service_pb2.AnalyzeIncidentRequest:
+def request(remediation_id: str, kind: Any = service_pb2.AnalyzeIncidentRequest) -> Any:
     body = json.loads(json.dumps(OOM_REQUEST))
     body["incident"]["remediationId"] = remediation_id
-    return json_format.Parse(json.dumps(body), service_pb2.AnalyzeIncidentRequest())
+    return json_format.Parse(json.dumps(body), kind())
 
 
 @pytest.fixture
@@ -182,3 +182,22 @@ async def test_the_rate_limit_holds_across_two_replicas_sharing_redis(
         assert any("one-change-per-target-per-hour" in w for w in limited.warnings)
         if POLICY_REASON is not None:
             assert limited.human_review_reason == POLICY_REASON
+
+
+async def test_the_streamed_result_carries_the_policy_verdict(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(FORBID)
+    async with (
+        ScriptedLLMServer("openai", [search(), answer()]) as llm,
+        servers(llm, 1, policy_file=str(path)) as (srv,),
+    ):
+        frames = [
+            frame
+            async for frame in srv.stub.AnalyzeIncidentStream(
+                request("rr-stream-1", service_pb2.AnalyzeIncidentStreamRequest), timeout=20
+            )
+        ]
+    result = frames[-1].result
+    assert result.needs_human_review
+    assert not result.HasField("selected_workflow")
+    assert any("no-memory-changes-in-production" in w for w in result.warnings)

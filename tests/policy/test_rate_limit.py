@@ -14,7 +14,7 @@ from hapi_grpc.adapters.remediation_counter import (
     RedisRemediationCounter,
     build_remediation_counter,
 )
-from hapi_grpc.domain.policy.enforce import POLICY_REVIEW_REASON, DecisionPolicy
+from hapi_grpc.domain.policy.enforce import POLICY_REVIEW_REASON, DecisionPolicy, Limit
 from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason
 from tests.fakes.clock import ManualClock
 from tests.fakes.redis_server import RedisServer, running_redis
@@ -89,18 +89,16 @@ async def test_a_decision_refused_by_a_later_limit_is_not_counted_by_an_earlier_
         refused = await decide(enforcer)
         assert "one-per-namespace" in refused.warnings[0]
     # Only the automated decision counts against the first rule: two remain.
-    assert await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
-    assert await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
-    assert (
-        await counter.admit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)
-        is None
-    )
+    first = [Limit("restarts-per-target", "payments/Deployment/payment-api", 3, 3600)]
+    assert await counter.admit(first) is None
+    assert await counter.admit(first) is None
+    assert await counter.admit(first) == 0
 
 
 async def test_memory_counter_is_bounded() -> None:
     counter = MemoryRemediationCounter(max_keys=2)
     for key in ("a", "b", "c"):
-        assert await counter.admit("r", key, 1, 60)
+        assert await counter.admit([Limit("r", key, 1, 60)]) is None
     assert len(counter._logs) == 2
 
 
@@ -135,16 +133,26 @@ async def test_concurrent_decisions_on_two_replicas_admit_exactly_the_limit(
 
 async def test_the_redis_window_slides(redis_server: RedisServer) -> None:
     counter = RedisRemediationCounter(redis_server.url)
+    short = [Limit("r", "k", 2, 1.0)]
     try:
-        assert await counter.admit("r", "k", 2, 1.0)
-        assert await counter.admit("r", "k", 2, 1.0)
-        assert await counter.admit("r", "k", 2, 1.0) is None
+        assert await counter.admit(short) is None
+        assert await counter.admit(short) is None
+        assert await counter.admit(short) == 0
         await asyncio.sleep(1.05)
-        assert await counter.admit("r", "k", 2, 1.0)
-        token = await counter.admit("r", "k", 2, 1.0)
-        assert token is not None
-        await counter.release("r", "k", token)  # taken back: room for one
-        assert await counter.admit("r", "k", 2, 1.0)
+        assert await counter.admit(short) is None
+    finally:
+        await counter.close()
+
+
+async def test_redis_counts_under_every_limit_or_none(redis_server: RedisServer) -> None:
+    counter = RedisRemediationCounter(redis_server.url)
+    wide, narrow = Limit("wide", "k", 5, 60), Limit("narrow", "k", 1, 60)
+    try:
+        assert await counter.admit([wide, narrow]) is None
+        assert await counter.admit([wide, narrow]) == 1  # narrow is full: wide not counted
+        for _ in range(4):  # had the refused decision counted, only three would fit
+            assert await counter.admit([wide]) is None
+        assert await counter.admit([wide]) == 0
     finally:
         await counter.close()
 

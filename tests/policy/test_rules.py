@@ -11,7 +11,7 @@ from hapi_grpc.domain.catalog import SearchHit
 from hapi_grpc.domain.levels import RiskLevel
 from hapi_grpc.domain.policy.decision import Decision
 from hapi_grpc.domain.policy.enforce import POLICY_REVIEW_REASON, DecisionPolicy
-from hapi_grpc.domain.policy.rules import PolicyError, parse_policy
+from hapi_grpc.domain.policy.rules import Evaluation, Policy, PolicyError, parse_policy
 from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, TargetResource
 from tests.policy.helpers import StaticSource, incident, policy, selected
 
@@ -245,3 +245,18 @@ def test_window_forms() -> None:
 def test_an_empty_policy_has_no_rules() -> None:
     assert parse_policy(None).rules == ()
     assert parse_policy({"rules": []}).rules == ()
+
+
+class _BrokenPolicy(Policy):
+    """A policy whose evaluation hits a defect (nothing a rule can express does)."""
+
+    def evaluate(self, decision: Decision) -> Evaluation:
+        raise RuntimeError("defect")
+
+
+async def test_a_policy_that_cannot_be_applied_sends_the_decision_to_review() -> None:
+    result = selected()
+    broken = _BrokenPolicy(policy("rules: [{name: any, action: require_review}]").rules)
+    await DecisionPolicy(StaticSource(broken), MemoryRemediationCounter()).apply(incident(), result)
+    assert result.needs_human_review
+    assert result.warnings == ["The operator policy could not be applied to this decision: review."]

@@ -9,8 +9,9 @@ on a result that selects a workflow:
 - `rate_limit` rules count the decision only when it is still automated:
   each admits at most `limit` decisions per key within its window, counted
   in the `RemediationCounter` (this process, or Redis shared by every
-  replica). Over the limit, or when the counter cannot answer in time, the
-  decision goes to review: a rate limit that cannot be checked does not pass.
+  replica) under all of them or none. Over a limit, or when the counter
+  cannot answer in time, the decision goes to review: a rate limit that
+  cannot be checked does not pass.
 
 Every rule that fires is named in a warning. A result already flagged for
 review keeps its reason; the policy adds its warnings (and still removes a
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from hapi_grpc.domain.catalog import SearchHit
@@ -32,7 +35,13 @@ from hapi_grpc.domain.result import AlternativeWorkflow, AnalysisResult, HumanRe
 if TYPE_CHECKING:  # the rules carry compiled CEL; importing them loads the library
     from hapi_grpc.domain.policy.rules import Finding, Policy
 
-__all__ = ["POLICY_REVIEW_REASON", "DecisionPolicy", "PolicySource", "RemediationCounter"]
+__all__ = [
+    "POLICY_REVIEW_REASON",
+    "DecisionPolicy",
+    "Limit",
+    "PolicySource",
+    "RemediationCounter",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,17 +59,26 @@ class PolicySource(Protocol):
     async def current(self) -> Policy: ...
 
 
-class RemediationCounter(Protocol):
-    """Counts automated decisions per (rule, key) in a sliding window.
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One rate limit a decision is counted under: at most `limit` per `window` seconds."""
 
-    `admit` counts one decision and returns a token when fewer than `limit`
-    were counted in the last `window` seconds, else None (nothing counted);
-    `release` takes a counted decision back. Both may raise on backend failure.
+    rule: str
+    key: str
+    limit: int
+    window: float
+
+
+class RemediationCounter(Protocol):
+    """Counts automated decisions per (rule, key) in sliding windows.
+
+    `admit` counts one decision under every limit given, or under none, in one
+    atomic step: None when it was counted, else the index of the first limit
+    that already holds `limit` decisions of the last `window` seconds. May
+    raise on backend failure.
     """
 
-    async def admit(self, rule: str, key: str, limit: int, window: float) -> str | None: ...
-
-    async def release(self, rule: str, key: str, token: str) -> None: ...
+    async def admit(self, limits: Sequence[Limit]) -> int | None: ...
 
     async def close(self) -> None: ...
 
@@ -91,7 +109,12 @@ class DecisionPolicy:
         policy = await self._source.current()
         if not policy.rules:
             return
-        found = policy.evaluate(Decision.of(incident, result, hit))
+        try:
+            found = policy.evaluate(Decision.of(incident, result, hit))
+        except Exception:  # a defect, not a rule: the decision is not automated unchecked
+            logger.exception("policy evaluation failed remediation_id=%s", result.remediation_id)
+            _flag(result, "The operator policy could not be applied to this decision: review.")
+            return
         if found.forbidden:
             _forbid(result, found.forbidden[0])
             return
@@ -105,40 +128,24 @@ class DecisionPolicy:
             await self._count(result, found.rate_limits)
 
     async def _count(self, result: AnalysisResult, findings: list[Finding]) -> None:
-        admitted: list[tuple[Finding, str]] = []
+        limits = [Limit(f.rule.name, f.key, f.rule.limit, f.rule.window_seconds) for f in findings]
         try:
             async with asyncio.timeout(request_timeout(self._count_timeout)):
-                for finding in findings:
-                    rule = finding.rule
-                    token = await self._counter.admit(
-                        rule.name, finding.key, rule.limit, rule.window_seconds
-                    )
-                    if token is None:
-                        _log_fired(finding, result)
-                        _review(result, finding, _limit_text(finding))
-                        break
-                    admitted.append((finding, token))
-                else:
-                    return
+                refused = await self._counter.admit(limits)
         except Exception as exc:  # timeout, no time left, backend error: not checked
-            finding = findings[min(len(admitted), len(findings) - 1)]
             logger.warning(
                 "policy rate limit not checked rule=%s error=%s",
-                finding.rule.name,
+                findings[0].rule.name,
                 type(exc).__name__,
             )
-            _review(result, finding, "could not count automated decisions (counter unavailable)")
-        # The decision is not automated: what earlier rules counted is taken back.
-        for finding, token in admitted:
-            try:
-                async with asyncio.timeout(self._count_timeout):
-                    await self._counter.release(finding.rule.name, finding.key, token)
-            except Exception as exc:  # the count expires with its window
-                logger.warning(
-                    "policy rate limit count not released rule=%s error=%s",
-                    finding.rule.name,
-                    type(exc).__name__,
-                )
+            _review(
+                result, findings[0], "could not count automated decisions (counter unavailable)"
+            )
+            return
+        if refused is not None:
+            finding = findings[refused]
+            _log_fired(finding, result)
+            _review(result, finding, _limit_text(finding))
 
 
 def _forbid(result: AnalysisResult, finding: Finding) -> None:
@@ -160,7 +167,11 @@ def _forbid(result: AnalysisResult, finding: Finding) -> None:
 
 def _review(result: AnalysisResult, finding: Finding, what: str) -> None:
     message = f" ({finding.rule.message})" if finding.rule.message else ""
-    result.warnings.append(f"Policy rule {finding.rule.name!r} {what}{message}.")
+    _flag(result, f"Policy rule {finding.rule.name!r} {what}{message}.")
+
+
+def _flag(result: AnalysisResult, warning: str) -> None:
+    result.warnings.append(warning)
     if not result.needs_human_review:
         result.needs_human_review = True
         result.human_review_reason = POLICY_REVIEW_REASON

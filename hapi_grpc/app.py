@@ -17,7 +17,7 @@ import grpc
 
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
 from hapi_grpc.adapters.kubernetes.wiring import KubernetesWiring, open_kubernetes
-from hapi_grpc.config import ConfigError, Settings
+from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
@@ -35,6 +35,7 @@ from hapi_grpc.transport.server import HapiServer
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
+    from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,25 @@ def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEven
 
     store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
     return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
+
+
+def build_policy(settings: Settings) -> DecisionPolicy | None:
+    """The operator's policy of HAPI_POLICY_FILE, counting rate limits where results
+    are kept (HAPI_CACHE_URL); None without a file. A policy that does not load is a
+    ConfigError naming the rule."""
+    if not settings.policy_file:
+        return None
+    from hapi_grpc.adapters.policy_file import PolicyFile
+    from hapi_grpc.adapters.remediation_counter import build_remediation_counter
+    from hapi_grpc.domain.policy.enforce import DecisionPolicy
+    from hapi_grpc.domain.policy.rules import PolicyError
+
+    try:
+        source = PolicyFile.load(settings.policy_file, check_interval=settings.policy_check_seconds)
+    except PolicyError as exc:
+        raise ConfigError(f"{env_name('policy_file')}: {exc}") from None
+    log.info("policy loaded", extra={"rules": len(source.policy.rules)})
+    return DecisionPolicy(source, build_remediation_counter(settings.cache_url))
 
 
 def build_security(
@@ -302,9 +322,11 @@ def build_server(
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
     toolsets: Sequence[ToolsetSource] = (),
+    policy: DecisionPolicy | None = None,
 ) -> HapiServer:
     """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
     idempotency coordinator."""
+    policy = policy if policy is not None else build_policy(settings)
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     engine = InvestigationEngine(
@@ -313,6 +335,7 @@ def build_server(
         engine_config or engine_settings(settings),
         observer=MetricsObserver(),
         toolsets=toolsets,
+        policy=policy,
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -332,11 +355,13 @@ def build_server(
 async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
+    policy = build_policy(settings)  # before anything opens: a bad policy stops here
     kubernetes = await open_kubernetes_toolset(settings)
     optional = await open_optional_toolsets(settings)
     server = build_server(
         settings,
         toolsets=[*([kubernetes.source] if kubernetes else []), *optional.sources],
+        policy=policy,
     )
     metrics_runner = None
     if settings.metrics_port >= 0:

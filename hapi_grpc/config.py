@@ -105,6 +105,11 @@ class Settings(BaseModel):
     # How long a finished analysis is returned again for the same remediation
     # id and incident (in the cache_url backend); 0 keeps none.
     result_ttl_seconds: float = Field(900.0, ge=0)
+    # Operator policy (docs/policy.md): CEL rules over every decision, checked at
+    # start and reloaded when the file changes (looked at once per interval);
+    # rate limits are counted in the cache_url backend, shared through Redis.
+    policy_file: str | None = None
+    policy_check_seconds: float = Field(2.0, gt=0, le=300)
     breaker_failure_ratio: float = Field(0.5, gt=0, le=1)
     breaker_window_seconds: float = Field(300.0, gt=0)
     breaker_min_calls: int = Field(10, ge=1)
@@ -278,6 +283,7 @@ class Settings(BaseModel):
         if self.prometheus_url or self.alertmanager_url:
             files += ["prometheus_token_file", "prometheus_ca_file"]
         files.append("mcp_config")
+        files.append("policy_file")
         for field in filter(None, files):
             path = getattr(self, field)
             if path:

@@ -18,8 +18,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
@@ -38,6 +39,9 @@ from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
 from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, workflow_catalog_toolset
+
+if TYPE_CHECKING:  # the policy's CEL library is imported only when a policy is set
+    from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
 __all__ = ["EngineSettings", "EventSink", "InvestigationEngine", "ToolsetSource"]
 
@@ -79,8 +83,10 @@ class InvestigationEngine:
         *,
         observer: InvestigationObserver = NO_OBSERVER,
         toolsets: Sequence[ToolsetSource] = (),
+        policy: DecisionPolicy | None = None,
     ) -> None:
         self._catalog = catalog
+        self._policy = policy
         self._toolsets = tuple(toolsets)
         self._llm = llm
         self._settings = settings
@@ -116,6 +122,8 @@ class InvestigationEngine:
         try:
             with budget_scope(state.budget):
                 result = await self._run(state)
+            if self._policy is not None:  # the operator's policy, on the caller's deadline
+                await self._policy.apply(incident, result, _hit_of(state, result))
             result.duration_seconds = time.perf_counter() - started
             reason = (
                 result.human_review_reason.value.lower() if result.human_review_reason else "none"
@@ -159,6 +167,10 @@ class InvestigationEngine:
         finally:
             self._running.discard(running)
 
+    async def close(self) -> None:
+        if self._policy is not None:
+            await self._policy.close()
+
     def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:
         settings = self._settings
         budget = self._budget()
@@ -196,3 +208,8 @@ class InvestigationEngine:
         if self._drain_until is not None:
             budget.end_within(self._drain_until - time.monotonic())
         return budget
+
+
+def _hit_of(state: InvestigationState, result: AnalysisResult) -> SearchHit | None:
+    selected = result.selected_workflow
+    return state.catalog.returned_workflows.get(selected.workflow_id) if selected else None

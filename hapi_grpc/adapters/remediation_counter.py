@@ -1,0 +1,126 @@
+"""Where automated decisions are counted for policy rate limits (`RemediationCounter`).
+
+Counted where results are kept (`HAPI_CACHE_URL`): `MemoryRemediationCounter`
+serves one replica; `RedisRemediationCounter` is shared by every replica, so
+a flapping alert answered by three replicas is still counted once per
+decision. Both keep a sliding log per (rule, key): the times of the decisions
+admitted in the last window, at most `limit` of them, so memory is bounded by
+the limits and never by the alert rate. A decision is counted under all the
+limits it falls under or, when one is reached, under none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from hapi_grpc.domain.policy.enforce import Limit, RemediationCounter
+
+__all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remediation_counter"]
+
+
+def build_remediation_counter(url: str | None, *, namespace: str = "hapi") -> RemediationCounter:
+    """Redis for `redis://` / `rediss://` URLs, else this process's memory."""
+    scheme = urlsplit(url).scheme if url else "memory"
+    if scheme == "memory":
+        return MemoryRemediationCounter()
+    if scheme in ("redis", "rediss"):
+        return RedisRemediationCounter(url or "", namespace=namespace)
+    # The scheme only: the URL may carry a password.
+    raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+
+
+class MemoryRemediationCounter:
+    """Sliding logs in this process, for at most `max_keys` (rule, key) pairs.
+
+    When more pairs are live than that, the least recently used is forgotten.
+    """
+
+    def __init__(
+        self, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if max_keys < 1:
+            raise ValueError("max_keys must be >= 1")
+        self._max_keys = max_keys
+        self._clock = clock
+        self._logs: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
+
+    async def admit(self, limits: Sequence[Limit]) -> int | None:
+        now = self._clock()
+        logs = []
+        for index, limit in enumerate(limits):
+            pair = (limit.rule, limit.key)
+            log = self._logs.get(pair)
+            if log is None:
+                log = self._logs[pair] = deque()
+            self._logs.move_to_end(pair)
+            while log and log[0] <= now - limit.window:
+                log.popleft()
+            if len(log) >= limit.limit:
+                return index
+            logs.append(log)
+        for log in logs:  # under every limit, or (above) under none
+            log.append(now)
+        while len(self._logs) > self._max_keys:
+            self._logs.popitem(last=False)
+        return None
+
+    async def close(self) -> None:
+        self._logs.clear()
+
+
+# Every limit checked, then the decision counted under all of them, in one
+# atomic step on the server's clock (replicas' clocks may differ). Scores are
+# milliseconds; ARGV holds the decision's member, then limit and window per key.
+_ADMIT = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', t - tonumber(ARGV[2 * i + 1]))
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 * i]) then return i end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, t, ARGV[1])
+  redis.call('PEXPIRE', key, ARGV[2 * i + 1])
+end
+return 0
+"""
+
+
+class RedisRemediationCounter:
+    """Sliding logs in Redis sorted sets, shared by every replica.
+
+    Key: `<namespace>:policy:rate:<rule>:<sha256 of the key>`, expiring one
+    window after the last admitted decision. `op_timeout` caps each operation.
+    """
+
+    def __init__(self, url: str, *, namespace: str = "hapi", op_timeout: float = 0.5) -> None:
+        import redis.asyncio as aioredis  # only when Redis is configured
+
+        self._prefix = f"{namespace}:policy:rate:" if namespace else "policy:rate:"
+        self._client: Any = aioredis.from_url(
+            url, socket_timeout=op_timeout, socket_connect_timeout=op_timeout
+        )
+        self._admit = self._client.register_script(_ADMIT)
+
+    def redis_key(self, rule: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        return f"{self._prefix}{rule}:{digest}"
+
+    async def admit(self, limits: Sequence[Limit]) -> int | None:
+        if not limits:
+            return None
+        args: list[str | int] = [uuid.uuid4().hex]
+        for limit in limits:
+            args += [limit.limit, max(1, int(limit.window * 1000))]
+        keys = [self.redis_key(limit.rule, limit.key) for limit in limits]
+        refused = int(await self._admit(keys=keys, args=args))
+        return None if refused == 0 else refused - 1
+
+    async def close(self) -> None:
+        await self._client.aclose()

@@ -118,6 +118,7 @@ def engine_settings(settings: Settings) -> EngineSettings:
         tool_timeout=settings.tool_timeout_seconds,
         answer_margin=settings.answer_margin_seconds,
         default_budget=settings.default_budget_seconds,
+        max_budget=settings.max_budget_seconds,
         min_confidence=settings.min_confidence,
         max_format_repairs=settings.max_format_repairs,
         context_tokens=settings.llm_context_tokens,
@@ -148,6 +149,7 @@ def build_security(
         from hapi_grpc.security.token_review import TokenReviewAuthenticator
 
         authenticator: Authenticator
+        allowed: list[str] | None = None
         if settings.auth_mode == "static":
             assert settings.auth_tokens_file is not None
             authenticator = StaticTokenAuthenticator.from_file(settings.auth_tokens_file)
@@ -158,7 +160,8 @@ def build_security(
                 settings.tokenreview_token_file,
                 audiences=settings.tokenreview_audiences or None,
             )
-        interceptors.append(AuthInterceptor(authenticator))
+            allowed = settings.auth_allowed_callers
+        interceptors.append(AuthInterceptor(authenticator, allowed_callers=allowed))
     credentials = None
     if settings.tls_cert_file and settings.tls_key_file:
         from hapi_grpc.security.tls import server_credentials
@@ -167,6 +170,34 @@ def build_security(
             settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
         )
     return interceptors, credentials
+
+
+def build_caller_policy(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
+    """Namespace authorization of investigations (with authentication on) and
+    the exposure of tool output; nothing when neither applies."""
+    from hapi_grpc.security.authorization import (
+        NamespaceAuthorizer,
+        ResourceCheck,
+        StaticNamespaceAuthorizer,
+        SubjectAccessReviewAuthorizer,
+    )
+    from hapi_grpc.transport.caller_policy import CallerPolicyInterceptor
+
+    authorizer: NamespaceAuthorizer | None = None
+    if settings.auth_mode == "static":
+        authorizer = StaticNamespaceAuthorizer(settings.auth_static_namespaces)
+    elif settings.auth_mode == "tokenreview":
+        authorizer = SubjectAccessReviewAuthorizer(
+            settings.tokenreview_api_url,
+            settings.tokenreview_ca_file,
+            settings.tokenreview_token_file,
+            ResourceCheck.parse(settings.authz_verb, settings.authz_resource),
+            cache_ttl=settings.authz_cache_seconds,
+            timeout=settings.authz_timeout_seconds,
+        )
+    if authorizer is None and settings.tool_output_exposure == "full":
+        return []
+    return [CallerPolicyInterceptor(authorizer, settings.tool_output_exposure)]
 
 
 @dataclass
@@ -325,6 +356,7 @@ def build_server(
         engine=engine,
         idempotency=idempotency if idempotency is not None else build_idempotency(settings),
         extra_interceptors=[*interceptors, *extra_interceptors],
+        inner_interceptors=build_caller_policy(settings),
         server_credentials=credentials,
     )
 

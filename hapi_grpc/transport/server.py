@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
 import time
 from collections.abc import Sequence
@@ -74,6 +75,17 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
     return options
 
 
+def is_loopback(host: str) -> bool:
+    """True when `host` (as in HAPI_GRPC_HOST) only accepts connections from this machine."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
+
+
 def drain_seconds(grace: float) -> float:
     """The share of a shutdown grace investigations may still use.
 
@@ -100,6 +112,7 @@ class HapiServer:
         engine: InvestigationEngine,
         idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
         extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
     ) -> None:
         self.settings = settings
@@ -109,10 +122,12 @@ class HapiServer:
         self.idempotency = idempotency or IdempotencyCoordinator()
         self.health = health.aio.HealthServicer()
         self.gate = ShutdownGate()
-        # Outermost first: tracing and auth from the caller, then our policies.
+        # Outermost first: tracing and auth from the caller, then our policies,
+        # then what sees validated requests (per-caller authorization).
         interceptors: list[grpc.aio.ServerInterceptor] = [
             *extra_interceptors,
             ServicePolicyInterceptor(settings.max_concurrent_rpcs, gate=self.gate),
+            *inner_interceptors,
         ]
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
@@ -156,6 +171,13 @@ class HapiServer:
             "gRPC server listening",
             extra={"port": self.port, "llm_provider": self.llm.name, "tls": self._tls},
         )
+        if self.settings.auth_mode == "none" and not is_loopback(self.settings.grpc_host):
+            log.warning(
+                "listening beyond loopback without authentication (HAPI_AUTH_MODE=none):"
+                " anyone who reaches the port can have any namespace investigated and read"
+                " what the tools return; set HAPI_AUTH_MODE=tokenreview (docs/operations.md)",
+                extra={"host": self.settings.grpc_host},
+            )
 
     @property
     def _tls(self) -> bool:

@@ -20,6 +20,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_g
 from hapi_grpc.security.auth import (
     INVALID_TOKEN_MESSAGE,
     MISSING_TOKEN_MESSAGE,
+    UNAVAILABLE_MESSAGE,
+    AuthenticationUnavailable,
     Authenticator,
     AuthInterceptor,
     Identity,
@@ -333,7 +335,8 @@ async def test_tokenreview_fails_closed_and_recovers(kube_api, make_reviewer, ca
     reviewer = make_reviewer(url)
 
     api.status = 500
-    assert await reviewer.authenticate(GOOD) is None
+    with pytest.raises(AuthenticationUnavailable):
+        await reviewer.authenticate(GOOD)
     api.status = 201
     # Errors are not cached: the next call asks again and succeeds.
     assert await reviewer.authenticate(GOOD) is not None
@@ -344,7 +347,8 @@ async def test_tokenreview_fails_closed_and_recovers(kube_api, make_reviewer, ca
 async def test_tokenreview_server_down_refuses(make_reviewer, caplog, unused_tcp_port: int) -> None:
     caplog.set_level(logging.DEBUG)
     reviewer = make_reviewer(f"http://127.0.0.1:{unused_tcp_port}")
-    assert await reviewer.authenticate(GOOD) is None
+    with pytest.raises(AuthenticationUnavailable):
+        await reviewer.authenticate(GOOD)
     assert "TokenReview failed" in caplog.text
     _assert_not_logged(caplog, GOOD, SA_TOKEN)
 
@@ -354,7 +358,8 @@ async def test_tokenreview_times_out(kube_api, make_reviewer) -> None:
     api.delay = 5.0
     reviewer = make_reviewer(url, timeout=0.2)
     started = time.monotonic()
-    assert await reviewer.authenticate(GOOD) is None
+    with pytest.raises(AuthenticationUnavailable):
+        await reviewer.authenticate(GOOD)
     assert time.monotonic() - started < 2.0
 
 
@@ -376,6 +381,59 @@ async def test_tokenreview_through_the_interceptor(serve: Start, kube_api, make_
     channel = await serve(make_reviewer(url))
     assert await _whoami_call(channel, _bearer(GOOD)) == b"system:serviceaccount:ops:caller"
     await _denied(_whoami_call(channel, _bearer(OTHER)))
+
+
+async def test_tokenreview_outage_is_unavailable_not_unauthenticated(
+    serve: Start, make_reviewer, unused_tcp_port: int
+) -> None:
+    # The token may be fine: the caller should retry, not discard it.
+    channel = await serve(make_reviewer(f"http://127.0.0.1:{unused_tcp_port}"))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await _whoami_call(channel, _bearer(GOOD))
+    assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert err.value.details() == UNAVAILABLE_MESSAGE
+
+
+async def test_tokenreview_is_bound_by_the_callers_deadline(
+    serve: Start, kube_api, make_reviewer
+) -> None:
+    api, url = kube_api
+    api.delay = 5.0
+    channel = await serve(make_reviewer(url, timeout=30.0))
+    started = time.monotonic()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await channel.unary_unary("/test.Svc/WhoAmI")(b"", metadata=_bearer(GOOD), timeout=0.5)
+    assert err.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+    # The review was abandoned with the call, not left running for 5 s.
+    await asyncio.wait_for(api.cancelled.wait(), timeout=2)
+    assert time.monotonic() - started < 2.0
+
+
+async def test_listed_callers_only(serve: Start, kube_api, make_reviewer) -> None:
+    _, url = kube_api
+    server = grpc.aio.server(
+        interceptors=[
+            AuthInterceptor(make_reviewer(url), allowed_callers=["system:serviceaccount:ops:other"])
+        ]
+    )
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "test.Svc", {"WhoAmI": grpc.unary_unary_rpc_method_handler(_whoami)}
+            ),
+        )
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await _whoami_call(channel, _bearer(GOOD))
+            assert err.value.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert "system:serviceaccount:ops:caller" in (err.value.details() or "")
+            await _denied(_whoami_call(channel, _bearer(OTHER)))
+    finally:
+        await server.stop(None)
 
 
 def test_in_cluster_needs_the_kubernetes_environment(monkeypatch: pytest.MonkeyPatch) -> None:

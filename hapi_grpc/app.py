@@ -31,7 +31,7 @@ from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
-from hapi_grpc.transport.server import HapiServer
+from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
@@ -386,9 +386,10 @@ async def serve(settings: Settings) -> None:
         await stop.wait()
     finally:
         await server.stop()
-        if kubernetes is not None:
-            await kubernetes.close()
-        await optional.close()
-        if metrics_runner is not None:
-            await metrics_runner.cleanup()
+        await close_within(
+            CLOSE_SECONDS,
+            *([kubernetes.close] if kubernetes is not None else []),
+            optional.close,
+            *([metrics_runner.cleanup] if metrics_runner is not None else []),
+        )
         tracing.shutdown_tracing()

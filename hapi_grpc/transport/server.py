@@ -15,7 +15,7 @@ import gc
 import ipaddress
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -73,6 +73,25 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
             ),
         ]
     return options
+
+
+# What a shutdown takes after its grace, at most: closing the adapters here,
+# closing the toolset clients in `app.serve` (CLOSE_SECONDS each), and flushing
+# spans, bound by the OTLP exporter's own timeout (10 s by default). A pod's
+# terminationGracePeriodSeconds covers the shutdown delay, the grace and this.
+CLOSE_SECONDS = 5.0
+AFTER_GRACE_SECONDS = 2 * CLOSE_SECONDS + 10.0
+
+
+async def close_within(seconds: float, *closers: Callable[[], Awaitable[object]]) -> None:
+    """Run `closers` in order, each failure ignored, all within `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            for close in closers:
+                with contextlib.suppress(Exception):
+                    await close()
+    except TimeoutError:
+        log.warning("closing clients took too long; left unclosed", extra={"seconds": seconds})
 
 
 def is_loopback(host: str) -> bool:
@@ -216,11 +235,17 @@ class HapiServer:
         # than grpc.aio hands calls over until the grace is nearly spent, the
         # queue of that moment. The library offers no GOAWAY without it.
         await self._server.stop(max(ends - time.monotonic(), 0.0))
-        for closer in (self.idempotency, self.engine, self.llm, self.catalog):
-            close = getattr(closer, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+        await close_within(
+            CLOSE_SECONDS,
+            *(
+                close
+                for close in (
+                    getattr(c, "close", None)
+                    for c in (self.idempotency, self.engine, self.llm, self.catalog)
+                )
+                if close is not None
+            ),
+        )
         log.info("server stopped")
 
     async def wait_for_termination(self) -> None:

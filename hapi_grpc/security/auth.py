@@ -161,6 +161,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             wrapped = self._wrapped[key] = self._wrap(handler)
         return wrapped
 
+    async def close(self) -> None:
+        close = getattr(self._authenticator, "close", None)
+        if close is not None:
+            await close()
+
     async def _admit(self, context: grpc.aio.ServicerContext) -> None:
         """Sets the caller's identity, or aborts the call."""
         token = bearer_token(context.invocation_metadata())

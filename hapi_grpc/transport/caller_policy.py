@@ -61,6 +61,11 @@ class CallerPolicyInterceptor(grpc.aio.ServerInterceptor):
             wrapped = self._wrapped[key] = self._wrap(handler)
         return wrapped
 
+    async def close(self) -> None:
+        close = getattr(self._authorizer, "close", None)
+        if close is not None:
+            await close()
+
     async def authorize(self, request: Any, context: grpc.aio.ServicerContext) -> None:
         """Aborts the call unless its caller may investigate the incident's namespace."""
         if self._authorizer is None:

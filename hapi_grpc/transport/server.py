@@ -148,6 +148,7 @@ class HapiServer:
             ServicePolicyInterceptor(settings.max_concurrent_rpcs, gate=self.gate),
             *inner_interceptors,
         ]
+        self._interceptors = interceptors
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
             IncidentAnalysisServicer(engine, catalog, self.idempotency), self._server
@@ -241,7 +242,13 @@ class HapiServer:
                 close
                 for close in (
                     getattr(c, "close", None)
-                    for c in (self.idempotency, self.engine, self.llm, self.catalog)
+                    for c in (
+                        self.idempotency,
+                        self.engine,
+                        self.llm,
+                        self.catalog,
+                        *self._interceptors,  # their API clients (auth)
+                    )
                 )
                 if close is not None
             ),

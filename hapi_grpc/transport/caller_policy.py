@@ -6,7 +6,9 @@ gate, the concurrency cap and validation (`interceptors.py`), and the
 authenticated caller that `security.auth.AuthInterceptor` set. An
 investigation of a namespace the caller may not read ends with
 PERMISSION_DENIED naming the namespace; when the permission cannot be checked
-(API server unreachable) the call fails closed with UNAVAILABLE.
+(API server unreachable) the call fails closed with UNAVAILABLE. An
+authorized investigation's Kubernetes tools read only that namespace (and
+cluster-scoped objects), whatever the model asks for.
 
 ValidateWorkflowParameters is not checked per namespace: it reads nothing of
 the cluster, only the workflow catalog's schema, and its parameters are the
@@ -21,6 +23,7 @@ from typing import Any
 import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.toolsets.kubernetes_scope import confine_to_namespace
 from hapi_grpc.security.auth import abort_unavailable, current_identity
 from hapi_grpc.security.authorization import AuthorizationUnavailable, NamespaceAuthorizer
 from hapi_grpc.security.exposure import Exposure, limit_frame, limit_result
@@ -82,6 +85,8 @@ class CallerPolicyInterceptor(grpc.aio.ServerInterceptor):
             await abort_unavailable(context, f"{exc}; retry later")
         if not allowed:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, denial(namespace))
+        # The investigation (started from this context) reads only this namespace.
+        confine_to_namespace(namespace)
 
     def _wrap(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         authorize, exposure = self.authorize, self._exposure

@@ -21,11 +21,14 @@ import kubernetes
 import pytest
 import yaml
 
-from hapi.v1 import service_pb2, validation_pb2
+from hapi.v1 import service_pb2, tools_pb2, validation_pb2
+from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.client import load_analyze_request
 from hapi_grpc.security.auth import Identity
 from hapi_grpc.security.authorization import ResourceCheck, SubjectAccessReviewAuthorizer
 from tests.fakes.kube_cluster import KubeCluster, ensure_namespace, kube_cluster
+from tests.fakes.kube_toolset import open_reader, toolset_source
+from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import RunningServer, running_server
 
 __all__ = ["kube_cluster"]
@@ -304,6 +307,61 @@ async def test_the_cache_is_bounded(world: World) -> None:
         )
     finally:
         await authorizer.close()
+
+
+def _probe_pods(world: World) -> None:
+    core = kubernetes.client.CoreV1Api(world.cluster.api_client())
+    pod = {
+        "metadata": {"name": "probe", "labels": {"app": "probe"}},
+        "spec": {"containers": [{"name": "main", "image": "registry.invalid/probe:1"}]},
+    }
+    for namespace in (world.team_a, world.team_b):
+        with contextlib.suppress(kubernetes.client.ApiException):
+            core.create_namespaced_pod(namespace, pod, _request_timeout=30)
+
+
+async def _tool_reads(world: World, tmp_path: Path, **settings: Any) -> dict[str, Any]:
+    """kubernetes_get of the probe pod in team A and team B, asked by the model
+    during an investigation of team A; the records by namespace read."""
+    _probe_pods(world)
+    reader = await open_reader(world.cluster, tmp_path / "kubeconfig")
+    asks = [
+        ("kubernetes_get", {"kind": "Pod", "namespace": ns, "name": "probe"})
+        for ns in (world.team_b, world.team_a)
+    ]
+    script = [Step.tool_calls(asks)] + [Step.text("{}")] * 4
+    metadata = _bearer(world.caller_token) if settings.get("auth_mode") else None
+    try:
+        async with ScriptedLLMServer("openai", script) as model:
+            llm = OpenAICompatibleProvider(model.base_url, "m", "sk-test-0000000000")
+            async with running_server(
+                llm=llm, toolsets=[toolset_source(reader)], **settings
+            ) as srv:
+                reply = await srv.stub.AnalyzeIncident(
+                    _analyze(world.team_a), metadata=metadata, timeout=60
+                )
+            await llm.close()
+    finally:
+        await reader.close()
+    return {
+        c.kubernetes_get.namespace: c for c in reply.result.tool_calls if c.name == "kubernetes_get"
+    }
+
+
+async def test_an_authorized_investigation_reads_only_its_namespace(
+    world: World, tmp_path: Path
+) -> None:
+    reads = await _tool_reads(world, tmp_path, **world.settings())
+    assert reads[world.team_a].status == tools_pb2.TOOL_CALL_STATUS_SUCCESS
+    assert '"probe"' in reads[world.team_a].result
+    refused = reads[world.team_b]
+    assert refused.status != tools_pb2.TOOL_CALL_STATUS_SUCCESS
+    assert f"may read only namespace '{world.team_a}'" in refused.result
+    assert "registry.invalid" not in refused.result
+
+    # Without authorization the same model reads both (what the bound prevents).
+    open_reads = await _tool_reads(world, tmp_path)
+    assert open_reads[world.team_b].status == tools_pb2.TOOL_CALL_STATUS_SUCCESS
 
 
 # --- The API server unreachable -----------------------------------------------

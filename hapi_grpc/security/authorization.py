@@ -152,7 +152,7 @@ class SubjectAccessReviewAuthorizer:
         if task is None:
             # Concurrent calls of one caller for one namespace (an alert
             # storm) share one review, bounded by the first caller's deadline.
-            task = asyncio.ensure_future(self._review(identity, namespace))
+            task = asyncio.ensure_future(self._decide(key))
             self._pending[key] = task
             task.add_done_callback(lambda _: self._pending.pop(key, None))
         try:
@@ -167,6 +167,11 @@ class SubjectAccessReviewAuthorizer:
             raise AuthorizationUnavailable(
                 "cannot check the caller's permissions: the Kubernetes API did not answer"
             ) from None
+        return verdict
+
+    async def _decide(self, key: _Key) -> bool:
+        verdict = await self._review(*key)
+        # Remembered before the pending entry goes: no gap for a new review.
         self._remember(key, verdict)
         return verdict
 

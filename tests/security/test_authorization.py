@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -83,14 +84,21 @@ class World:
             rbac.create_namespaced_role(namespace, role, _request_timeout=30)
         rbac.create_namespaced_role_binding(namespace, binding, _request_timeout=30)
 
-    def sar_count(self) -> int:
-        return len(
-            [
-                e
-                for e in self.cluster.audit_events(user=SERVER_USER)
-                if e.get("objectRef", {}).get("resource") == "subjectaccessreviews"
-            ]
-        )
+    def reviews_since(self, since: datetime.datetime, at_least: int = 0) -> int:
+        """SubjectAccessReviews the server sent since `since` (waits for `at_least`)."""
+
+        def recent(event: dict[str, Any]) -> bool:
+            received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"])
+            resource = event.get("objectRef", {}).get("resource")
+            return resource == "subjectaccessreviews" and received >= since
+
+        self.cluster.wait_for_audit(recent, user=SERVER_USER, count=at_least)
+        time.sleep(0.3)  # events trail their answers: let a surplus show
+        return len(self.cluster.wait_for_audit(recent, user=SERVER_USER, count=at_least))
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _apply_server_rbac(cluster: KubeCluster) -> None:
@@ -237,8 +245,7 @@ async def test_answers_are_cached_briefly_and_shared(world: World) -> None:
     world.bind_reader(namespace)
     token = world.caller_token
     async with running_server(**world.settings(authz_cache_seconds=ttl)) as srv:
-        before = world.sar_count()
-        started = time.monotonic()
+        since, started = _now(), time.monotonic()
         # An alert storm: concurrent calls for one namespace share one review.
         replies = await asyncio.gather(
             *(
@@ -251,16 +258,7 @@ async def test_answers_are_cached_briefly_and_shared(world: World) -> None:
             )
         )
         assert {code for code, _ in replies} == {grpc.StatusCode.OK}
-        assert (
-            len(
-                world.cluster.wait_for_audit(
-                    lambda e: e.get("objectRef", {}).get("resource") == "subjectaccessreviews",
-                    user=SERVER_USER,
-                    count=before + 1,
-                )
-            )
-            == before + 1
-        )
+        assert world.reviews_since(since, at_least=1) == 1
 
         # Revoked: the cached answer stands until it expires, then the refusal.
         world.rbac().delete_namespaced_role_binding(
@@ -276,7 +274,7 @@ async def test_answers_are_cached_briefly_and_shared(world: World) -> None:
             srv.stub.AnalyzeIncident(_analyze(namespace), metadata=_bearer(token), timeout=30)
         )
         assert code == grpc.StatusCode.PERMISSION_DENIED and namespace in details
-        assert world.sar_count() >= before + 2
+        assert world.reviews_since(since, at_least=2) == 2
 
 
 async def test_the_cache_is_bounded(world: World) -> None:
@@ -293,18 +291,10 @@ async def test_the_cache_is_bounded(world: World) -> None:
         names = [world.team_a, world.team_b, "default"]
         assert [await authorizer.allowed(caller, n) for n in names] == [True, False, False]
         assert len(authorizer._cache) == 2
-        before = world.sar_count()
+        since = _now()
+        assert await authorizer.allowed(caller, "default") is False  # still cached
         assert await authorizer.allowed(caller, world.team_a) is True  # evicted: asked again
-        assert (
-            len(
-                world.cluster.wait_for_audit(
-                    lambda e: e.get("objectRef", {}).get("resource") == "subjectaccessreviews",
-                    user=SERVER_USER,
-                    count=before + 1,
-                )
-            )
-            == before + 1
-        )
+        assert world.reviews_since(since, at_least=1) == 1
     finally:
         await authorizer.close()
 

@@ -31,6 +31,7 @@ from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
+from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
 if TYPE_CHECKING:
@@ -170,34 +171,6 @@ def build_security(
             settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
         )
     return interceptors, credentials
-
-
-def build_caller_policy(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
-    """Namespace authorization of investigations (with authentication on) and
-    the exposure of tool output; nothing when neither applies."""
-    from hapi_grpc.security.authorization import (
-        NamespaceAuthorizer,
-        ResourceCheck,
-        StaticNamespaceAuthorizer,
-        SubjectAccessReviewAuthorizer,
-    )
-    from hapi_grpc.transport.caller_policy import CallerPolicyInterceptor
-
-    authorizer: NamespaceAuthorizer | None = None
-    if settings.auth_mode == "static":
-        authorizer = StaticNamespaceAuthorizer(settings.auth_static_namespaces)
-    elif settings.auth_mode == "tokenreview":
-        authorizer = SubjectAccessReviewAuthorizer(
-            settings.tokenreview_api_url,
-            settings.tokenreview_ca_file,
-            settings.tokenreview_token_file,
-            ResourceCheck.parse(settings.authz_verb, settings.authz_resource),
-            cache_ttl=settings.authz_cache_seconds,
-            timeout=settings.authz_timeout_seconds,
-        )
-    if authorizer is None and settings.tool_output_exposure == "full":
-        return []
-    return [CallerPolicyInterceptor(authorizer, settings.tool_output_exposure)]
 
 
 @dataclass
@@ -356,7 +329,7 @@ def build_server(
         engine=engine,
         idempotency=idempotency if idempotency is not None else build_idempotency(settings),
         extra_interceptors=[*interceptors, *extra_interceptors],
-        inner_interceptors=build_caller_policy(settings),
+        inner_interceptors=caller_policy(settings),
         server_credentials=credentials,
     )
 

@@ -22,10 +22,17 @@ from typing import Any
 
 import grpc
 
+from hapi_grpc.config import Settings
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.toolsets.kubernetes_scope import confine_to_namespace
 from hapi_grpc.security.auth import abort_unavailable, current_identity
-from hapi_grpc.security.authorization import AuthorizationUnavailable, NamespaceAuthorizer
+from hapi_grpc.security.authorization import (
+    AuthorizationUnavailable,
+    NamespaceAuthorizer,
+    ResourceCheck,
+    StaticNamespaceAuthorizer,
+    SubjectAccessReviewAuthorizer,
+)
 from hapi_grpc.security.exposure import Exposure, limit_frame, limit_result
 
 _SERVICE = "/hapi.v1.IncidentAnalysisService/"
@@ -124,3 +131,23 @@ class CallerPolicyInterceptor(grpc.aio.ServerInterceptor):
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+def caller_policy(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
+    """The interceptor for the settings: namespace authorization with
+    authentication on, the exposure of tool output; none when neither applies."""
+    authorizer: NamespaceAuthorizer | None = None
+    if settings.auth_mode == "static":
+        authorizer = StaticNamespaceAuthorizer(settings.auth_static_namespaces)
+    elif settings.auth_mode == "tokenreview":
+        authorizer = SubjectAccessReviewAuthorizer(
+            settings.tokenreview_api_url,
+            settings.tokenreview_ca_file,
+            settings.tokenreview_token_file,
+            ResourceCheck.parse(settings.authz_verb, settings.authz_resource),
+            cache_ttl=settings.authz_cache_seconds,
+            timeout=settings.authz_timeout_seconds,
+        )
+    if authorizer is None and settings.tool_output_exposure == "full":
+        return []
+    return [CallerPolicyInterceptor(authorizer, settings.tool_output_exposure)]

@@ -31,7 +31,8 @@ from hapi_grpc.domain.result import AnalysisEvent
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics_server import start_metrics_server
-from hapi_grpc.transport.server import HapiServer
+from hapi_grpc.transport.caller_policy import caller_policy
+from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
@@ -119,6 +120,7 @@ def engine_settings(settings: Settings) -> EngineSettings:
         tool_timeout=settings.tool_timeout_seconds,
         answer_margin=settings.answer_margin_seconds,
         default_budget=settings.default_budget_seconds,
+        max_budget=settings.max_budget_seconds,
         min_confidence=settings.min_confidence,
         max_format_repairs=settings.max_format_repairs,
         context_tokens=settings.llm_context_tokens,
@@ -168,6 +170,7 @@ def build_security(
         from hapi_grpc.security.token_review import TokenReviewAuthenticator
 
         authenticator: Authenticator
+        allowed: list[str] | None = None
         if settings.auth_mode == "static":
             assert settings.auth_tokens_file is not None
             authenticator = StaticTokenAuthenticator.from_file(settings.auth_tokens_file)
@@ -178,7 +181,8 @@ def build_security(
                 settings.tokenreview_token_file,
                 audiences=settings.tokenreview_audiences or None,
             )
-        interceptors.append(AuthInterceptor(authenticator))
+            allowed = settings.auth_allowed_callers
+        interceptors.append(AuthInterceptor(authenticator, allowed_callers=allowed))
     credentials = None
     if settings.tls_cert_file and settings.tls_key_file:
         from hapi_grpc.security.tls import server_credentials
@@ -348,6 +352,7 @@ def build_server(
         engine=engine,
         idempotency=idempotency if idempotency is not None else build_idempotency(settings),
         extra_interceptors=[*interceptors, *extra_interceptors],
+        inner_interceptors=caller_policy(settings),
         server_credentials=credentials,
     )
 
@@ -379,9 +384,10 @@ async def serve(settings: Settings) -> None:
         await stop.wait()
     finally:
         await server.stop()
-        if kubernetes is not None:
-            await kubernetes.close()
-        await optional.close()
-        if metrics_runner is not None:
-            await metrics_runner.cleanup()
+        await close_within(
+            CLOSE_SECONDS,
+            *([kubernetes.close] if kubernetes is not None else []),
+            optional.close,
+            *([metrics_runner.cleanup] if metrics_runner is not None else []),
+        )
         tracing.shutdown_tracing()

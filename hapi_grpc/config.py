@@ -148,6 +148,9 @@ class Settings(BaseModel):
     tool_timeout_seconds: float = Field(10.0, gt=0)
     answer_margin_seconds: float = Field(1.0, ge=0)
     default_budget_seconds: float = Field(300.0, gt=0)
+    # The most any investigation gets, whatever deadline the caller sets (the
+    # shutdown grace and terminationGracePeriodSeconds are sized from it).
+    max_budget_seconds: float = Field(300.0, gt=0)
     min_confidence: float = Field(0.7, ge=0, le=1)
 
     # Security
@@ -160,6 +163,20 @@ class Settings(BaseModel):
     tokenreview_ca_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
     tokenreview_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
     tokenreview_audiences: list[str] = Field(default_factory=list)
+    # tokenreview: the Kubernetes users allowed to call, e.g.
+    # system:serviceaccount:<namespace>:<name>; anyone else PERMISSION_DENIED.
+    auth_allowed_callers: list[str] = Field(default_factory=list)
+    # static: namespaces (shell patterns, * for all) token holders may investigate.
+    auth_static_namespaces: list[str] = Field(default_factory=list)
+    # tokenreview: a caller may investigate a namespace where a SubjectAccessReview
+    # allows it this verb on this resource (resource[/subresource][.group]).
+    authz_verb: str = "get"
+    authz_resource: str = "pods"
+    authz_cache_seconds: float = Field(10.0, ge=0, le=300)
+    authz_timeout_seconds: float = Field(2.0, gt=0, le=30)
+    # How much of what the tools read goes back to callers: full, summary (no
+    # raw tool output) or none (no tool calls, no model text).
+    tool_output_exposure: Literal["full", "summary", "none"] = "full"
 
     # Investigation toolsets from monitoring systems and tool servers; each is
     # offered only when its URL or file is set.
@@ -198,6 +215,17 @@ class Settings(BaseModel):
     @classmethod
     def _mode(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("authz_verb", "authz_resource")
+    @classmethod
+    def _authz_word(cls, value: str) -> str:
+        value = value.strip()
+        allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-./")
+        if not value or not set(value) <= allowed or value[0] in "./" or value[-1] in "./":
+            raise ValueError(
+                "must be a Kubernetes verb or resource[/subresource][.group] in lower case"
+            )
+        return value
 
     @field_validator("prometheus_headers")
     @classmethod
@@ -250,6 +278,16 @@ class Settings(BaseModel):
             )
         if self.auth_mode == "static" and not self.auth_tokens_file:
             raise ValueError("HAPI_AUTH_MODE=static needs HAPI_AUTH_TOKENS_FILE")
+        if self.auth_mode == "static" and not self.auth_static_namespaces:
+            raise ValueError(
+                "HAPI_AUTH_MODE=static needs HAPI_AUTH_STATIC_NAMESPACES (the namespaces"
+                " token holders may investigate; * for all)"
+            )
+        if self.auth_mode == "tokenreview" and not self.auth_allowed_callers:
+            raise ValueError(
+                "HAPI_AUTH_MODE=tokenreview needs HAPI_AUTH_ALLOWED_CALLERS (who may call,"
+                " e.g. system:serviceaccount:<namespace>:<name>)"
+            )
         if self.llm_context_tokens is not None and self.llm_context_tokens <= (
             self.llm_max_tokens or 2048
         ):

@@ -21,12 +21,13 @@ import hmac
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import grpc
 
+from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import register_secret
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ DEFAULT_EXEMPT_PREFIXES = (
 
 MISSING_TOKEN_MESSAGE = "missing or malformed authorization metadata (expected a Bearer token)"
 INVALID_TOKEN_MESSAGE = "the bearer token was not accepted"
+UNAVAILABLE_MESSAGE = (
+    "cannot check the bearer token now: the authentication service did not answer; retry later"
+)
 
 # Tokens above this size are rejected without asking anybody (a JWT is ~1 KiB).
 MAX_TOKEN_LENGTH = 16 * 1024
@@ -47,18 +51,26 @@ MAX_TOKEN_LENGTH = 16 * 1024
 
 @dataclass(frozen=True)
 class Identity:
-    """Who a token belongs to."""
+    """Who a token belongs to (`extra`: the TokenReview's extra, sorted pairs)."""
 
     subject: str
     groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+class AuthenticationUnavailable(Exception):
+    """The authenticator cannot decide now (its backend did not answer): the
+    call ends with UNAVAILABLE, which callers retry, not UNAUTHENTICATED."""
 
 
 @runtime_checkable
 class Authenticator(Protocol):
     """Decides whether a bearer token is acceptable.
 
-    Returns an `Identity` (or True) to accept, None or False to refuse. It
-    should not raise; the interceptor refuses the call if it does.
+    Returns an `Identity` (or True) to accept, None or False to refuse, and
+    raises AuthenticationUnavailable when it cannot tell. Any other exception
+    refuses the call (UNAUTHENTICATED).
     """
 
     async def authenticate(self, token: str) -> Identity | bool | None: ...
@@ -94,66 +106,162 @@ def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | No
     return token
 
 
+# Less than this left of the caller's deadline: a check that gave up gave up
+# because the deadline was spent.
+_SPENT_SECONDS = 0.05
+
+
+async def abort_unavailable(context: grpc.aio.ServicerContext, message: str) -> None:
+    """UNAVAILABLE, or DEADLINE_EXCEEDED when the caller's own deadline ran out."""
+    left = context.time_remaining()
+    if left is not None and left < _SPENT_SECONDS:
+        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline ran out")
+    await context.abort(grpc.StatusCode.UNAVAILABLE, message)
+
+
 def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses RPCs without a valid bearer token, except exempt methods."""
+    """Refuses RPCs without a valid bearer token, except exempt methods.
+
+    The check runs inside the call, so the authenticator's requests are bound
+    by the caller's deadline; the request is decoded only once the caller is
+    accepted. With `allowed_callers`, an authenticated caller not listed (by
+    username) ends with PERMISSION_DENIED.
+    """
 
     def __init__(
         self,
         authenticator: Authenticator,
         exempt_prefixes: Sequence[str] = DEFAULT_EXEMPT_PREFIXES,
+        *,
+        allowed_callers: Collection[str] | None = None,
     ) -> None:
         self._authenticator = authenticator
         self._exempt = tuple(exempt_prefixes)
+        self._allowed = frozenset(allowed_callers) if allowed_callers is not None else None
+        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        if handler_call_details.method.startswith(self._exempt):
-            return await continuation(handler_call_details)
-        token = bearer_token(handler_call_details.invocation_metadata)
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(self._exempt):
+            return handler  # unknown method: UNIMPLEMENTED, as without auth
+        key = (method, id(handler))
+        wrapped = self._wrapped.get(key)
+        if wrapped is None:
+            if len(self._wrapped) > 64:  # handlers are registered once; never grow
+                self._wrapped.clear()
+            wrapped = self._wrapped[key] = self._wrap(handler)
+        return wrapped
+
+    async def close(self) -> None:
+        close = getattr(self._authenticator, "close", None)
+        if close is not None:
+            await close()
+
+    async def _admit(self, context: grpc.aio.ServicerContext) -> None:
+        """Sets the caller's identity, or aborts the call."""
+        token = bearer_token(context.invocation_metadata())
         if token is None:
-            return await _refusal(continuation, handler_call_details, MISSING_TOKEN_MESSAGE)
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
+        assert token is not None
+        unavailable = False
         try:
-            verdict = await self._authenticator.authenticate(token)
+            with budget_scope(Budget.from_timeout(context.time_remaining())):
+                verdict = await self._authenticator.authenticate(token)
+        except AuthenticationUnavailable:
+            verdict, unavailable = None, True
         except Exception as exc:  # fail closed; the message could quote the token
             log.warning(
                 "authenticator failed; refusing the call", extra={"error_type": type(exc).__name__}
             )
             verdict = None
+        if unavailable:
+            await abort_unavailable(context, UNAVAILABLE_MESSAGE)
         if not verdict:
-            return await _refusal(continuation, handler_call_details, INVALID_TOKEN_MESSAGE)
-        # This coroutine runs in the RPC's own task, so the handler sees the value.
-        _identity.set(verdict if isinstance(verdict, Identity) else Identity("authenticated"))
-        return await continuation(handler_call_details)
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN_MESSAGE)
+        identity = verdict if isinstance(verdict, Identity) else Identity("authenticated")
+        if self._allowed is not None and identity.subject not in self._allowed:
+            log.warning("caller not allowed; refusing the call", extra={"caller": identity.subject})
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"caller {identity.subject!r} is not allowed to use this service",
+            )
+        # The handler runs in this task and context, so it sees the value.
+        _identity.set(identity)
+
+    def _wrap(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """The same kind of handler, taking raw bytes: a refused caller's
+        payload is never parsed."""
+        decode = handler.request_deserializer or _raw
+        admit = self._admit
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_unary(request: bytes, context: grpc.aio.ServicerContext) -> Any:
+                await admit(context)
+                return await unary(decode(request), context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, response_serializer=handler.response_serializer
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def unary_stream(
+                request: bytes, context: grpc.aio.ServicerContext
+            ) -> AsyncIterator[Any]:
+                await admit(context)
+                async for response in stream(decode(request), context):
+                    yield response
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream, response_serializer=handler.response_serializer
+            )
+        return _client_streaming(handler, admit)
 
 
-async def _refusal(
-    continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-    handler_call_details: grpc.HandlerCallDetails,
-    message: str,
-) -> grpc.RpcMethodHandler | None:
-    """A handler of the same kind as the real one that ends with UNAUTHENTICATED."""
-    handler = await continuation(handler_call_details)
-    if handler is None:
-        return None  # unknown method: UNIMPLEMENTED, as without auth
+def _raw(request: bytes) -> bytes:
+    return request
 
-    async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-    # No request deserializer: a refused caller's payload is never parsed.
-    if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(deny)
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(deny)
+def _client_streaming(
+    handler: grpc.RpcMethodHandler,
+    admit: Callable[[grpc.aio.ServicerContext], Awaitable[None]],
+) -> grpc.RpcMethodHandler:
+    """Client-streaming methods (none in hapi.v1): messages are decoded as the
+    handler reads them, which it starts doing only once the caller is admitted."""
     if handler.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(deny)
-    return grpc.stream_stream_rpc_method_handler(deny)
+        stream_unary = handler.stream_unary
+
+        async def unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            await admit(context)
+            return await stream_unary(requests, context)
+
+        return grpc.stream_unary_rpc_method_handler(
+            unary,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    stream_stream = handler.stream_stream
+
+    async def stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        await admit(context)
+        async for response in stream_stream(requests, context):
+            yield response
+
+    return grpc.stream_stream_rpc_method_handler(
+        stream,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
 
 
 # --- Static tokens -------------------------------------------------------------

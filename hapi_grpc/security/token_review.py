@@ -2,7 +2,8 @@
 
 `TokenReviewAuthenticator` asks the API server whether a service-account
 token is valid (and meant for our audiences), caches accepted and refused
-answers briefly by the token's SHA-256, and fails closed on any error.
+answers briefly by the token's SHA-256, and fails closed on any error
+(`AuthenticationUnavailable`: the call ends UNAVAILABLE).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import aiohttp
 
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.sensitive import register_secret
-from hapi_grpc.security.auth import Identity, token_digest
+from hapi_grpc.security.auth import AuthenticationUnavailable, Identity, token_digest
 
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
@@ -42,8 +43,8 @@ class TokenReviewAuthenticator:
     The pod's service account needs the `system:auth-delegator` ClusterRole.
     Accepted and refused tokens are cached for `cache_ttl` and
     `negative_cache_ttl` seconds, keyed by the token's SHA-256; errors (API
-    unreachable, timeouts, unexpected answers) refuse the call and are not
-    cached, so recovery is immediate. With `audiences`, the API must confirm
+    unreachable, timeouts, unexpected answers) raise AuthenticationUnavailable
+    and are not cached, so recovery is immediate. With `audiences`, the API must confirm
     that the token is meant for one of them. `clock` (seconds, monotonic)
     decides when cache entries expire; tests inject one instead of waiting.
     """
@@ -126,7 +127,7 @@ class TokenReviewAuthenticator:
                 "TokenReview failed; refusing the call",
                 extra={"error_type": type(exc).__name__},
             )
-            return None
+            raise AuthenticationUnavailable("TokenReview did not answer") from None
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
         self._remember(key, _CacheEntry(self._clock() + ttl, identity))
         return identity
@@ -172,12 +173,27 @@ class TokenReviewAuthenticator:
         if not isinstance(username, str) or not username:
             raise TokenReviewError("TokenReview accepted a token without a username")
         groups = tuple(g for g in user.get("groups") or () if isinstance(g, str))
-        return Identity(username, groups)
+        uid = user.get("uid")
+        return Identity(username, groups, uid if isinstance(uid, str) else "", _extra(user))
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _extra(user: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The user's `extra` attributes, sorted, kept for SubjectAccessReviews."""
+    extra = user.get("extra")
+    if not isinstance(extra, dict):
+        return ()
+    return tuple(
+        sorted(
+            (key, tuple(v for v in values if isinstance(v, str)))
+            for key, values in extra.items()
+            if isinstance(key, str) and isinstance(values, list)
+        )
+    )
 
 
 class TokenReviewError(Exception):

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -74,6 +75,36 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
     return options
 
 
+# What a shutdown takes after its grace, at most: closing the adapters here,
+# closing the toolset clients in `app.serve` (CLOSE_SECONDS each), and flushing
+# spans, bound by the OTLP exporter's own timeout (10 s by default). A pod's
+# terminationGracePeriodSeconds covers the shutdown delay, the grace and this.
+CLOSE_SECONDS = 5.0
+AFTER_GRACE_SECONDS = 2 * CLOSE_SECONDS + 10.0
+
+
+async def close_within(seconds: float, *closers: Callable[[], Awaitable[object]]) -> None:
+    """Run `closers` in order, each failure ignored, all within `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            for close in closers:
+                with contextlib.suppress(Exception):
+                    await close()
+    except TimeoutError:
+        log.warning("closing clients took too long; left unclosed", extra={"seconds": seconds})
+
+
+def is_loopback(host: str) -> bool:
+    """True when `host` (as in HAPI_GRPC_HOST) only accepts connections from this machine."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
+
+
 def drain_seconds(grace: float) -> float:
     """The share of a shutdown grace investigations may still use.
 
@@ -100,6 +131,7 @@ class HapiServer:
         engine: InvestigationEngine,
         idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
         extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
     ) -> None:
         self.settings = settings
@@ -109,11 +141,14 @@ class HapiServer:
         self.idempotency = idempotency or IdempotencyCoordinator()
         self.health = health.aio.HealthServicer()
         self.gate = ShutdownGate()
-        # Outermost first: tracing and auth from the caller, then our policies.
+        # Outermost first: tracing and auth from the caller, then our policies,
+        # then what sees validated requests (per-caller authorization).
         interceptors: list[grpc.aio.ServerInterceptor] = [
             *extra_interceptors,
             ServicePolicyInterceptor(settings.max_concurrent_rpcs, gate=self.gate),
+            *inner_interceptors,
         ]
+        self._interceptors = interceptors
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
             IncidentAnalysisServicer(engine, catalog, self.idempotency), self._server
@@ -156,6 +191,13 @@ class HapiServer:
             "gRPC server listening",
             extra={"port": self.port, "llm_provider": self.llm.name, "tls": self._tls},
         )
+        if self.settings.auth_mode == "none" and not is_loopback(self.settings.grpc_host):
+            log.warning(
+                "listening beyond loopback without authentication (HAPI_AUTH_MODE=none):"
+                " anyone who reaches the port can have any namespace investigated and read"
+                " what the tools return; set HAPI_AUTH_MODE=tokenreview (docs/operations.md)",
+                extra={"host": self.settings.grpc_host},
+            )
 
     @property
     def _tls(self) -> bool:
@@ -194,11 +236,23 @@ class HapiServer:
         # than grpc.aio hands calls over until the grace is nearly spent, the
         # queue of that moment. The library offers no GOAWAY without it.
         await self._server.stop(max(ends - time.monotonic(), 0.0))
-        for closer in (self.idempotency, self.engine, self.llm, self.catalog):
-            close = getattr(closer, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+        await close_within(
+            CLOSE_SECONDS,
+            *(
+                close
+                for close in (
+                    getattr(c, "close", None)
+                    for c in (
+                        self.idempotency,
+                        self.engine,
+                        self.llm,
+                        self.catalog,
+                        *self._interceptors,  # their API clients (auth)
+                    )
+                )
+                if close is not None
+            ),
+        )
         log.info("server stopped")
 
     async def wait_for_termination(self) -> None:

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from hapi_grpc.config import Settings
+from hapi_grpc.transport.server import AFTER_GRACE_SECONDS, drain_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -199,16 +200,53 @@ def test_resources_requested_and_limited(container: dict[str, Any]) -> None:
         assert 0 < request <= limit, kind
 
 
-def test_termination_grace_outlasts_the_longest_investigation(
-    pod: dict[str, Any], settings_env: dict[str, str]
+def shutdown_problems(pod: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """Why a SIGTERM could cut an investigation short or be cut by SIGKILL, from
+    the manifests and the server's own shutdown arithmetic (empty: it adds up)."""
+    settings = Settings.from_env(env)
+    longest = settings.max_budget_seconds  # enforced whatever the caller's deadline
+    delay, grace = settings.shutdown_delay_seconds, settings.shutdown_grace_seconds
+    kill_after = pod["terminationGracePeriodSeconds"]
+    problems = []
+    if settings.default_budget_seconds > longest:
+        problems.append("the default budget exceeds the maximum (it is capped)")
+    # A call accepted at the end of the delay runs `longest` more seconds; the
+    # drain cuts investigations drain_seconds(grace) after the delay.
+    if longest > drain_seconds(grace):
+        problems.append(
+            f"a {longest:.0f} s investigation outlasts the drain of a {grace:.0f} s grace"
+        )
+    needed = delay + grace + AFTER_GRACE_SECONDS
+    if kill_after < needed:
+        problems.append(f"terminationGracePeriodSeconds {kill_after} < {needed:.0f} s of shutdown")
+    return problems
+
+
+def test_shutdown_arithmetic_adds_up(pod: dict[str, Any], settings_env: dict[str, str]) -> None:
+    assert shutdown_problems(pod, settings_env) == []
+    assert Settings.from_env(settings_env).max_budget_seconds == LONGEST_INVESTIGATION_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("changes", "termination", "expected"),
+    [
+        ({"HAPI_MAX_BUDGET_SECONDS": "600"}, None, "outlasts the drain"),
+        ({"HAPI_SHUTDOWN_GRACE_SECONDS": "301"}, None, "outlasts the drain"),
+        ({}, 340, "terminationGracePeriodSeconds 340"),
+        ({"HAPI_SHUTDOWN_DELAY_SECONDS": "30"}, None, "terminationGracePeriodSeconds 360"),
+        ({"HAPI_DEFAULT_BUDGET_SECONDS": "900"}, None, "default budget exceeds"),
+    ],
+)
+def test_shutdown_arithmetic_catches_what_does_not_add_up(
+    pod: dict[str, Any],
+    settings_env: dict[str, str],
+    changes: dict[str, str],
+    termination: int | None,
+    expected: str,
 ) -> None:
-    grace = pod["terminationGracePeriodSeconds"]
-    shutdown = float(settings_env["HAPI_SHUTDOWN_GRACE_SECONDS"])
-    delay = float(settings_env.get("HAPI_SHUTDOWN_DELAY_SECONDS", "0"))
-    budget = float(settings_env["HAPI_DEFAULT_BUDGET_SECONDS"])
-    assert budget <= LONGEST_INVESTIGATION_SECONDS < shutdown
-    # The server finishes its shutdown before the kubelet's SIGKILL.
-    assert grace > delay + shutdown
+    changed_pod = {**pod, "terminationGracePeriodSeconds": termination or 360}
+    problems = shutdown_problems(changed_pod, {**settings_env, **changes})
+    assert any(expected in p for p in problems), problems
 
 
 def test_llm_key_is_a_mounted_file_never_an_env_var(
@@ -403,3 +441,74 @@ def test_dockerignore_keeps_the_build_context_small() -> None:
     ]
     for source in copied:
         assert f"!{source}" in lines, f"{source} is copied but excluded from the build context"
+
+
+# --- Secure by default ---------------------------------------------------------
+
+
+def _caller_namespaces(settings: Settings) -> set[str]:
+    namespaces = set()
+    for user in settings.auth_allowed_callers:
+        prefix, _, rest = user.partition("system:serviceaccount:")
+        assert not prefix and rest.count(":") == 1, f"not a service account: {user}"
+        namespaces.add(rest.split(":")[0])
+    return namespaces
+
+
+def test_callers_are_authenticated_and_listed(settings_env: dict[str, str]) -> None:
+    settings = Settings.from_env(settings_env)
+    assert settings.auth_mode == "tokenreview"
+    assert settings.auth_allowed_callers and "*" not in "".join(settings.auth_allowed_callers)
+    assert _caller_namespaces(settings)
+    assert (settings.authz_verb, settings.authz_resource) == ("get", "pods")
+    assert 0 < settings.authz_cache_seconds <= 60
+    assert settings.tool_output_exposure == "full"
+
+
+def test_grpc_ingress_only_from_the_callers_namespaces(
+    docs: dict[tuple[str, str], dict[str, Any]], settings_env: dict[str, str]
+) -> None:
+    policy = docs[("NetworkPolicy", "hapi-grpc")]["spec"]
+    assert "Ingress" in policy["policyTypes"]
+    by_port: dict[str, list[dict[str, Any]]] = {}
+    for rule in policy["ingress"]:
+        ports = [p["port"] for p in rule["ports"]]  # no rule without ports
+        assert rule.get("from"), rule  # no rule open to every peer
+        for port in ports:
+            by_port.setdefault(port, []).extend(rule["from"])
+    assert set(by_port) == {"grpc", "metrics"}
+
+    def namespaces(peers: list[dict[str, Any]]) -> set[str]:
+        found = set()
+        for peer in peers:
+            assert set(peer) <= {"namespaceSelector", "podSelector"}, peer  # no ipBlock
+            labels = peer["namespaceSelector"]["matchLabels"]
+            assert set(labels) == {"kubernetes.io/metadata.name"}, peer
+            found.add(labels["kubernetes.io/metadata.name"])
+        return found
+
+    callers = _caller_namespaces(Settings.from_env(settings_env))
+    assert namespaces(by_port["grpc"]) == callers
+    assert namespaces(by_port["metrics"]) == {"monitoring"}
+
+
+def test_the_server_may_review_tokens_and_access_and_nothing_more(
+    docs: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    role = docs[("ClusterRole", "hapi-grpc-auth")]
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    }
+    binding = docs[("ClusterRoleBinding", "hapi-grpc-auth")]
+    assert binding["roleRef"]["name"] == "hapi-grpc-auth"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "hapi-grpc", "namespace": "hapi"}
+    ]

@@ -110,6 +110,7 @@ async def test_full_run_logs_no_secret(log_stream: io.StringIO, tmp_path: Path) 
             llm_max_retries=0,
             auth_mode="static",
             auth_tokens_file=str(tokens_file),
+            auth_static_namespaces=["*"],
             log_level="DEBUG",
         ) as srv,
     ):

@@ -24,7 +24,9 @@ def _request() -> validation_pb2.ValidateWorkflowParametersRequest:
 async def test_static_token_auth_from_settings(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("# operators\ns3cret-token-1\n", encoding="utf-8")
-    async with running_server(auth_mode="static", auth_tokens_file=str(tokens)) as srv:
+    async with running_server(
+        auth_mode="static", auth_tokens_file=str(tokens), auth_static_namespaces=["*"]
+    ) as srv:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await srv.stub.ValidateWorkflowParameters(_request(), timeout=10)
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED

@@ -5,10 +5,10 @@ uses the offered toolsets (`hapi_grpc.domain.toolsets`; today the
 `workflow_catalog`) and ends with an answer checked by `final_check.py`;
 `outcome.py` assembles the result. Bounds: model turns, tool calls per
 toolset, per-call timeouts and a wall-clock budget (the caller's deadline or
-`default_budget`, minus a margin to answer). A bound that is hit, or an
-unavailable model, ends with the best partial result and a human-review
-reason. Cancellation propagates at once. `drain` shortens every running
-investigation (graceful shutdown) so each still answers in time.
+`default_budget`, at most `max_budget`, minus a margin to answer). A bound
+that is hit, or an unavailable model, ends with the best partial result and a
+human-review reason. Cancellation propagates at once. `drain` shortens every
+running investigation (graceful shutdown) so each still answers in time.
 """
 
 from __future__ import annotations
@@ -203,6 +203,9 @@ class InvestigationEngine:
         outer = current_budget()
         if outer is None or math.isinf(outer.expires_at):
             outer = Budget.from_timeout(self._settings.default_budget)
+        # A caller's longer deadline does not lengthen an investigation: the
+        # shutdown grace of a deployment is sized from this maximum.
+        outer = Budget(min(outer.expires_at, time.monotonic() + self._settings.max_budget))
         margin = min(self._settings.answer_margin, max(outer.remaining(), 0.0) * _MAX_MARGIN_SHARE)
         budget = outer.shrink(margin)
         if self._drain_until is not None:

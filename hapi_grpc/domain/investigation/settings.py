@@ -14,8 +14,9 @@ class EngineSettings:
     """Bounds and thresholds of an investigation.
 
     The wall-clock budget is the caller's deadline (or `default_budget` when
-    there is none) minus `answer_margin`; the margin never takes more than a
-    quarter of what is left, so a short deadline still leaves time to work.
+    there is none), never more than `max_budget`, minus `answer_margin`; the
+    margin never takes more than a quarter of what is left, so a short
+    deadline still leaves time to work.
     `max_tool_calls` and `tool_timeout` are the `workflow_catalog` toolset's
     limits.
 
@@ -32,6 +33,7 @@ class EngineSettings:
     tool_timeout: float = 10.0
     answer_margin: float = 1.0
     default_budget: float = 300.0  # when the caller set no deadline
+    max_budget: float = 300.0  # whatever deadline the caller set
     min_confidence: float = 0.7
     max_validation_attempts: int = 3
     search_top_k_max: int = TOP_K_MAX
@@ -42,7 +44,9 @@ class EngineSettings:
     def __post_init__(self) -> None:
         if self.max_tool_calls < 0 or self.max_llm_turns < 1 or self.max_validation_attempts < 1:
             raise ValueError("max_llm_turns and max_validation_attempts must be >= 1")
-        if self.tool_timeout <= 0 or self.default_budget <= 0 or self.answer_margin < 0:
+        if min(self.tool_timeout, self.default_budget, self.max_budget) <= 0 or (
+            self.answer_margin < 0
+        ):
             raise ValueError("timeouts and budgets must be positive")
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ValueError("min_confidence must be in [0, 1]")

@@ -264,5 +264,6 @@ class KubernetesToolsetSource:
         # The session cuts by whole items a little under the dispatcher's
         # cap, so the dispatcher's blunt cut is never needed.
         per_call = max(256, self.limits.max_output_chars - 256)
-        session = KubernetesSession(self.reader, self.scope, per_call, self.investigation_chars)
+        scope = self.scope.for_investigation()
+        session = KubernetesSession(self.reader, scope, per_call, self.investigation_chars)
         return kubernetes_toolset(session, self.limits)

@@ -6,18 +6,38 @@ actionable message for the model (what is allowed instead), not an error.
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hapi_grpc.domain.toolsets.kubernetes_port import ResourceType
 
-__all__ = ["KubernetesScope", "ScopeRefusal", "is_secret_kind", "kind_key"]
+__all__ = [
+    "KubernetesScope",
+    "ScopeRefusal",
+    "confine_to_namespace",
+    "is_secret_kind",
+    "kind_key",
+]
 
 # Kinds whose objects carry credentials by design; refused whatever the
 # settings say. (ServiceAccount tokens live in Secrets or the TokenRequest
 # subresource, which no tool reaches.)
 _ALWAYS_REFUSED = frozenset({"secret"})
+
+
+# The one namespace the investigation started in this context may read (the
+# namespace its caller was authorized for); None: no such bound.
+_confined: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "hapi_confined_namespace", default=None
+)
+
+
+def confine_to_namespace(namespace: str) -> None:
+    """Investigations started from this context read only `namespace` and
+    cluster-scoped objects ("" = no bound: the caller may read every namespace)."""
+    _confined.set(namespace or None)
 
 
 class ScopeRefusal(Exception):
@@ -63,6 +83,12 @@ class KubernetesScope:
     namespaces_allow: tuple[str, ...] = ()
     namespaces_deny: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
+    only_namespace: str | None = None  # set per investigation, see confine_to_namespace
+
+    def for_investigation(self) -> KubernetesScope:
+        """This scope, bound to the namespace confined in the current context if any."""
+        confined = _confined.get()
+        return self if confined is None else replace(self, only_namespace=confined)
 
     @classmethod
     def of(
@@ -97,6 +123,11 @@ class KubernetesScope:
         self.check_kind(rtype.kind)
 
     def check_namespace(self, namespace: str) -> None:
+        if self.only_namespace is not None and namespace != self.only_namespace:
+            raise ScopeRefusal(
+                f"this investigation may read only namespace {self.only_namespace!r} (the"
+                " incident's) and cluster-scoped objects; do not retry another namespace."
+            )
         if any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces_deny):
             raise ScopeRefusal(
                 f"namespace {namespace[:64]!r} is excluded from investigation by configuration;"

@@ -1,0 +1,249 @@
+"""Which namespaces an authenticated caller may investigate.
+
+An investigation reads the cluster with the server's own service account, so
+without this check any caller could read any namespace through the service
+(a confused deputy). Two authorizers:
+
+- `SubjectAccessReviewAuthorizer`: asks the Kubernetes API whether the
+  caller (user, groups, uid and extra from its TokenReview) may, by default,
+  `get pods` in the incident's namespace. Answers are cached briefly in a
+  bounded cache; concurrent questions share one request; errors are raised as
+  `AuthorizationUnavailable` and never cached (the call fails closed).
+- `StaticNamespaceAuthorizer`: an explicit allow-list (shell patterns with
+  `*`) for static-token callers.
+
+An incident without a namespace (a cluster-scoped resource such as a Node)
+needs the permission in every namespace (a SubjectAccessReview without a
+namespace), or `*` in the static allow-list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+
+from hapi_grpc.domain.deadline import request_timeout
+from hapi_grpc.domain.sensitive import register_secret
+from hapi_grpc.security.auth import Identity
+
+log = logging.getLogger(__name__)
+
+SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+class AuthorizationUnavailable(Exception):
+    """The authorization could not be checked (the API server did not answer usably)."""
+
+
+class NamespaceAuthorizer(Protocol):
+    async def allowed(self, identity: Identity, namespace: str) -> bool:
+        """True when `identity` may investigate `namespace` ("" = cluster-scoped).
+
+        Raises AuthorizationUnavailable when it cannot tell.
+        """
+        ...
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """Shell-style match with `*` (any run) and `?` (one character), no regex:
+    greedy with one backtrack point, O(len(pattern) * len(text)) at worst."""
+    p = t = 0
+    star, mark = -1, 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] in ("?", text[t]):
+            p += 1
+            t += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, t
+            p += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            t = mark
+        else:
+            return False
+    return all(c == "*" for c in pattern[p:])
+
+
+class StaticNamespaceAuthorizer:
+    """Static-token callers may investigate the namespaces of an explicit list."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(p.strip() for p in patterns if p.strip())
+
+    async def allowed(self, identity: Identity, namespace: str) -> bool:
+        if not namespace:
+            return "*" in self.patterns
+        return any(glob_match(p, namespace) for p in self.patterns)
+
+
+@dataclass(frozen=True)
+class ResourceCheck:
+    """What a caller must be allowed in a namespace: verb on group/resource[/subresource]."""
+
+    verb: str = "get"
+    resource: str = "pods"
+    group: str = ""
+    subresource: str = ""
+
+    @classmethod
+    def parse(cls, verb: str, resource: str) -> ResourceCheck:
+        """`pods`, `pods/log`, `deployments.apps` (kubectl's resource.group form)."""
+        name, _, group = resource.partition(".")
+        name, _, subresource = name.partition("/")
+        return cls(verb, name, group, subresource)
+
+    def attributes(self, namespace: str) -> dict[str, str]:
+        attributes = {"verb": self.verb, "resource": self.resource, "group": self.group}
+        if self.subresource:
+            attributes["subresource"] = self.subresource
+        if namespace:
+            attributes["namespace"] = namespace
+        return attributes
+
+
+_Key = tuple[Identity, str]
+
+
+class SubjectAccessReviewAuthorizer:
+    """Asks the API server (SubjectAccessReview) whether the caller may read a namespace.
+
+    The server's service account needs `create` on `subjectaccessreviews`.
+    Every request's timeout is `timeout`, clipped to the caller's deadline.
+    """
+
+    def __init__(
+        self,
+        api_server_url: str,
+        ca_file: str | None,
+        sa_token_file: str,
+        check: ResourceCheck | None = None,
+        *,
+        cache_ttl: float = 10.0,
+        timeout: float = 2.0,
+        max_cache_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._url = api_server_url.rstrip("/") + SAR_PATH
+        self._ca_file = ca_file
+        self._sa_token_file = sa_token_file
+        self.check = check or ResourceCheck()
+        self._ttl = cache_ttl
+        self._timeout = timeout
+        self._max_entries = max_cache_entries
+        self._clock = clock
+        self._cache: dict[_Key, tuple[float, bool]] = {}
+        self._pending: dict[_Key, asyncio.Task[bool]] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def allowed(self, identity: Identity, namespace: str) -> bool:
+        key = (identity, namespace)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > self._clock():
+            return cached[1]
+        task = self._pending.get(key)
+        if task is None:
+            # Concurrent calls of one caller for one namespace (an alert
+            # storm) share one review, bounded by the first caller's deadline.
+            task = asyncio.ensure_future(self._decide(key))
+            self._pending[key] = task
+            task.add_done_callback(lambda _: self._pending.pop(key, None))
+        try:
+            verdict = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning(
+                "SubjectAccessReview failed; refusing the call",
+                extra={"error_type": type(exc).__name__},
+            )
+            raise AuthorizationUnavailable(
+                "cannot check the caller's permissions: the Kubernetes API did not answer"
+            ) from None
+        return verdict
+
+    async def _decide(self, key: _Key) -> bool:
+        verdict = await self._review(*key)
+        # Remembered before the pending entry goes: no gap for a new review.
+        self._remember(key, verdict)
+        return verdict
+
+    def _remember(self, key: _Key, verdict: bool) -> None:
+        if self._ttl <= 0:
+            return
+        if len(self._cache) >= self._max_entries:
+            now = self._clock()
+            for stale in [k for k, (expires, _) in self._cache.items() if expires <= now]:
+                del self._cache[stale]
+            while len(self._cache) >= self._max_entries:
+                del self._cache[next(iter(self._cache))]  # oldest insertion first
+        self._cache.pop(key, None)
+        self._cache[key] = (self._clock() + self._ttl, verdict)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            ssl_context: ssl.SSLContext | bool = True
+            if self._ca_file:
+                ssl_context = ssl.create_default_context(cafile=self._ca_file)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=ssl_context, limit=16),
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            )
+        return self._session
+
+    def _service_account_token(self) -> str:
+        # Re-read each time: projected tokens are rotated by the kubelet.
+        with open(self._sa_token_file, encoding="utf-8") as handle:
+            token = handle.read().strip()
+        register_secret(token)
+        return token
+
+    async def _review(self, identity: Identity, namespace: str) -> bool:
+        spec: dict[str, Any] = {
+            "user": identity.subject,
+            "groups": list(identity.groups),
+            "resourceAttributes": self.check.attributes(namespace),
+        }
+        if identity.uid:
+            spec["uid"] = identity.uid
+        if identity.extra:
+            spec["extra"] = {key: list(values) for key, values in identity.extra}
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": spec,
+        }
+        headers = {
+            "Authorization": f"Bearer {self._service_account_token()}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
+        async with self._client().post(
+            self._url, data=json.dumps(body), headers=headers, timeout=timeout
+        ) as response:
+            if response.status not in (200, 201):
+                raise AuthorizationError(f"SubjectAccessReview answered HTTP {response.status}")
+            payload = await response.json(content_type=None)
+        status = payload.get("status") if isinstance(payload, dict) else None
+        if not isinstance(status, dict):
+            raise AuthorizationError("SubjectAccessReview answer has no status")
+        # An evaluationError without `allowed` is a refusal, as the API server
+        # itself treats it (a binding to a missing role must not look like an outage).
+        return status.get("allowed") is True and status.get("denied") is not True
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class AuthorizationError(Exception):
+    """The SubjectAccessReview API did not give a usable answer."""

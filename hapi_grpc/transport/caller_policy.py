@@ -1,0 +1,153 @@
+"""Per-caller policy of the investigation RPCs: namespace authorization and
+how much of what the tools read goes back.
+
+The innermost interceptor: it sees requests that already passed the shutdown
+gate, the concurrency cap and validation (`interceptors.py`), and the
+authenticated caller that `security.auth.AuthInterceptor` set. An
+investigation of a namespace the caller may not read ends with
+PERMISSION_DENIED naming the namespace; when the permission cannot be checked
+(API server unreachable) the call fails closed with UNAVAILABLE. An
+authorized investigation's Kubernetes tools read only that namespace (and
+cluster-scoped objects), whatever the model asks for.
+
+ValidateWorkflowParameters is not checked per namespace: it reads nothing of
+the cluster, only the workflow catalog's schema, and its parameters are the
+caller's own proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from hapi_grpc.config import Settings
+from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.toolsets.kubernetes_scope import confine_to_namespace
+from hapi_grpc.security.auth import abort_unavailable, current_identity
+from hapi_grpc.security.authorization import (
+    AuthorizationUnavailable,
+    NamespaceAuthorizer,
+    ResourceCheck,
+    StaticNamespaceAuthorizer,
+    SubjectAccessReviewAuthorizer,
+)
+from hapi_grpc.security.exposure import Exposure, limit_frame, limit_result
+
+_SERVICE = "/hapi.v1.IncidentAnalysisService/"
+INVESTIGATIONS = (_SERVICE + "AnalyzeIncident", _SERVICE + "AnalyzeIncidentStream")
+
+
+def denial(namespace: str) -> str:
+    if not namespace:
+        return "the caller may not investigate cluster-scoped incidents (no namespace)"
+    return f"the caller may not investigate namespace {namespace!r}"
+
+
+class CallerPolicyInterceptor(grpc.aio.ServerInterceptor):
+    """Authorizes each investigation's namespace (when `authorizer` is set) and
+    limits what its responses carry to `exposure`."""
+
+    def __init__(self, authorizer: NamespaceAuthorizer | None, exposure: Exposure) -> None:
+        self._authorizer = authorizer
+        self._exposure = exposure
+        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method not in INVESTIGATIONS:
+            return handler
+        key = (method, id(handler))
+        wrapped = self._wrapped.get(key)
+        if wrapped is None:
+            if len(self._wrapped) > 16:  # handlers are registered once; never grow
+                self._wrapped.clear()
+            wrapped = self._wrapped[key] = self._wrap(handler)
+        return wrapped
+
+    async def close(self) -> None:
+        close = getattr(self._authorizer, "close", None)
+        if close is not None:
+            await close()
+
+    async def authorize(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        """Aborts the call unless its caller may investigate the incident's namespace."""
+        if self._authorizer is None:
+            return
+        namespace = request.incident.signal.namespace
+        identity = current_identity()
+        if identity is None:  # authorization without authentication: refuse
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, denial(namespace))
+        assert identity is not None
+        try:
+            with budget_scope(Budget.from_timeout(context.time_remaining())):
+                allowed = await self._authorizer.allowed(identity, namespace)
+        except AuthorizationUnavailable as exc:
+            await abort_unavailable(context, f"{exc}; retry later")
+        if not allowed:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, denial(namespace))
+        # The investigation (started from this context) reads only this namespace.
+        confine_to_namespace(namespace)
+
+    def _wrap(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        authorize, exposure = self.authorize, self._exposure
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await authorize(request, context)
+                response = await unary(request, context)
+                if exposure != "full":
+                    limit_result(response.result, exposure)
+                return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        assert handler.unary_stream is not None
+        stream = handler.unary_stream
+
+        async def unary_stream(
+            request: Any, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Any]:
+            await authorize(request, context)
+            async for frame in stream(request, context):
+                if exposure != "full":
+                    frame = limit_frame(frame, exposure)
+                    if frame is None:
+                        continue
+                yield frame
+
+        return grpc.unary_stream_rpc_method_handler(
+            unary_stream,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def caller_policy(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
+    """The interceptor for the settings: namespace authorization with
+    authentication on, the exposure of tool output; none when neither applies."""
+    authorizer: NamespaceAuthorizer | None = None
+    if settings.auth_mode == "static":
+        authorizer = StaticNamespaceAuthorizer(settings.auth_static_namespaces)
+    elif settings.auth_mode == "tokenreview":
+        authorizer = SubjectAccessReviewAuthorizer(
+            settings.tokenreview_api_url,
+            settings.tokenreview_ca_file,
+            settings.tokenreview_token_file,
+            ResourceCheck.parse(settings.authz_verb, settings.authz_resource),
+            cache_ttl=settings.authz_cache_seconds,
+            timeout=settings.authz_timeout_seconds,
+        )
+    if authorizer is None and settings.tool_output_exposure == "full":
+        return []
+    return [CallerPolicyInterceptor(authorizer, settings.tool_output_exposure)]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.harness.cases import Case
-from evals.harness.kinds import KindIndex, Served, crd_kinds, is_crd
+from evals.harness.kinds import DiscoveryError, KindIndex, Served, crd_kinds, is_crd
 
 # The steps of the creation order (see `cases.py`); a kind not named here is
 # placed by its scope: cluster-scoped objects at 1, namespaced ones at 3.
@@ -131,11 +131,12 @@ class ClusterLoader:
         self._uids: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._namespaces: set[str] = set()
 
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        status, data = self._request(method, path, body=body)
-        if status >= 300:
-            raise ClusterStateError(f"{method} {path}: {_message(status, data)}")
-        return dict(json.loads(data)) if data else {}
+    def refresh(self) -> None:
+        """Reads discovery again (after CRDs come or go)."""
+        try:
+            self.index.refresh()
+        except DiscoveryError as exc:
+            raise ClusterStateError(str(exc)) from None
 
     def _ensure_namespace(self, name: str) -> None:
         if name in self._namespaces:
@@ -179,16 +180,20 @@ class ClusterLoader:
         return state
 
     def _await_served(self, kinds: list[Served]) -> None:
-        """Reads discovery again until every kind the case's CRDs define is served."""
+        """Waits until discovery lists every kind the case's CRDs define and each answers."""
         deadline = time.monotonic() + ESTABLISH_TIMEOUT
         while True:
-            self.index.refresh()
-            if all(self.index.find(s.api_version, s.rtype.kind) for s in kinds):
+            self.refresh()
+            # Discovery can list a kind a moment before its handler serves it.
+            missing = [
+                s.rtype.kind
+                for s in kinds
+                if not self.index.find(s.api_version, s.rtype.kind)
+                or self._request("GET", s.path(None) + "?limit=1")[0] != 200
+            ]
+            if not missing:
                 return
             if time.monotonic() > deadline:
-                missing = [
-                    s.rtype.kind for s in kinds if not self.index.find(s.api_version, s.rtype.kind)
-                ]
                 raise ClusterStateError(
                     f"CustomResourceDefinition for {', '.join(missing)} not served after"
                     f" {ESTABLISH_TIMEOUT:.0f} s"
@@ -272,7 +277,7 @@ class ClusterLoader:
                 crds = True
         state.created.clear()
         if crds:
-            self.index.refresh()  # the kinds they defined are no longer served
+            self.refresh()  # the kinds they defined are no longer served
 
     def _await_gone(self, path: str) -> None:
         deadline = time.monotonic() + ESTABLISH_TIMEOUT

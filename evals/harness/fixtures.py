@@ -60,7 +60,7 @@ class Cluster:
             from tests.fakes.kube_crds import ensure_cert_manager_crds
 
             ensure_cert_manager_crds(self.kube.api_client())
-            index.refresh()
+            self.loader.refresh()
             self._crds = True
         self.kubelet.logs.clear()
         for log in case.logs:

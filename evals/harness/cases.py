@@ -9,7 +9,15 @@ A case directory holds:
 - `expected.yaml`: the outcome that is scored (see `Expected`).
 - `cluster.yaml` (optional): Kubernetes objects, one YAML document each, with
   their `status`; `ownerReferences` and `involvedObject` may omit `uid` and
-  `apiVersion` (filled in when loaded).
+  `apiVersion` (filled in when loaded). Any kind the test API server serves
+  may appear (found through its discovery: cluster-scoped or namespaced, core
+  or grouped); without `apiVersion` a kind gets its preferred version. A
+  custom resource needs its CustomResourceDefinition in the same file (the
+  cert-manager kinds excepted: the harness installs those). `status` is
+  written through the status subresource where the kind has one, as the
+  controllers that do not run in the test cluster would have; ResourceQuota
+  needs `status.hard` and `status.used` (no controller computes them).
+  Secret `data` is base64, as in the API; the tools never show it.
 - `logs/<namespace>/<pod>/<container>.log` and `<container>.previous.log`
   (optional): the text the test kubelet serves for that container.
 - `metrics.om` (optional): OpenMetrics text; each sample's timestamp is
@@ -17,19 +25,39 @@ A case directory holds:
 - `alerts.yaml` (optional): alerts posted to Alertmanager
   (`[{labels: {...}, annotations: {...}}]`).
 
-Every problem raises `CaseError` naming the file.
+Objects are created in the order the API server requires, whatever their
+order in the file (documents of one step keep theirs):
+
+1. Namespaces and CustomResourceDefinitions (then discovery is read again);
+2. cluster-scoped objects: PriorityClass, StorageClass, PersistentVolume,
+   Node, ... (what Pods and claims name);
+3. configuration: ServiceAccount, ConfigMap, Secret, LimitRange (LimitRange
+   admission defaults and bounds the Pods created after it);
+4. the other namespaced objects, owners before what they own
+   (Deployment -> ReplicaSet, CronJob -> Job, Certificate -> CertificateRequest);
+5. Pods (priority admission resolves `priorityClassName`);
+6. ResourceQuota: its usage describes the past, so it comes after the Pods it
+   admitted, never refusing them retroactively;
+7. Events, last: they name what the other steps created.
+
+An object is never created before an owner the case defines. Every problem
+raises `CaseError` naming the file: a kind the test API server does not
+serve is found when the run starts, before any case runs.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evals.harness.constraints import Constraint
+
+if TYPE_CHECKING:
+    from evals.harness.kinds import KindIndex
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
 
@@ -209,13 +237,45 @@ def _model(model: type[BaseModel], data: Any, path: Path) -> Any:
 def _objects(path: Path) -> tuple[dict[str, Any], ...]:
     docs = _read_yaml(path, many=True)
     for index, doc in enumerate(docs):
-        if (
-            not isinstance(doc, dict)
-            or not doc.get("kind")
-            or not doc.get("metadata", {}).get("name")
-        ):
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if not isinstance(meta, dict) or not doc.get("kind") or not meta.get("name"):
             raise CaseError(f"{path}: document {index} needs kind and metadata.name")
+        kind, api_version = doc["kind"], doc.get("apiVersion")
+        if not isinstance(kind, str) or not kind.isalnum() or not kind[0].isupper():
+            raise CaseError(f"{path}: document {index}: kind {kind!r} is not a Kubernetes kind")
+        if api_version is not None and (
+            not isinstance(api_version, str)
+            or not api_version.rpartition("/")[2].startswith("v")
+            or api_version.count("/") > 1
+        ):
+            raise CaseError(
+                f"{path}: document {index} ({kind}): apiVersion {api_version!r} is not"
+                " `version` or `group/version`"
+            )
     return tuple(docs)
+
+
+def check_kinds(case: Case, served: KindIndex) -> None:
+    """Every object's kind is one the harness can create, or `CaseError` names it."""
+    from evals.harness.kinds import crd_kinds, is_crd
+
+    own = [s for o in case.objects if is_crd(o) for s in crd_kinds(o)]
+    for index, obj in enumerate(case.objects):
+        kind, api_version = obj["kind"], obj.get("apiVersion")
+        group_version = tuple(api_version.rpartition("/")[::2]) if api_version else None
+        defined = any(
+            s.rtype.kind == kind
+            and (group_version is None or group_version == (s.rtype.group, s.rtype.version))
+            for s in own
+        )
+        if defined or served.find(api_version, kind) or served.provided_for(api_version, kind):
+            continue
+        spelled = f"{api_version} {kind}" if api_version else kind
+        raise CaseError(
+            f"{case.path / 'cluster.yaml'}: document {index} ({obj['metadata']['name']}):"
+            f" the test API server serves no kind {spelled}, and the case brings no"
+            " CustomResourceDefinition for it"
+        )
 
 
 def _logs(directory: Path) -> tuple[LogFile, ...]:
@@ -236,8 +296,8 @@ def _logs(directory: Path) -> tuple[LogFile, ...]:
     return tuple(found)
 
 
-def load_case(directory: Path) -> Case:
-    """One case; `CaseError` names the file at fault."""
+def load_case(directory: Path, served: KindIndex | None = None) -> Case:
+    """One case; `CaseError` names the file at fault (and the kind, given `served`)."""
     meta = _model(CaseMeta, _read_yaml(directory / "case.yaml"), directory / "case.yaml")
     expected = _model(
         Expected, _read_yaml(directory / "expected.yaml"), directory / "expected.yaml"
@@ -260,7 +320,7 @@ def load_case(directory: Path) -> Case:
     ):
         raise CaseError(f"{directory / 'alerts.yaml'}: a list of alerts with `labels`")
     metrics_path = directory / "metrics.om"
-    return Case(
+    case = Case(
         name=directory.name,
         path=directory,
         meta=meta,
@@ -273,6 +333,9 @@ def load_case(directory: Path) -> Case:
         metrics=metrics_path.read_text(encoding="utf-8") if metrics_path.exists() else None,
         alerts=tuple(alerts),
     )
+    if served is not None:
+        check_kinds(case, served)
+    return case
 
 
 def _check_request(request: dict[str, Any], path: Path) -> None:
@@ -301,15 +364,19 @@ def load_cases(
     names: tuple[str, ...] = (),
     tags: tuple[str, ...] = (),
     include_holdout: bool = True,
+    served: KindIndex | None = None,
 ) -> list[Case]:
-    """Every case under `root` (sorted by name), filtered by name and tag."""
+    """Every case under `root` (sorted by name), filtered by name and tag.
+
+    With `served` (the test API server's kinds) every object's kind is checked.
+    """
     if not root.is_dir():
         raise CaseError(f"{root}: no such case directory")
     directories = sorted(d for d in root.iterdir() if d.is_dir() and (d / "case.yaml").exists())
     unknown = set(names) - {d.name for d in directories}
     if unknown:
         raise CaseError(f"{root}: no case named {', '.join(sorted(unknown))}")
-    cases = [load_case(d) for d in directories if not names or d.name in names]
+    cases = [load_case(d, served) for d in directories if not names or d.name in names]
     if tags:
         cases = [c for c in cases if set(tags) & set(c.tags)]
     if not include_holdout:

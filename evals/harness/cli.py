@@ -111,6 +111,9 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         scores = asyncio.run(run_cases(cases, options, bar))
+    except CaseError as exc:  # a kind the test API server does not serve
+        print(f"hapi-grpc eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (FixtureError, ClusterStateError) as exc:
         print(f"hapi-grpc eval: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -1,76 +1,43 @@
 """Loads a case's recorded cluster state into the test API server, and removes it.
 
-Objects are created in dependency order (nodes, owners before what they own,
-events last), then their `status` is written through the status subresource,
-as the controllers that do not run in the test cluster would have. Owner
-references and event subjects written without `uid`/`apiVersion` are resolved
-against what was created. Pods on a node the case does not define get a Ready
-node served by the test kubelet, so their logs go through the real apiserver.
+Kinds are resolved through the API server's discovery (`kinds.KindIndex`);
+objects are created in the dependency order documented in `cases.py`, then
+their `status` is written through the status subresource, as the controllers
+that do not run in the test cluster would have. Owner references and event
+subjects written without `uid`/`apiVersion` are resolved against what was
+created. Pods on a node the case does not define get a Ready node served by
+the test kubelet, so their logs go through the real apiserver.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from evals.harness.cases import Case
+from evals.harness.kinds import DiscoveryError, KindIndex, Served, crd_kinds, is_crd
 
-# kind -> (API path prefix, plural, namespaced, apiVersion, has a status subresource)
-KINDS: dict[str, tuple[str, str, bool, str, bool]] = {
-    "Namespace": ("/api/v1", "namespaces", False, "v1", False),
-    "Node": ("/api/v1", "nodes", False, "v1", True),
-    "Pod": ("/api/v1", "pods", True, "v1", True),
-    "ConfigMap": ("/api/v1", "configmaps", True, "v1", False),
-    "Service": ("/api/v1", "services", True, "v1", True),
-    "ServiceAccount": ("/api/v1", "serviceaccounts", True, "v1", False),
-    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True, "v1", True),
-    "Event": ("/api/v1", "events", True, "v1", False),
-    "Deployment": ("/apis/apps/v1", "deployments", True, "apps/v1", True),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets", True, "apps/v1", True),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets", True, "apps/v1", True),
-    "DaemonSet": ("/apis/apps/v1", "daemonsets", True, "apps/v1", True),
-    "Job": ("/apis/batch/v1", "jobs", True, "batch/v1", True),
-    "CronJob": ("/apis/batch/v1", "cronjobs", True, "batch/v1", True),
-    "HorizontalPodAutoscaler": (
-        "/apis/autoscaling/v2",
-        "horizontalpodautoscalers",
-        True,
-        "autoscaling/v2",
-        True,
-    ),
-    "PodDisruptionBudget": (
-        "/apis/policy/v1",
-        "poddisruptionbudgets",
-        True,
-        "policy/v1",
-        True,
-    ),
-    "Certificate": ("/apis/cert-manager.io/v1", "certificates", True, "cert-manager.io/v1", True),
-    "CertificateRequest": (
-        "/apis/cert-manager.io/v1",
-        "certificaterequests",
-        True,
-        "cert-manager.io/v1",
-        True,
-    ),
-}
-# Creation order: what others point at comes first.
-_ORDER = {
+# The steps of the creation order (see `cases.py`); a kind not named here is
+# placed by its scope: cluster-scoped objects at 1, namespaced ones at 3.
+_STEP = {
     "Namespace": 0,
-    "Node": 1,
-    "CronJob": 2,
-    "Deployment": 2,
-    "StatefulSet": 2,
-    "DaemonSet": 2,
-    "Certificate": 2,
-    "ReplicaSet": 3,
-    "Job": 3,
-    "CertificateRequest": 3,
+    "CustomResourceDefinition": 0,
+    "ServiceAccount": 2,
+    "ConfigMap": 2,
+    "Secret": 2,
+    "LimitRange": 2,
     "Pod": 4,
-    "Event": 9,
+    "ResourceQuota": 5,
+    "Event": 6,
 }
-CERT_MANAGER_KINDS = {"Certificate", "CertificateRequest"}
+ESTABLISH_TIMEOUT = 30.0  # a CRD served / a deleted CRD gone
+_POLL = 0.1
+_ZERO_UID = "00000000-0000-0000-0000-000000000000"
+
+Request = Callable[..., tuple[int, bytes]]  # (method, path, body=) -> (status, body)
 
 
 class ClusterStateError(RuntimeError):
@@ -84,14 +51,14 @@ class LoadedState:
     created: list[tuple[str, str]] = field(default_factory=list)  # (kind, path)
 
 
-def _path(kind: str, namespace: str | None, name: str | None = None) -> str:
-    prefix, plural, namespaced, _, _ = KINDS[kind]
-    base = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
-    return f"{base}/{name}" if name else base
-
-
-def unsupported_kinds(case: Case) -> list[str]:
-    return sorted({o["kind"] for o in case.objects if o["kind"] not in KINDS})
+def _message(status: int, data: bytes) -> str:
+    """The API server's own message (a Status object), else the start of its body."""
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
+    text = body.get("message") if isinstance(body, dict) else None
+    return f"{status} {text or data[:300]!r}"
 
 
 def _node_status(status: dict[str, Any], kubelet_port: int) -> dict[str, Any]:
@@ -119,20 +86,57 @@ def _node_status(status: dict[str, Any], kubelet_port: int) -> dict[str, Any]:
     return status
 
 
-class ClusterLoader:
-    """Creates and removes case objects through `request(method, path, body)`."""
+def creation_order(objects: list[dict[str, Any]], index: KindIndex) -> list[dict[str, Any]]:
+    """The objects sorted by step, then by owner depth; stable within a step.
 
-    def __init__(self, request: Any, kubelet_port: int) -> None:
+    An owned object takes the later of its own step and its owner's, so it
+    is never created before an owner the case defines.
+    """
+    by_name = {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects
+    }
+    memo: dict[int, tuple[int, int]] = {}
+
+    def key(obj: dict[str, Any], seen: frozenset[int] = frozenset()) -> tuple[int, int]:
+        if id(obj) in memo:
+            return memo[id(obj)]
+        kind = obj["kind"]
+        step = _STEP.get(kind)
+        if step is None:
+            served = index.find(obj.get("apiVersion"), kind)
+            step = 3 if served is None or served.namespaced else 1
+        depth = 0
+        namespace = obj["metadata"].get("namespace", "")
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            owner = by_name.get((ref.get("kind"), namespace, ref.get("name"))) or by_name.get(
+                (ref.get("kind"), "", ref.get("name"))
+            )
+            if owner is None or id(owner) in seen or owner is obj:
+                continue  # not in the case, or a cycle: nothing to wait for
+            owner_step, owner_depth = key(owner, seen | {id(obj)})
+            step, depth = max(step, owner_step), max(depth, owner_depth + 1)
+        memo[id(obj)] = (step, depth)
+        return step, depth
+
+    return sorted(objects, key=key)
+
+
+class ClusterLoader:
+    """Creates and removes case objects through `request(method, path, body=)`."""
+
+    def __init__(self, request: Request, kubelet_port: int, index: KindIndex) -> None:
         self._request = request
         self._kubelet_port = kubelet_port
+        self.index = index
         self._uids: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._namespaces: set[str] = set()
 
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        status, data = self._request(method, path, body=body)
-        if status >= 300:
-            raise ClusterStateError(f"{method} {path}: {status} {data[:300]!r}")
-        return dict(json.loads(data)) if data else {}
+    def refresh(self) -> None:
+        """Reads discovery again (after CRDs come or go)."""
+        try:
+            self.index.refresh()
+        except DiscoveryError as exc:
+            raise ClusterStateError(str(exc)) from None
 
     def _ensure_namespace(self, name: str) -> None:
         if name in self._namespaces:
@@ -140,7 +144,7 @@ class ClusterLoader:
         body = {"metadata": {"name": name}}
         status, data = self._request("POST", "/api/v1/namespaces", body=body)
         if status >= 300 and status != 409:
-            raise ClusterStateError(f"namespace {name}: {status} {data[:300]!r}")
+            raise ClusterStateError(f"Namespace {name}: {_message(status, data)}")
         self._namespaces.add(name)
 
     def load(self, case: Case) -> LoadedState:
@@ -156,62 +160,126 @@ class ClusterLoader:
             - defined_nodes
         ):
             objects.append({"kind": "Node", "metadata": {"name": node}, "status": {}})
-        objects.sort(key=lambda o: _ORDER.get(o["kind"], 5))
         default_ns = case.request["incident"].get("signal", {}).get("namespace") or "default"
         try:
-            for obj in objects:
+            crds = [o for o in objects if is_crd(o)]
+            for crd in crds:
+                self._create(crd, default_ns, state)
+            if crds:
+                self._await_served([s for crd in crds for s in crd_kinds(crd)])
+            rest = [o for o in objects if not is_crd(o)]
+            for obj in rest:
+                served = self.index.find(obj.get("apiVersion"), obj["kind"])
+                if served is not None and served.namespaced:
+                    obj["metadata"].setdefault("namespace", default_ns)
+            for obj in creation_order(rest, self.index):
                 self._create(obj, default_ns, state)
         except ClusterStateError as exc:
             self.unload(state)
             raise ClusterStateError(f"case {case.name}: {exc}") from None
         return state
 
+    def _await_served(self, kinds: list[Served]) -> None:
+        """Waits until discovery lists every kind the case's CRDs define and each answers."""
+        deadline = time.monotonic() + ESTABLISH_TIMEOUT
+        while True:
+            self.refresh()
+            # Discovery can list a kind a moment before its handler serves it.
+            missing = [
+                s.rtype.kind
+                for s in kinds
+                if not self.index.find(s.api_version, s.rtype.kind)
+                or self._request("GET", s.path(None) + "?limit=1")[0] != 200
+            ]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterStateError(
+                    f"CustomResourceDefinition for {', '.join(missing)} not served after"
+                    f" {ESTABLISH_TIMEOUT:.0f} s"
+                )
+            time.sleep(_POLL)
+
     def _create(self, obj: dict[str, Any], default_ns: str, state: LoadedState) -> None:
         kind = obj["kind"]
-        _, _, namespaced, api_version, has_status = KINDS[kind]
         meta = obj.setdefault("metadata", {})
         name = meta["name"]
-        namespace = meta.setdefault("namespace", default_ns) if namespaced else None
+        served = self.index.find(obj.get("apiVersion"), kind)
+        if served is None:  # the run checks kinds first; this is a CRD that went away
+            raise ClusterStateError(f"{kind} {name}: the API server serves no such kind")
+        namespace = meta.setdefault("namespace", default_ns) if served.namespaced else None
         if namespace:
             self._ensure_namespace(namespace)
-        obj["apiVersion"] = obj.get("apiVersion", api_version)
+        if kind == "Namespace":
+            self._ensure_namespace(name)
+            return
+        obj["apiVersion"] = obj.get("apiVersion", served.api_version)
         status = obj.pop("status", None)
         if kind == "Node":
             status = _node_status(status or {}, self._kubelet_port)
+        if status and not served.status:
+            obj["status"] = status  # no subresource: status is part of the object
         for ref in meta.get("ownerReferences", []):
             self._resolve(ref, namespace or "")
             ref.setdefault("controller", True)
         if kind == "Event":
             subject = obj.setdefault("involvedObject", {})
-            if KINDS.get(subject.get("kind", ""), ("", "", False))[2]:
+            subject_kind = self.index.find(subject.get("apiVersion"), subject.get("kind", ""))
+            if subject_kind is not None and subject_kind.namespaced:
                 subject.setdefault("namespace", namespace)
             self._resolve(subject, namespace or "")
-        if kind == "Namespace":
-            self._ensure_namespace(name)
-            return
-        created = self._call("POST", _path(kind, namespace), obj)
-        path = _path(kind, namespace, name)
+        where = f"{namespace}/{name}" if namespace else name
+        status_code, data = self._request("POST", served.path(namespace), body=obj)
+        if status_code >= 300:
+            raise ClusterStateError(f"{kind} {where}: {_message(status_code, data)}")
+        created = json.loads(data)
+        path = served.path(namespace, name)
         state.created.append((kind, path))
         self._uids[(kind, namespace or "", name)] = (
             created["metadata"]["uid"],
             obj["apiVersion"],
         )
-        if status and has_status:
-            self._call("PATCH", path + "/status", {"status": status})
+        if status and served.status:
+            status_code, data = self._request("PATCH", path + "/status", body={"status": status})
+            if status_code >= 300:
+                raise ClusterStateError(f"{kind} {where} status: {_message(status_code, data)}")
 
     def _resolve(self, ref: dict[str, Any], namespace: str) -> None:
         kind = ref.get("kind", "")
-        ns = ref.get("namespace", namespace) if KINDS.get(kind, ("",) * 3)[2] else ""
+        served = self.index.find(ref.get("apiVersion"), kind)
+        ns = ref.get("namespace", namespace) if served is not None and served.namespaced else ""
         known = self._uids.get((kind, ns, ref.get("name", "")))
         if known:
             ref.setdefault("uid", known[0])
             ref.setdefault("apiVersion", known[1])
-        elif kind in KINDS:
-            ref.setdefault("apiVersion", KINDS[kind][3])
-            ref.setdefault("uid", "00000000-0000-0000-0000-000000000000")
+        elif served is not None:
+            ref.setdefault("apiVersion", served.api_version)
+            ref.setdefault("uid", _ZERO_UID)
 
     def unload(self, state: LoadedState) -> None:
-        """Deletes what `load` created, newest first, without grace (no kubelet waits)."""
-        for _kind, path in reversed(state.created):
-            self._request("DELETE", path, body={"gracePeriodSeconds": 0})
+        """Deletes what `load` created, newest first, without grace (no kubelet waits).
+
+        No controller runs to remove finalizers (the protection admission puts
+        them on claims and volumes), so the loader removes them; a deleted
+        CRD is awaited, so the next case may define it again.
+        """
+        crds = False
+        for kind, path in reversed(state.created):
+            status, data = self._request("DELETE", path, body={"gracePeriodSeconds": 0})
+            try:
+                body = json.loads(data) if status < 300 else {}
+            except ValueError:
+                body = {}
+            if isinstance(body, dict) and (body.get("metadata") or {}).get("finalizers"):
+                self._request("PATCH", path, body={"metadata": {"finalizers": None}})
+            if kind == "CustomResourceDefinition":
+                self._await_gone(path)
+                crds = True
         state.created.clear()
+        if crds:
+            self.refresh()  # the kinds they defined are no longer served
+
+    def _await_gone(self, path: str) -> None:
+        deadline = time.monotonic() + ESTABLISH_TIMEOUT
+        while self._request("GET", path)[0] != 404 and time.monotonic() < deadline:
+            time.sleep(_POLL)

@@ -22,8 +22,9 @@ from typing import Any
 
 from aiohttp import web
 
-from evals.harness.cases import Case, DataStorageFault
-from evals.harness.cluster_state import CERT_MANAGER_KINDS, ClusterLoader, LoadedState
+from evals.harness.cases import Case, DataStorageFault, check_kinds
+from evals.harness.cluster_state import ClusterLoader, LoadedState
+from evals.harness.kinds import DiscoveryError, KindIndex, kube_fetch
 
 PROMTOOL_TIMEOUT = 60
 
@@ -42,11 +43,24 @@ class Cluster:
     loader: ClusterLoader
     _crds: bool = False
 
+    def check(self, cases: list[Case]) -> None:
+        """Every kind of every case can be created here, or `CaseError` names it."""
+        for case in cases:
+            check_kinds(case, self.loader.index)
+
     def load(self, case: Case) -> LoadedState:
-        if not self._crds and any(o["kind"] in CERT_MANAGER_KINDS for o in case.objects):
+        index = self.loader.index
+        needs_crds = any(
+            not index.find(o.get("apiVersion"), o["kind"])
+            and index.provided_for(o.get("apiVersion"), o["kind"])
+            for o in case.objects
+        )
+        if not self._crds and needs_crds:
+            # The cert-manager CRDs, installed when a case first uses their kinds.
             from tests.fakes.kube_crds import ensure_cert_manager_crds
 
             ensure_cert_manager_crds(self.kube.api_client())
+            self.loader.refresh()
             self._crds = True
         self.kubelet.logs.clear()
         for log in case.logs:
@@ -65,6 +79,8 @@ def running_cluster(workdir: Path) -> Iterator[Cluster]:
     """Starts the cluster and kubelet (binaries from `make kube`)."""
     try:
         from tests.fakes.kube_cluster import running_cluster as kube_cluster
+        from tests.fakes.kube_crds import KINDS as CERT_MANAGER_CRDS
+        from tests.fakes.kube_crds import crd
         from tests.fakes.kubelet import running_kubelet
     except ImportError as exc:  # the dev extras are not installed
         raise FixtureError(
@@ -81,7 +97,13 @@ def running_cluster(workdir: Path) -> Iterator[Cluster]:
     try:
         with running_kubelet() as kubelet:
             kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig")
-            yield Cluster(kube, kubelet, kubeconfig, ClusterLoader(kube.request, kubelet.port))
+            fetch = kube_fetch(kube.url, kube.admin_token, kube.ssl_context())
+            try:
+                index = KindIndex(fetch, provided=[crd(p) for p in CERT_MANAGER_CRDS])
+            except DiscoveryError as exc:
+                raise FixtureError(f"test cluster: {exc}") from None
+            loader = ClusterLoader(kube.request, kubelet.port, index)
+            yield Cluster(kube, kubelet, kubeconfig, loader)
     finally:
         context.__exit__(None, None, None)
 

@@ -100,6 +100,8 @@ async def run_cases(
     with tempfile.TemporaryDirectory(prefix="hapi-eval-") as tmp:
         workdir = Path(tmp)
         with _maybe_cluster(options.cluster, workdir) as cluster:
+            if cluster:
+                cluster.check(list(cases))  # before any case runs
             for group in server_groups(cases):
                 scores += await _run_group(group, cluster, workdir, options, progress)
     return scores

@@ -15,6 +15,8 @@ from hapi_grpc.domain.sensitive import (
     redact,
     redact_mapping,
     register_secret,
+    registered_count,
+    replace_secrets,
 )
 
 
@@ -92,11 +94,12 @@ def test_clip_says_how_much_was_cut() -> None:
 
 def _every_shape(text: str) -> str:
     """What `redact` must return: every shape tried, no pre-check skipping any."""
-    if sensitive._registered_re is not None:  # secrets other tests registered
-        text = sensitive._registered_re.sub(REDACTED, text)
-    for shape, replacement in _SHAPES:
-        text = shape.sub(replacement, text)
-    return text
+    data = text.encode()
+    if sensitive._registered is not None:  # secrets other tests registered
+        data = sensitive._substitute(sensitive._registered, data)
+    for shape in _SHAPES:
+        data = sensitive._substitute(shape, data)
+    return data.decode()
 
 
 # Pieces that make credential shapes likely, including the four non-ASCII
@@ -162,3 +165,40 @@ def test_every_shape_is_tried_in_short_and_long_text(text: str) -> None:
     assert redact(text) != text
     padded = "x" * 300 + " " + text  # past the length where one automaton pass decides
     assert redact(padded) != padded
+
+
+def test_lone_surrogates_do_not_break_redaction() -> None:
+    # JSON escapes can carry them; RE2 reads UTF-8, which cannot.
+    assert redact("x\ud800 GIT_PASSWORD=abc") == f"x\ufffd GIT_PASSWORD={REDACTED}"
+
+
+# --- The registry of known values is bounded ---------------------------------------
+
+
+def test_an_owner_re_registering_drops_its_old_value() -> None:
+    register_secret("rotated-token-one-1111", owner="test: token file")
+    assert redact("rotated-token-one-1111") == REDACTED
+    register_secret("rotated-token-two-2222", owner="test: token file")
+    assert redact("rotated-token-two-2222") == REDACTED
+    assert redact("rotated-token-one-1111") == "rotated-token-one-1111"  # forgotten
+
+
+def test_replacing_an_owners_values_drops_revoked_ones() -> None:
+    replace_secrets("test: tokens file", ["static-aaa-1", "static-bbb-2"])
+    assert redact("static-aaa-1 static-bbb-2") == f"{REDACTED} {REDACTED}"
+    replace_secrets("test: tokens file", ["static-bbb-2"])  # aaa revoked
+    assert redact("static-aaa-1 static-bbb-2") == f"static-aaa-1 {REDACTED}"
+    replace_secrets("test: tokens file", [])
+    assert redact("static-bbb-2") == "static-bbb-2"
+
+
+def test_values_without_owner_are_kept_for_the_most_recent_only() -> None:
+    register_secret("kept-for-good-0000", owner="test: current")
+    register_secret("oldest-anonymous-value")
+    for i in range(sensitive._MAX_REGISTERED):
+        register_secret(f"anonymous-value-{i:04d}")
+    assert registered_count() <= sensitive._MAX_REGISTERED + len(sensitive._owned)
+    assert redact("oldest-anonymous-value") == "oldest-anonymous-value"  # dropped
+    last = f"anonymous-value-{sensitive._MAX_REGISTERED - 1:04d}"
+    assert redact(last) == REDACTED
+    assert redact("kept-for-good-0000") == REDACTED  # an owner's value is never pushed out

@@ -14,6 +14,8 @@ the adapters and observability can all use it.
   assignments such as `GIT_PASSWORD=...` or `"api_key": "..."`.
 - `redact_mapping(value)`: a copy of a JSON-like value in which secret-named
   keys lose their values and every string is passed through `redact`.
+- `redact_head(text, limit)`: the redacted start of a long text, reading only
+  about `limit` characters of it.
 - `clip(text, limit)`: caller- or model-controlled text cut to `limit`
   characters with a marker saying how much was cut.
 """
@@ -32,6 +34,7 @@ __all__ = [
     "clip",
     "is_secret_name",
     "redact",
+    "redact_head",
     "redact_mapping",
     "register_secret",
     "registered_count",
@@ -244,6 +247,7 @@ _registry_lock = threading.Lock()
 _owned: dict[str, frozenset[str]] = {}
 _anonymous: dict[str, None] = {}  # insertion order = least recently registered first
 _registered: _Shape | None = None  # all registered values in one pattern
+_longest_registered = 0
 
 
 def register_secret(value: str, *, owner: str | None = None) -> None:
@@ -303,13 +307,14 @@ def _all_registered() -> set[str]:
 
 def _recompile() -> None:
     """Rebuild the one pattern of registered values; the caller holds the lock."""
-    global _registered
+    global _registered, _longest_registered
     # Longest first, so a secret that contains another is removed whole.
     ordered = sorted(_all_registered(), key=len, reverse=True)
     options = re2.Options()
     options.max_mem = 64 << 20  # room for a few hundred tokens of a kilobyte
     source = b"|".join(re2.escape(s.encode()) for s in ordered)
     _registered = _Shape(re2.compile(source, options)) if ordered else None
+    _longest_registered = len(ordered[0]) if ordered else 0
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -341,6 +346,32 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
         for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
             text = text.replace(secret, REDACTED)
     return _redact_shapes(text)
+
+
+# What is read past a cap before redacting, and never shown: a credential the
+# window cuts in two may not be recognised, and is at most this long.
+_CUT_MARGIN = 4096
+
+
+def redact_head(text: str, limit: int) -> tuple[str, int]:
+    """The redacted start of `text`, at most `limit` characters, and how many
+    characters were left out (0: all of it is there).
+
+    Only `limit` characters plus a margin are redacted, so the work per call is
+    bounded by the cap. A secret cut by the end of that window may escape its
+    pattern, so what follows the window's last replacement within its last
+    margin characters is never shown: no part of a secret shorter than the
+    margin (and than the longest registered value) is.
+    """
+    margin = max(_CUT_MARGIN, _longest_registered)
+    if len(text) <= limit + margin:
+        redacted = redact(text)
+        return redacted[:limit], max(0, len(redacted) - limit)
+    window = redact(text[: limit + margin])
+    last = window.rfind(REDACTED, len(window) - margin)
+    unsure = margin if last < 0 else len(window) - last - len(REDACTED)
+    shown = window[: max(0, min(limit, len(window) - unsure))]
+    return shown, len(text) - len(shown)
 
 
 def is_secret_name(name: str) -> bool:

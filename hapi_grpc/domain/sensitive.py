@@ -2,8 +2,8 @@
 
 One vocabulary for every place text leaves the process: log records, stream
 events, responses, errors from HTTP clients and messages of the parameter
-validator. Nothing here imports outside the standard library, so the domain,
-the adapters and observability can all use it.
+validator. Nothing here imports beyond the standard library and RE2, so the
+domain, the adapters and observability can all use it.
 
 - `is_secret_name(name)`: a parameter, header or field name whose value is a
   credential. Over-matching (MONKEY) only costs a less helpful message;
@@ -12,8 +12,11 @@ the adapters and observability can all use it.
   anything shaped like a credential become `REDACTED`: bearer tokens, `sk-`
   keys, cloud access keys, JWTs, PEM private keys, credentials in URLs and
   assignments such as `GIT_PASSWORD=...` or `"api_key": "..."`.
-- `redact_mapping(value)`: a copy of a JSON-like value in which secret-named
-  keys lose their values and every string is passed through `redact`.
+- `hides_value(mapping, key)`: the one rule for which value of a JSON object is
+  never shown, whatever the kind: one under a secret-looking key, or the value
+  of an entry naming a secret (`{"name": "DB_PASSWORD", "value": ...}`).
+- `redact_mapping(value)`: a copy of a JSON-like value in which those values
+  are hidden and every string is passed through `redact`.
 - `redact_head(text, limit)`: the redacted start of a long text, reading only
   about `limit` characters of it.
 - `clip(text, limit)`: caller- or model-controlled text cut to `limit`
@@ -23,15 +26,17 @@ the adapters and observability can all use it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import re2
 
+from hapi_grpc.domain.credential_shapes import REDACTED, Shape, redact_shapes, substitute
+
 __all__ = [
     "REDACTED",
     "clip",
+    "hides_value",
     "is_secret_name",
     "redact",
     "redact_head",
@@ -41,9 +46,6 @@ __all__ = [
     "replace_secrets",
 ]
 
-REDACTED = "[REDACTED]"
-"""Stands in for every hidden value, wherever it was hidden."""
-_MARK = REDACTED.encode()
 
 # Substrings of names whose values are never shown.
 _SECRET_MARKERS = (
@@ -64,180 +66,6 @@ _SECRET_MARKERS = (
     "DSN",
 )
 
-# Every pattern here meets text written by others (logs, events, model replies,
-# MCP results), so all are RE2: time linear in the text whatever it holds. The
-# backtracking `re` took 13 s for `"token-" * 300`. Where RE2's classes differ
-# from `re`'s they are spelled out so that nothing `re` hid is shown now:
-# whitespace is Unicode whitespace as `str.isspace()` has it, and under (?i)
-# the dotted and dotless i (U+0130, U+0131) count as `i`, as `re` takes them.
-# RE2's `\b` knows only ASCII word characters, so it finds a boundary in a few
-# more places than `re` did (after "é"): it hides more, never less.
-_WS = r"\t-\r\x1c-\x20\x{85}\p{Z}"
-_I = r"\x{130}\x{131}"
-
-
-def _dotted(word: str) -> str:
-    """`word` with each I also matching U+0130 and U+0131 under (?i)."""
-    return word.replace("I", f"[I{_I}]")
-
-
-# The name part of a `NAME=value` / `"name": "value"` assignment whose value
-# must go. Narrower than `_SECRET_MARKERS` on purpose: free text says "key"
-# and "session" in harmless ways far more often than parameter names do.
-_NAME_CHAR = rf"[A-Za-z0-9_.\-{_I}]"
-_ASSIGNED_NAME = (
-    rf"{_NAME_CHAR}*"
-    + _dotted(
-        r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API[_\-]?KEY|ACCESS[_\-]?KEY|PRIVATE[_\-]?KEY"
-        r"|CREDENTIALS?|AUTH[_\-]?KEY|CLIENT[_\-]?SECRET|CONNECTION[_\-]?STRING)"
-    )
-    + rf"{_NAME_CHAR}*"
-)
-
-
-_BASE64_MARKS = frozenset(b"0123456789+/")
-
-
-def _is_base64_credential(match: re2._Match) -> bool:
-    # Basic credentials are base64: demand a digit, base64 punctuation or
-    # padding so that prose such as "Basic troubleshooting" stays readable
-    # (what a lookahead did under `re`; no match can start inside this one).
-    return bool(match.group(4)) or not _BASE64_MARKS.isdisjoint(match.group(3))
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A credential shape over UTF-8 bytes: each match becomes group `keep`
-    (0: nothing) followed by `then`, when `when` (if any) accepts it."""
-
-    pattern: re2._Regexp
-    then: bytes = _MARK
-    keep: int = 0
-    when: Callable[[re2._Match], bool] | None = None
-
-
-def _rx(source: str) -> re2._Regexp:
-    return re2.compile(source.encode())
-
-
-# Shapes of credentials hidden even if nobody registered them. Each keeps a
-# harmless prefix so a reader still sees what kind of thing was there.
-_SHAPES: tuple[_Shape, ...] = (
-    _Shape(
-        _rx(r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)")
-    ),
-    _Shape(_rx(rf"(?i)\b(bearer)[{_WS}]+[A-Za-z0-9._~+/=\-{_I}]{{8,}}"), b" " + _MARK, keep=1),
-    _Shape(
-        _rx(rf"\b(Basic)([{_WS}]+)([A-Za-z0-9+/]{{12,}})(={{0,2}})"),
-        b" " + _MARK,
-        keep=1,
-        when=_is_base64_credential,
-    ),
-    _Shape(
-        _rx(rf"""(?i)(\b{_ASSIGNED_NAME}["']?[{_WS}]*[:=][{_WS}]*["']?)[^{_WS}"'&,;{{}}\[\]]+"""),
-        keep=1,
-    ),
-    # Credentials in URLs such as redis://:password@host or https://user:pw@host.
-    _Shape(
-        _rx(rf"(?i)\b([a-z{_I}][a-z0-9+.\-{_I}]*://)[^/{_WS}:@]*:[^/{_WS}@]+@"),
-        _MARK + b"@",
-        keep=1,
-    ),
-    # `sk-` not glued to a word before it (a lookbehind under `re`).
-    _Shape(_rx(r"(^|[^A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), keep=1),
-    _Shape(_rx(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    _Shape(_rx(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b")),
-    _Shape(_rx(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
-    _Shape(_rx(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-)
-
-
-def _substitute(shape: _Shape, data: bytes) -> bytes:
-    """`data` with every match of `shape` replaced; `data` itself when none.
-
-    One pass, no replacement templates: each match costs a few microseconds,
-    however many there are. The kept group always starts where the match does.
-    """
-    pieces: list[bytes] = []
-    end = 0
-    keep, then, when = shape.keep, shape.then, shape.when
-    for match in shape.pattern.finditer(data):
-        if when is not None and not when(match):
-            continue
-        start, stop = match.span()
-        pieces.append(data[end : match.end(keep) if keep else start])
-        pieces.append(then)
-        end = stop
-    if not pieces:
-        return data
-    pieces.append(data[end:])
-    return b"".join(pieces)
-
-
-# The words each shape above needs, as plain substrings of the lower-cased
-# text: `in` is tens of times faster than a case-insensitive pattern, and a
-# shape whose words are absent is not tried (the assignment shape alone costs
-# more than all the others). Each word is implied by a match of its shape
-# ("connection" by CONNECTION_STRING, "key" by API_KEY, ...), so no match is
-# skipped.
-_SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
-    ("-----begin",),
-    ("bearer",),
-    ("basic",),
-    (
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "key",
-        "credential",
-        "connection",
-    ),
-    ("://",),
-    ("sk-",),
-    ("akia", "asia"),
-    tuple(f"gh{c}_" for c in "pousr"),
-    tuple(f"xox{c}-" for c in "abposr"),
-    ("eyj",),
-)
-assert len(_SHAPE_WORDS) == len(_SHAPES)
-# Each word with the index of its shape, in the order the shapes are tried.
-_WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
-# Past this length one automaton pass for all the words at once is cheaper
-# than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
-_LONG_TEXT = 256
-_ANY_WORD = re2.compile("|".join(re2.escape(word) for word, _ in _WORD_SHAPES))
-
-
-def _folded(text: str) -> str:
-    """`text` lower-cased so that every ASCII word a case-insensitive pattern
-    would find in it is a plain substring.
-
-    Trying every code point shows four non-ASCII characters that such a
-    pattern takes for an ASCII letter: the Kelvin sign (`lower()` gives k),
-    the dotted capital I (`lower()` gives i plus a combining dot), the dotless
-    i and the long s (`lower()` keeps them).
-    """
-    if text.isascii():
-        return text.lower()
-    return text.replace("\u0130", "i").lower().replace("\u0131", "i").replace("\u017f", "s")
-
-
-def _redact_shapes(text: str) -> str:
-    """`text` with the shapes whose words it holds applied, over its UTF-8 bytes."""
-    lowered = _folded(text)
-    if len(lowered) > _LONG_TEXT and _ANY_WORD.search(lowered) is None:
-        return text
-    data = original = text.encode()
-    tried = 0  # bit i: shape i was applied
-    for word, index in _WORD_SHAPES:
-        if not tried >> index & 1 and word in lowered:
-            tried |= 1 << index
-            data = _substitute(_SHAPES[index], data)
-    return text if data is original else data.decode()
-
-
 # The registry of known secret values. Bounded: a value registered for an
 # `owner` (one token file, one set of cluster credentials) replaces that
 # owner's previous values, so a rotated or revoked token is forgotten at once;
@@ -246,7 +74,7 @@ _MAX_REGISTERED = 256
 _registry_lock = threading.Lock()
 _owned: dict[str, frozenset[str]] = {}
 _anonymous: dict[str, None] = {}  # insertion order = least recently registered first
-_registered: _Shape | None = None  # all registered values in one pattern
+_registered: Shape | None = None  # all registered values in one pattern
 _longest_registered = 0
 
 
@@ -313,7 +141,7 @@ def _recompile() -> None:
     options = re2.Options()
     options.max_mem = 64 << 20  # room for a few hundred tokens of a kilobyte
     source = b"|".join(re2.escape(s.encode()) for s in ordered)
-    _registered = _Shape(re2.compile(source, options)) if ordered else None
+    _registered = Shape(re2.compile(source, options)) if ordered else None
     _longest_registered = len(ordered[0]) if ordered else 0
 
 
@@ -339,13 +167,13 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
     registered = _registered
     if registered is not None:
         data = text.encode()
-        replaced = _substitute(registered, data)
+        replaced = substitute(registered, data)
         if replaced is not data:
             text = replaced.decode()
     if secrets:
         for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
             text = text.replace(secret, REDACTED)
-    return _redact_shapes(text)
+    return redact_shapes(text)
 
 
 # What is read past a cap before redacting, and never shown: a credential the
@@ -380,6 +208,30 @@ def is_secret_name(name: str) -> bool:
     return any(marker in upper for marker in _SECRET_MARKERS)
 
 
+# Where an entry names a variable or parameter, and where it holds its value:
+# {"name": "DB_PASSWORD", "value": "..."} in env vars and in the specs of
+# custom kinds (pipeline params, operator-managed env), {"key": ..., "value": ...}
+# in many Helm-rendered and operator objects.
+_NAMING_KEYS = ("name", "key")
+_VALUE_KEYS = frozenset({"value", "default", "defaultValue"})
+
+
+def hides_value(mapping: Mapping[Any, Any], key: Any) -> bool:
+    """True when `mapping[key]`, a literal, must never be shown: its key looks
+    secret, or it is the value of an entry whose name or key looks secret.
+    Objects and lists under such keys keep their structure (their own
+    literals meet this rule in turn)."""
+    value = mapping[key]
+    if value is None or isinstance(value, Mapping | list | tuple):
+        return False
+    name = str(key)
+    if is_secret_name(name):
+        return True
+    return name in _VALUE_KEYS and any(
+        isinstance(mapping.get(k), str) and is_secret_name(mapping[k]) for k in _NAMING_KEYS
+    )
+
+
 # Nesting followed when redacting; deeper values are replaced wholesale, so
 # hostile nesting stays cheap.
 _MAX_DEPTH = 8
@@ -396,7 +248,9 @@ def redact_mapping(value: Any, *, depth: int = 0) -> Any:
         return REDACTED
     if isinstance(value, Mapping):
         return {
-            str(k): REDACTED if is_secret_name(str(k)) else redact_mapping(v, depth=depth + 1)
+            str(k): REDACTED
+            if is_secret_name(str(k)) or hides_value(value, k)
+            else redact_mapping(v, depth=depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):

@@ -7,10 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hapi_grpc.domain import sensitive
+from hapi_grpc.domain.credential_shapes import SHAPES, substitute
 from hapi_grpc.domain.sensitive import (
-    _SHAPES,
     REDACTED,
     clip,
+    hides_value,
     is_secret_name,
     redact,
     redact_mapping,
@@ -96,9 +97,9 @@ def _every_shape(text: str) -> str:
     """What `redact` must return: every shape tried, no pre-check skipping any."""
     data = text.encode()
     if sensitive._registered is not None:  # secrets other tests registered
-        data = sensitive._substitute(sensitive._registered, data)
-    for shape in _SHAPES:
-        data = sensitive._substitute(shape, data)
+        data = substitute(sensitive._registered, data)
+    for shape in SHAPES:
+        data = substitute(shape, data)
     return data.decode()
 
 
@@ -202,3 +203,14 @@ def test_values_without_owner_are_kept_for_the_most_recent_only() -> None:
     last = f"anonymous-value-{sensitive._MAX_REGISTERED - 1:04d}"
     assert redact(last) == REDACTED
     assert redact("kept-for-good-0000") == REDACTED  # an owner's value is never pushed out
+
+
+def test_one_rule_hides_named_values_in_any_mapping() -> None:
+    entry = {"name": "DB_PASSWORD", "value": "pg-secret-value"}
+    assert hides_value(entry, "value") and not hides_value(entry, "name")
+    assert not hides_value({"name": "LOG_LEVEL", "value": "debug"}, "value")
+    assert hides_value({"key": "api-token", "default": "abc"}, "default")
+    assert not hides_value({"password": {"type": "string"}}, "password")  # structure stays
+    assert redact_mapping({"params": [entry, {"name": "REPLICAS", "value": 3}]}) == {
+        "params": [{"name": "DB_PASSWORD", "value": REDACTED}, {"name": "REPLICAS", "value": 3}]
+    }

@@ -44,6 +44,7 @@ __all__ = [
     "register_secret",
     "registered_count",
     "replace_secrets",
+    "utf8_safe",
 ]
 
 
@@ -89,7 +90,7 @@ def register_secret(value: str, *, owner: str | None = None) -> None:
     if owner is not None:
         replace_secrets(owner, (value,))
         return
-    value = _utf8_safe(value.strip())
+    value = utf8_safe(value.strip())
     if not value:
         return
     with _registry_lock:
@@ -107,7 +108,7 @@ def replace_secrets(owner: str, values: Iterable[str]) -> None:
 
     At most `_MAX_REGISTERED` values are kept for one owner.
     """
-    kept = frozenset(v for v in (_utf8_safe(s.strip()) for s in values) if v)
+    kept = frozenset(v for v in (utf8_safe(s.strip()) for s in values) if v)
     if len(kept) > _MAX_REGISTERED:
         kept = frozenset(sorted(kept, key=len, reverse=True)[:_MAX_REGISTERED])
     with _registry_lock:
@@ -148,19 +149,23 @@ def _recompile() -> None:
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with registered secrets, `secrets` and credential shapes replaced.
 
-    Lone surrogates (which JSON escapes can produce, and which RE2, taking
-    UTF-8, cannot read) become U+FFFD first.
+    Lone surrogates (which JSON escapes can produce, and which neither RE2 nor
+    protobuf can encode) become U+FFFD.
     """
     if not text:
         return text
+    return _redact(utf8_safe(text), secrets)
+
+
+def utf8_safe(text: str) -> str:
+    """`text`, with any lone surrogate replaced by U+FFFD so that it encodes as UTF-8."""
+    if text.isascii():
+        return text
     try:
-        return _redact(text, secrets)
+        text.encode()
     except UnicodeEncodeError:
-        return _redact(_utf8_safe(text), secrets)
-
-
-def _utf8_safe(text: str) -> str:
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _redact(text: str, secrets: Iterable[str]) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact
+from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact_head
 
 __all__ = ["age", "object_view", "owner_refs", "redact_env"]
 
@@ -41,8 +41,8 @@ WORKLOAD_KINDS = frozenset(
 
 
 def _text(value: Any, limit: int = _TEXT_CHARS) -> str:
-    text = redact(" ".join(str(value).split()))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text, cut = redact_head(" ".join(str(value).split()), limit)  # cut first, then redact
+    return text[: limit - 1] + "…" if cut else text
 
 
 def _clean(value: Any, depth: int = 0) -> Any:

@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from hapi_grpc.domain import sensitive
 
@@ -64,14 +65,14 @@ def hostile_inputs(size: int = SIZE) -> Iterator[tuple[str, str]]:
 
 def ordinary_text(size: int) -> str:
     """Pod log lines and Kubernetes JSON of the kind tools read, a few secrets included."""
-    lines = []
-    i = 0
-    while sum(map(len, lines)) < size:
+    lines: list[str] = []
+    i = total = 0
+    while total < size:
         i += 1
-        lines.append(
+        batch = [
             f"2026-03-01T12:{i % 60:02d}:07.{i % 1000:03d}Z INFO payments-api request id={i:08x}"
             f" method=GET path=/api/v1/orders/{i} status=200 duration_ms={i % 97}\n"
-        )
+        ]
         if i % 50 == 0:
             event = {
                 "kind": "Event",
@@ -79,9 +80,11 @@ def ordinary_text(size: int) -> str:
                 "message": f"Back-off restarting failed container api in pod api-7d9f-{i}",
                 "involvedObject": {"kind": "Pod", "namespace": "payments", "name": f"api-{i}"},
             }
-            lines.append(json.dumps(event) + "\n")
+            batch.append(json.dumps(event) + "\n")
         if i % 400 == 0:
-            lines.append(f"connecting with DB_PASSWORD=hunter{i} to postgres://app:pw{i}@db:5432\n")
+            batch.append(f"connecting with DB_PASSWORD=hunter{i} to postgres://app:pw{i}@db:5432\n")
+        lines += batch
+        total += sum(map(len, batch))
     return "".join(lines)[:size]
 
 
@@ -112,7 +115,7 @@ def main() -> int:
 
     timings = []
     for label, text in hostile_inputs(args.size):
-        seconds = cpu_seconds(lambda text=text: sensitive.redact(text), args.repeat)
+        seconds = cpu_seconds(partial(sensitive.redact, text), args.repeat)
         timings.append((seconds, label, len(text.encode())))
     timings.sort(reverse=True)
     total_bytes = sum(n for _, _, n in timings)

@@ -39,8 +39,8 @@ def _dotted(word: str) -> str:
 
 
 # The name part of a `NAME=value` / `"name": "value"` assignment whose value
-# must go. Narrower than `_SECRETMARKERS` on purpose: free text says "key"
-# and "session" in harmless ways far more often than parameter names do.
+# must go. Narrower than `sensitive.is_secret_name` on purpose: free text says
+# "key" and "session" in harmless ways far more often than parameter names do.
 _NAME_CHAR = rf"[A-Za-z0-9_.\-{_I}]"
 _ASSIGNED_NAME = (
     rf"{_NAME_CHAR}*"
@@ -52,14 +52,14 @@ _ASSIGNED_NAME = (
 )
 
 
-_BASE64MARKS = frozenset(b"0123456789+/")
+_BASE64_MARKS = frozenset(b"0123456789+/")
 
 
 def _is_base64_credential(match: re2._Match) -> bool:
     # Basic credentials are base64: demand a digit, base64 punctuation or
     # padding so that prose such as "Basic troubleshooting" stays readable
     # (what a lookahead did under `re`; no match can start inside this one).
-    return bool(match.group(4)) or not _BASE64MARKS.isdisjoint(match.group(3))
+    return bool(match.group(4)) or not _BASE64_MARKS.isdisjoint(match.group(3))
 
 
 @dataclass(frozen=True)
@@ -158,11 +158,11 @@ _SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
 )
 assert len(_SHAPE_WORDS) == len(SHAPES)
 # Each word with the index of its shape, in the order the shapes are tried.
-_WORDSHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
+_WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
 # Past this length one automaton pass for all the words at once is cheaper
 # than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
 _LONG_TEXT = 256
-_ANY_WORD = re2.compile("|".join(re2.escape(word) for word, _ in _WORDSHAPES))
+_ANY_WORD = re2.compile("|".join(re2.escape(word) for word, _ in _WORD_SHAPES))
 
 
 def _folded(text: str) -> str:
@@ -186,7 +186,7 @@ def redact_shapes(text: str) -> str:
         return text
     data = original = text.encode()
     tried = 0  # bit i: shape i was applied
-    for word, index in _WORDSHAPES:
+    for word, index in _WORD_SHAPES:
         if not tried >> index & 1 and word in lowered:
             tried |= 1 << index
             data = substitute(SHAPES[index], data)

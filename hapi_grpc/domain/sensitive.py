@@ -75,7 +75,12 @@ _MAX_REGISTERED = 256
 _registry_lock = threading.Lock()
 _owned: dict[str, frozenset[str]] = {}
 _anonymous: dict[str, None] = {}  # insertion order = least recently registered first
-_registered: Shape | None = None  # all registered values in one pattern
+# Values up to this long share one RE2 pattern (a few hundred of them compile
+# in milliseconds); longer ones, rare (service-account JWTs), are replaced one
+# by one, which keeps the pattern small whatever a token file holds.
+_PATTERN_VALUE_CHARS = 256
+_registered: Shape | None = None  # the shorter registered values, in one pattern
+_registered_long: tuple[str, ...] = ()  # the longer ones, longest first
 _longest_registered = 0
 
 
@@ -136,13 +141,13 @@ def _all_registered() -> set[str]:
 
 def _recompile() -> None:
     """Rebuild the one pattern of registered values; the caller holds the lock."""
-    global _registered, _longest_registered
+    global _registered, _registered_long, _longest_registered
     # Longest first, so a secret that contains another is removed whole.
     ordered = sorted(_all_registered(), key=len, reverse=True)
-    options = re2.Options()
-    options.max_mem = 64 << 20  # room for a few hundred tokens of a kilobyte
-    source = b"|".join(re2.escape(s.encode()) for s in ordered)
-    _registered = Shape(re2.compile(source, options)) if ordered else None
+    short = [s for s in ordered if len(s) <= _PATTERN_VALUE_CHARS]
+    source = b"|".join(re2.escape(s.encode()) for s in short)
+    _registered = Shape(re2.compile(source)) if short else None
+    _registered_long = tuple(s for s in ordered if len(s) > _PATTERN_VALUE_CHARS)
     _longest_registered = len(ordered[0]) if ordered else 0
 
 
@@ -169,16 +174,24 @@ def utf8_safe(text: str) -> str:
 
 
 def _redact(text: str, secrets: Iterable[str]) -> str:
+    text = _redact_registered(text)
+    if secrets:
+        for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+    return redact_shapes(text)
+
+
+def _redact_registered(text: str) -> str:
+    for value in _registered_long:
+        if value in text:
+            text = text.replace(value, REDACTED)
     registered = _registered
     if registered is not None:
         data = text.encode()
         replaced = substitute(registered, data)
         if replaced is not data:
             text = replaced.decode()
-    if secrets:
-        for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
-            text = text.replace(secret, REDACTED)
-    return redact_shapes(text)
+    return text
 
 
 # What is read past a cap before redacting, and never shown: a credential the

@@ -4,7 +4,7 @@ A pod in a watched namespace writes lines that made the backtracking
 redaction patterns go cubic ("token-" * 300 held the event loop for 12.7 s).
 The real `hapi-grpc serve`, reading the real test cluster and the test
 kubelet, investigates that pod while a prober checks the gRPC health service
-every 100 ms: the investigation finishes, and no health answer takes 1 s.
+every 20 ms: the investigations finish, and no health answer takes 1 s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import kubernetes
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hapi.v1 import service_pb2_grpc
+from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.client import load_analyze_request
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
@@ -30,7 +30,8 @@ __all__ = ["kube_api", "kube_cluster", "kubelet", "namespace", "node_name"]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HEALTH_BOUND = 1.0  # seconds for any one health answer
-PROBE_EVERY = 0.1
+PROBE_EVERY = 0.02
+INVESTIGATIONS = 3  # at once, each reading every hostile line
 
 # Each a single log line: keyword repetitions with the separators the
 # assignment pattern accepts, and a 64 KB one.
@@ -62,6 +63,19 @@ async def _probe(address: str, stop: asyncio.Event) -> list[float]:
     return latencies
 
 
+def _distinct(
+    request: service_pb2.AnalyzeIncidentRequest, count: int
+) -> list[service_pb2.AnalyzeIncidentRequest]:
+    """`count` copies that are different incidents, so none is answered from another."""
+    copies = []
+    for i in range(count):
+        copy = service_pb2.AnalyzeIncidentRequest()
+        copy.CopyFrom(request)
+        copy.incident.remediation_id = f"{request.incident.remediation_id}-{i}"
+        copies.append(copy)
+    return copies
+
+
 @pytest.mark.timeout(180)
 async def test_hostile_log_line_neither_stalls_the_investigation_nor_health(
     kube_cluster: KubeCluster,
@@ -85,7 +99,12 @@ async def test_hostile_log_line_neither_stalls_the_investigation_nor_health(
         started = time.monotonic()
         async with grpc.aio.insecure_channel(server.address) as channel:
             stub = service_pb2_grpc.IncidentAnalysisServiceStub(channel)
-            response = await stub.AnalyzeIncident(request, timeout=120)
+            responses = await asyncio.gather(
+                *(
+                    stub.AnalyzeIncident(request, timeout=120)
+                    for request in _distinct(request, INVESTIGATIONS)
+                )
+            )
         elapsed = time.monotonic() - started
         await asyncio.sleep(3 * PROBE_EVERY)
         stop.set()
@@ -94,9 +113,10 @@ async def test_hostile_log_line_neither_stalls_the_investigation_nor_health(
         await server.close()
     # The pod's logs were read, hostile lines and all, and the answer came.
     assert kubelet.requests_for(namespace, s.pod), "the investigation never read the logs"
-    result = response.result
-    assert result.target_resource.name == "cart-service", result
-    assert "FATAL config key REDIS_URL missing" in result.root_cause_assessment
+    for response in responses:
+        result = response.result
+        assert result.target_resource.name == "cart-service", result
+        assert "FATAL config key REDIS_URL missing" in result.root_cause_assessment
     assert elapsed < 60, elapsed
-    assert len(latencies) >= 5
+    assert len(latencies) >= 3
     assert max(latencies) < HEALTH_BOUND, sorted(latencies)[-5:]

@@ -128,7 +128,7 @@ async def run(address: str, requests: int, rounds: int, levels: list[int]) -> bo
     return ok
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000, help="calls per round")
     parser.add_argument("--rounds", type=int, default=9, help="round pairs per level")
@@ -136,8 +136,9 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     with server_process() as address:
-        asyncio.run(run(address, args.requests, args.rounds, levels))
+        ok = asyncio.run(run(address, args.requests, args.rounds, levels))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,8 +10,12 @@ ever parsed as JSON.
 from __future__ import annotations
 
 import json
-import re
+from itertools import islice
 from typing import Any
+
+import re2
+
+from hapi_grpc.domain.sensitive import utf8_safe
 
 __all__ = ["MAX_ANSWER_CHARS", "extract_json_object"]
 
@@ -30,7 +34,8 @@ _CONTRACT_KEYS = frozenset(
         "strategies",
     }
 )
-_FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+_FENCE_RE = re2.compile(r"(?s)```(?:json|JSON)?[ \t]*\n(.*?)```")  # model text: linear time
+_MAX_FENCES = 16  # a reply of empty fences would otherwise cost a match per 7 characters
 
 
 def extract_json_object(text: str) -> dict[str, Any] | None:
@@ -44,7 +49,7 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     if found is not None:
         return found
     candidates: list[dict[str, Any]] = []
-    for match in _FENCE_RE.finditer(text):
+    for match in islice(_FENCE_RE.finditer(utf8_safe(text)), _MAX_FENCES):
         obj = _loads_object(match.group(1).strip())
         if obj is not None:
             candidates.append(obj)

@@ -2,8 +2,8 @@
 
 One vocabulary for every place text leaves the process: log records, stream
 events, responses, errors from HTTP clients and messages of the parameter
-validator. Nothing here imports outside the standard library, so the domain,
-the adapters and observability can all use it.
+validator. Nothing here imports beyond the standard library and RE2, so the
+domain, the adapters and observability can all use it.
 
 - `is_secret_name(name)`: a parameter, header or field name whose value is a
   credential. Over-matching (MONKEY) only costs a less helpful message;
@@ -12,32 +12,41 @@ the adapters and observability can all use it.
   anything shaped like a credential become `REDACTED`: bearer tokens, `sk-`
   keys, cloud access keys, JWTs, PEM private keys, credentials in URLs and
   assignments such as `GIT_PASSWORD=...` or `"api_key": "..."`.
-- `redact_mapping(value)`: a copy of a JSON-like value in which secret-named
-  keys lose their values and every string is passed through `redact`.
+- `hides_value(mapping, key)`: the one rule for which value of a JSON object is
+  never shown, whatever the kind: one under a secret-looking key, or the value
+  of an entry naming a secret (`{"name": "DB_PASSWORD", "value": ...}`).
+- `redact_mapping(value)`: a copy of a JSON-like value in which those values
+  are hidden and every string is passed through `redact`.
+- `redact_head(text, limit)`: the redacted start of a long text, reading only
+  about `limit` characters of it.
 - `clip(text, limit)`: caller- or model-controlled text cut to `limit`
   characters with a marker saying how much was cut.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import re2
 
+from hapi_grpc.domain.credential_shapes import REDACTED, Shape, redact_shapes, substitute
+
 __all__ = [
     "REDACTED",
     "clip",
+    "hides_value",
     "is_secret_name",
     "redact",
+    "redact_head",
     "redact_mapping",
     "register_secret",
+    "registered_count",
+    "replace_secrets",
+    "utf8_safe",
 ]
 
-REDACTED = "[REDACTED]"
-"""Stands in for every hidden value, wherever it was hidden."""
 
 # Substrings of names whose values are never shown.
 _SECRET_MARKERS = (
@@ -58,150 +67,187 @@ _SECRET_MARKERS = (
     "DSN",
 )
 
-# The name part of a `NAME=value` / `"name": "value"` assignment whose value
-# must go. Narrower than `_SECRET_MARKERS` on purpose: free text says "key"
-# and "session" in harmless ways far more often than parameter names do.
-_ASSIGNED_NAME = (
-    r"[A-Za-z0-9_.\-]*"
-    r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API[_\-]?KEY|ACCESS[_\-]?KEY|PRIVATE[_\-]?KEY"
-    r"|CREDENTIALS?|AUTH[_\-]?KEY|CLIENT[_\-]?SECRET|CONNECTION[_\-]?STRING)"
-    r"[A-Za-z0-9_.\-]*"
-)
-
-# Shapes of credentials hidden even if nobody registered them. Each keeps a
-# harmless prefix so a reader still sees what kind of thing was there.
-_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-            re.DOTALL,
-        ),
-        REDACTED,
-    ),
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
-    # Basic credentials are base64: demand a digit or base64 punctuation so
-    # that prose such as "Basic troubleshooting" stays readable.
-    (
-        re.compile(r"\b(Basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2}"),
-        r"\1 " + REDACTED,
-    ),
-    (
-        re.compile(r"""(?i)(\b""" + _ASSIGNED_NAME + r"""["']?\s*[:=]\s*["']?)[^\s"'&,;{}\[\]]+"""),
-        r"\1" + REDACTED,
-    ),
-    # Credentials in URLs such as redis://:password@host or https://user:pw@host.
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]*:[^/\s@]+@"), r"\1" + REDACTED + "@"),
-    (re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), REDACTED),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), REDACTED),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),
-)
-
-# The words each shape above needs, as plain substrings of the lower-cased
-# text: `in` is tens of times faster than a case-insensitive pattern, and a
-# shape whose words are absent is not tried (the assignment shape alone costs
-# more than all the others). Each word is implied by a match of its shape
-# ("connection" by CONNECTION_STRING, "key" by API_KEY, ...), so no match is
-# skipped.
-_SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
-    ("-----begin",),
-    ("bearer",),
-    ("basic",),
-    (
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "key",
-        "credential",
-        "connection",
-    ),
-    ("://",),
-    ("sk-",),
-    ("akia", "asia"),
-    tuple(f"gh{c}_" for c in "pousr"),
-    tuple(f"xox{c}-" for c in "abposr"),
-    ("eyj",),
-)
-assert len(_SHAPE_WORDS) == len(_SHAPES)
-# Each word with the index of its shape, in the order the shapes are tried.
-_WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
-# Past this length one automaton pass for all the words at once is cheaper
-# than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
-_LONG_TEXT = 256
-_ANY_WORD = re2.compile("|".join(re.escape(word) for word, _ in _WORD_SHAPES))
-
-
-def _folded(text: str) -> str:
-    """`text` lower-cased so that every ASCII word a case-insensitive pattern
-    would find in it is a plain substring.
-
-    Trying every code point shows four non-ASCII characters that such a
-    pattern takes for an ASCII letter: the Kelvin sign (`lower()` gives k),
-    the dotted capital I (`lower()` gives i plus a combining dot), the dotless
-    i and the long s (`lower()` keeps them).
-    """
-    if text.isascii():
-        return text.lower()
-    return text.replace("\u0130", "i").lower().replace("\u0131", "i").replace("\u017f", "s")
-
-
-def _redact_shapes(text: str) -> str:
-    lowered = _folded(text)
-    if len(lowered) > _LONG_TEXT and _ANY_WORD.search(lowered) is None:
-        return text
-    tried = 0  # bit i: shape i was applied
-    for word, index in _WORD_SHAPES:
-        if not tried >> index & 1 and word in lowered:
-            tried |= 1 << index
-            shape, replacement = _SHAPES[index]
-            text = shape.sub(replacement, text)
-    return text
-
-
+# The registry of known secret values. Bounded: a value registered for an
+# `owner` (one token file, one set of cluster credentials) replaces that
+# owner's previous values, so a rotated or revoked token is forgotten at once;
+# values without an owner are kept for the most recent `_MAX_REGISTERED`.
+_MAX_REGISTERED = 256
 _registry_lock = threading.Lock()
-_registered: set[str] = set()
-_registered_re: re.Pattern[str] | None = None
+_owned: dict[str, frozenset[str]] = {}
+_anonymous: dict[str, None] = {}  # insertion order = least recently registered first
+# Values up to this long share one RE2 pattern (a few hundred of them compile
+# in milliseconds); longer ones, rare (service-account JWTs), are replaced one
+# by one, which keeps the pattern small whatever a token file holds.
+_PATTERN_VALUE_CHARS = 256
+_registered: Shape | None = None  # the shorter registered values, in one pattern
+_registered_long: tuple[str, ...] = ()  # the longer ones, longest first
+_longest_registered = 0
 
 
-def register_secret(value: str) -> None:
+def register_secret(value: str, *, owner: str | None = None) -> None:
     """Hide every occurrence of `value` in everything `redact` sees from now on.
 
-    Surrounding whitespace is ignored (secrets read from files often end with
-    a newline); empty values are ignored.
+    With an `owner`, `value` replaces what that owner registered before (a
+    token re-read from its file after rotation drops the old one). Surrounding
+    whitespace is ignored (secrets read from files often end with a newline);
+    empty values are ignored.
     """
-    global _registered_re
-    value = value.strip()
+    if owner is not None:
+        replace_secrets(owner, (value,))
+        return
+    value = utf8_safe(value.strip())
     if not value:
         return
     with _registry_lock:
-        if value in _registered:
+        if value in _anonymous:
+            _anonymous[value] = _anonymous.pop(value)  # recently used again
             return
-        _registered.add(value)
-        # Longest first, so a secret that contains another is removed whole.
-        ordered = sorted(_registered, key=len, reverse=True)
-        _registered_re = re.compile("|".join(re.escape(s) for s in ordered))
+        _anonymous[value] = None
+        while len(_anonymous) > _MAX_REGISTERED:
+            del _anonymous[next(iter(_anonymous))]
+        _recompile()
+
+
+def replace_secrets(owner: str, values: Iterable[str]) -> None:
+    """Make `values` the only secrets registered for `owner` (none forgets it).
+
+    At most `_MAX_REGISTERED` values are kept for one owner.
+    """
+    kept = frozenset(v for v in (utf8_safe(s.strip()) for s in values) if v)
+    if len(kept) > _MAX_REGISTERED:
+        kept = frozenset(sorted(kept, key=len, reverse=True)[:_MAX_REGISTERED])
+    with _registry_lock:
+        if _owned.get(owner, frozenset()) == kept:
+            return
+        if kept:
+            _owned[owner] = kept
+        else:
+            _owned.pop(owner, None)
+        _recompile()
+
+
+def registered_count() -> int:
+    """How many distinct secret values are registered now."""
+    with _registry_lock:
+        return len(_all_registered())
+
+
+def _all_registered() -> set[str]:
+    every = set(_anonymous)
+    for values in _owned.values():
+        every |= values
+    return every
+
+
+def _recompile() -> None:
+    """Rebuild the one pattern of registered values; the caller holds the lock."""
+    global _registered, _registered_long, _longest_registered
+    # Longest first, so a secret that contains another is removed whole.
+    ordered = sorted(_all_registered(), key=len, reverse=True)
+    short = [s for s in ordered if len(s) <= _PATTERN_VALUE_CHARS]
+    source = b"|".join(re2.escape(s.encode()) for s in short)
+    _registered = Shape(re2.compile(source)) if short else None
+    _registered_long = tuple(s for s in ordered if len(s) > _PATTERN_VALUE_CHARS)
+    _longest_registered = len(ordered[0]) if ordered else 0
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with registered secrets, `secrets` and credential shapes replaced."""
+    """`text` with registered secrets, `secrets` and credential shapes replaced.
+
+    Lone surrogates (which JSON escapes can produce, and which neither RE2 nor
+    protobuf can encode) become U+FFFD.
+    """
     if not text:
         return text
-    pattern = _registered_re
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
+    return _redact(utf8_safe(text), secrets)
+
+
+def utf8_safe(text: str) -> str:
+    """`text`, with any lone surrogate replaced by U+FFFD so that it encodes as UTF-8."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _redact(text: str, secrets: Iterable[str]) -> str:
+    text = _redact_registered(text)
     if secrets:
         for secret in sorted({s for s in secrets if s and s.strip()}, key=len, reverse=True):
             text = text.replace(secret, REDACTED)
-    return _redact_shapes(text)
+    return redact_shapes(text)
+
+
+def _redact_registered(text: str) -> str:
+    for value in _registered_long:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    registered = _registered
+    if registered is not None:
+        data = text.encode()
+        replaced = substitute(registered, data)
+        if replaced is not data:
+            text = replaced.decode()
+    return text
+
+
+# What is read past a cap before redacting, and never shown: a credential the
+# window cuts in two may not be recognised, and is at most this long.
+_CUT_MARGIN = 4096
+
+
+def redact_head(text: str, limit: int) -> tuple[str, int]:
+    """The redacted start of `text`, at most `limit` characters, and how many
+    characters were left out (0: all of it is there).
+
+    Only `limit` characters plus a margin are redacted, so the work per call is
+    bounded by the cap. A secret cut by the end of that window may escape its
+    pattern, so what follows the window's last replacement within its last
+    margin characters is never shown: no part of a secret shorter than the
+    margin (and than the longest registered value) is.
+    """
+    margin = max(_CUT_MARGIN, _longest_registered)
+    if len(text) <= limit + margin:
+        redacted = redact(text)
+        return redacted[:limit], max(0, len(redacted) - limit)
+    window = redact(text[: limit + margin])
+    last = window.rfind(REDACTED, len(window) - margin)
+    unsure = margin if last < 0 else len(window) - last - len(REDACTED)
+    shown = window[: max(0, min(limit, len(window) - unsure))]
+    return shown, len(text) - len(shown)
 
 
 def is_secret_name(name: str) -> bool:
     """True when a parameter, header or field name suggests its value is a secret."""
     upper = name.upper()
     return any(marker in upper for marker in _SECRET_MARKERS)
+
+
+# Where an entry names a variable or parameter, and where it holds its value:
+# {"name": "DB_PASSWORD", "value": "..."} in env vars and in the specs of
+# custom kinds (pipeline params, operator-managed env), {"key": ..., "value": ...}
+# in many Helm-rendered and operator objects.
+_NAMING_KEYS = ("name", "key")
+_VALUE_KEYS = frozenset({"value", "default", "defaultValue"})
+
+
+def hides_value(mapping: Mapping[Any, Any], key: Any) -> bool:
+    """True when `mapping[key]`, a literal, must never be shown: its key looks
+    secret, or it is the value of an entry whose name or key looks secret.
+    Objects and lists under such keys keep their structure (their own
+    literals meet this rule in turn)."""
+    value = mapping[key]
+    if value is None or isinstance(value, Mapping | list | tuple):
+        return False
+    name = str(key)
+    if is_secret_name(name):
+        return True
+    return name in _VALUE_KEYS and any(
+        isinstance(mapping.get(k), str) and is_secret_name(mapping[k]) for k in _NAMING_KEYS
+    )
 
 
 # Nesting followed when redacting; deeper values are replaced wholesale, so
@@ -220,7 +266,9 @@ def redact_mapping(value: Any, *, depth: int = 0) -> Any:
         return REDACTED
     if isinstance(value, Mapping):
         return {
-            str(k): REDACTED if is_secret_name(str(k)) else redact_mapping(v, depth=depth + 1)
+            str(k): REDACTED
+            if is_secret_name(str(k)) or hides_value(value, k)
+            else redact_mapping(v, depth=depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):

@@ -7,14 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hapi_grpc.domain import sensitive
+from hapi_grpc.domain.credential_shapes import SHAPES, substitute
 from hapi_grpc.domain.sensitive import (
-    _SHAPES,
     REDACTED,
     clip,
+    hides_value,
     is_secret_name,
     redact,
     redact_mapping,
     register_secret,
+    registered_count,
+    replace_secrets,
 )
 
 
@@ -92,11 +95,10 @@ def test_clip_says_how_much_was_cut() -> None:
 
 def _every_shape(text: str) -> str:
     """What `redact` must return: every shape tried, no pre-check skipping any."""
-    if sensitive._registered_re is not None:  # secrets other tests registered
-        text = sensitive._registered_re.sub(REDACTED, text)
-    for shape, replacement in _SHAPES:
-        text = shape.sub(replacement, text)
-    return text
+    data = sensitive._redact_registered(text).encode()  # what other tests registered
+    for shape in SHAPES:
+        data = substitute(shape, data)
+    return data.decode()
 
 
 # Pieces that make credential shapes likely, including the four non-ASCII
@@ -162,3 +164,59 @@ def test_every_shape_is_tried_in_short_and_long_text(text: str) -> None:
     assert redact(text) != text
     padded = "x" * 300 + " " + text  # past the length where one automaton pass decides
     assert redact(padded) != padded
+
+
+def test_lone_surrogates_do_not_break_redaction() -> None:
+    # JSON escapes can carry them; RE2 reads UTF-8, which cannot.
+    assert redact("x\ud800 GIT_PASSWORD=abc") == f"x\ufffd GIT_PASSWORD={REDACTED}"
+
+
+# --- The registry of known values is bounded ---------------------------------------
+
+
+def test_an_owner_re_registering_drops_its_old_value() -> None:
+    register_secret("rotated-token-one-1111", owner="test: token file")
+    assert redact("rotated-token-one-1111") == REDACTED
+    register_secret("rotated-token-two-2222", owner="test: token file")
+    assert redact("rotated-token-two-2222") == REDACTED
+    assert redact("rotated-token-one-1111") == "rotated-token-one-1111"  # forgotten
+
+
+def test_replacing_an_owners_values_drops_revoked_ones() -> None:
+    replace_secrets("test: tokens file", ["static-aaa-1", "static-bbb-2"])
+    assert redact("static-aaa-1 static-bbb-2") == f"{REDACTED} {REDACTED}"
+    replace_secrets("test: tokens file", ["static-bbb-2"])  # aaa revoked
+    assert redact("static-aaa-1 static-bbb-2") == f"static-aaa-1 {REDACTED}"
+    replace_secrets("test: tokens file", [])
+    assert redact("static-bbb-2") == "static-bbb-2"
+
+
+def test_values_without_owner_are_kept_for_the_most_recent_only() -> None:
+    register_secret("kept-for-good-0000", owner="test: current")
+    register_secret("oldest-anonymous-value")
+    for i in range(sensitive._MAX_REGISTERED):
+        register_secret(f"anonymous-value-{i:04d}")
+    assert registered_count() <= sensitive._MAX_REGISTERED + len(sensitive._owned)
+    assert redact("oldest-anonymous-value") == "oldest-anonymous-value"  # dropped
+    last = f"anonymous-value-{sensitive._MAX_REGISTERED - 1:04d}"
+    assert redact(last) == REDACTED
+    assert redact("kept-for-good-0000") == REDACTED  # an owner's value is never pushed out
+
+
+def test_one_rule_hides_named_values_in_any_mapping() -> None:
+    entry = {"name": "DB_PASSWORD", "value": "pg-secret-value"}
+    assert hides_value(entry, "value") and not hides_value(entry, "name")
+    assert not hides_value({"name": "LOG_LEVEL", "value": "debug"}, "value")
+    assert hides_value({"key": "api-token", "default": "abc"}, "default")
+    assert not hides_value({"password": {"type": "string"}}, "password")  # structure stays
+    assert redact_mapping({"params": [entry, {"name": "REPLICAS", "value": 3}]}) == {
+        "params": [{"name": "DB_PASSWORD", "value": REDACTED}, {"name": "REPLICAS", "value": 3}]
+    }
+
+
+def test_long_registered_values_are_hidden_whole() -> None:
+    jwt = "eyJ" + "a" * 300 + ".payload"  # a service-account token is ~1 KB
+    register_secret(jwt, owner="test: long token")
+    assert redact(f"token {jwt} and {jwt[:-4]}") == f"token {REDACTED} and {jwt[:-4]}"
+    register_secret("x" * 300 + "-rotated", owner="test: long token")
+    assert redact(jwt) == jwt

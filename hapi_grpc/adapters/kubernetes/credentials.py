@@ -46,10 +46,11 @@ class ClusterConnection:
         value = (settings.get("BearerToken") or {}).get("value")
         if value:
             token = str(value).removeprefix("Bearer ").strip()
-            register_secret(token)  # never printed, whatever logs an error later
+            # Never printed, whatever logs an error later; a rotated token replaces the old one.
+            register_secret(token, owner=f"kubernetes token {self.source}")
             return f"Bearer {token}"
         if self.configuration.username and self.configuration.password:
-            register_secret(self.configuration.password)
+            register_secret(self.configuration.password, owner=f"kubernetes password {self.source}")
             return str(self.configuration.get_basic_auth_token())
         return None
 

@@ -49,7 +49,7 @@ def read_token(path: str) -> str:
         ) from None
     if not token:
         raise McpUnavailableError("the bearer token file is empty")
-    register_secret(token)
+    register_secret(token, owner=f"MCP bearer token file {path}")  # a rotated one replaces it
     return token
 
 

@@ -118,7 +118,7 @@ class _TokenFile:
             if stamp != self._stamp:
                 with open(self._path, encoding="utf-8") as fh:
                     token = fh.read(64 * 1024).strip()
-                register_secret(token)
+                register_secret(token, owner=f"bearer token file {self._path}")  # drops the old
                 self._token, self._stamp = token, stamp
         except OSError as exc:
             why = exc.strerror or type(exc).__name__

@@ -26,7 +26,7 @@ from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.llm import ToolCall, ToolDefinition
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus, ValidationAttempt
-from hapi_grpc.domain.sensitive import clip, redact, redact_mapping
+from hapi_grpc.domain.sensitive import clip, redact, redact_head, redact_mapping
 from hapi_grpc.domain.toolsets.jsontext import (
     MAX_ARGUMENT_BYTES,
     canonical_json,
@@ -163,10 +163,13 @@ class ToolDispatcher:
             with self._observer.tool_call_span(label):
                 outcome = await self._dispatch(call.name, parsed, parse_error)
             # Redacted once here, whatever the toolset: the text reaches the model,
-            # the recorded ToolCallRecord, stream events and logs.
-            text = redact(compact_json(outcome.payload))
+            # the recorded ToolCallRecord, stream events and logs. Cut first (with
+            # a margin, see redact_head), so a megabyte of log costs what the cap does.
+            text = compact_json(outcome.payload)
             if entry is not None:
                 text = _cap_output(text, entry[1].limits.max_output_chars)
+            else:
+                text = redact(text)
             text = _SHARED_OUTPUTS.share(text)
             if outcome.status in _DETERMINISTIC:
                 self._answers[key] = text
@@ -270,9 +273,11 @@ def _repeat_notice(repeats: int) -> str:
 
 
 def _cap_output(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}…[truncated: {len(text) - limit} more characters]"
+    """`text` redacted and cut to `limit` characters, with a marker saying how much was cut."""
+    shown, cut = redact_head(text, limit)
+    if not cut:
+        return shown
+    return f"{shown}…[truncated: {cut} more characters]"
 
 
 def _shown_arguments(raw: str, parsed: dict[str, Any] | None, redacted: Any) -> str:

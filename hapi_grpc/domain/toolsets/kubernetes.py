@@ -16,7 +16,7 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.sensitive import redact_head
 from hapi_grpc.domain.toolsets.kubernetes_args import (
     KubernetesEventsArgs,
     KubernetesGetArgs,
@@ -231,8 +231,9 @@ class KubernetesPodLogs:
 
 
 def _log_line(line: str) -> str:
-    text = redact(line.rstrip())
-    return text if len(text) <= _LOG_LINE_CHARS else text[: _LOG_LINE_CHARS - 1] + "…"
+    # Cut (with redact_head's margin) before redacting: a 200 KB line costs what 500 characters do.
+    text, cut = redact_head(line.rstrip(), _LOG_LINE_CHARS)
+    return text[: _LOG_LINE_CHARS - 1] + "…" if cut else text
 
 
 def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Toolset:

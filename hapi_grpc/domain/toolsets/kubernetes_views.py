@@ -7,8 +7,11 @@ selector. Everything else keeps spec and status with the noise removed
 (managedFields, last-applied-configuration, uids, resource versions).
 
 No secret value leaves here: env vars sourced from a Secret show the
-reference, literal values under secret-looking names are redacted, every
-string passes through `sensitive.redact`, and ConfigMaps show keys only.
+reference, literal values under secret-looking names are redacted by one rule
+for every kind (`sensitive.hides_value`: a secret-named key, or a `name`/`key` entry
+naming a secret beside its `value`, as env vars and many custom resources
+write them), every string passes through `sensitive.redact`, and ConfigMaps
+show keys only.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from hapi_grpc.domain.sensitive import REDACTED, is_secret_name, redact
+from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact_head
 
 __all__ = ["age", "object_view", "owner_refs", "redact_env"]
 
@@ -38,8 +41,8 @@ WORKLOAD_KINDS = frozenset(
 
 
 def _text(value: Any, limit: int = _TEXT_CHARS) -> str:
-    text = redact(" ".join(str(value).split()))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text, cut = redact_head(" ".join(str(value).split()), limit)  # cut first, then redact
+    return text[: limit - 1] + "…" if cut else text
 
 
 def _clean(value: Any, depth: int = 0) -> Any:
@@ -52,9 +55,7 @@ def _clean(value: Any, depth: int = 0) -> Any:
         return "…"
     if isinstance(value, dict):
         return {
-            str(k): REDACTED
-            if is_secret_name(str(k)) and isinstance(v, str)
-            else _clean(v, depth + 1)
+            str(k): REDACTED if hides_value(value, k) else _clean(v, depth + 1)
             for k, v in value.items()
             if k not in _NOISY_METADATA
         }
@@ -150,7 +151,7 @@ def redact_env(env: Any) -> list[str]:
         name = str(var.get("name", ""))
         source = var.get("valueFrom") or {}
         if "value" in var:
-            value = REDACTED if is_secret_name(name) else _text(var.get("value", ""), 120)
+            value = REDACTED if hides_value(var, "value") else _text(var["value"], 120)
             shown.append(f"{name}={value}")
         elif "secretKeyRef" in source:
             ref = source["secretKeyRef"] or {}

@@ -9,9 +9,10 @@ an RFC 3339 time). The client adds its own rules on the same readings.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from datetime import datetime
+
+import re2
 
 __all__ = [
     "DURATION_HELP",
@@ -35,11 +36,15 @@ UNIT_SECONDS: Mapping[str, float] = {
     "y": 31536000,
 }
 _ARGUMENT_UNITS = {unit: size for unit, size in UNIT_SECONDS.items() if unit != "y"}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+# RE2: backtracking took 0.6 s over 4,096 digits (each start re-read the run).
+_MAX_DURATION_CHARS = 64  # "1h1h1h..." would sum a match per two characters
+_DURATION = re2.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 
 
 def duration_seconds(text: str, units: Mapping[str, float] = UNIT_SECONDS) -> float | None:
     """Seconds of a duration such as `90s` or `1h30m` in `units`; None when it is not one."""
+    if len(text) > _MAX_DURATION_CHARS or not text.isascii():
+        return None  # digits and units are ASCII; RE2 reads nothing else here
     pos, total = 0, 0.0
     for match in _DURATION.finditer(text):
         if match.start() != pos or match.group(2) not in units:

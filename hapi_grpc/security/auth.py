@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.sensitive import register_secret
+from hapi_grpc.domain.sensitive import replace_secrets
 
 log = logging.getLogger(__name__)
 
@@ -289,8 +289,9 @@ class StaticTokenAuthenticator:
 
     The file is checked for changes at most every `reload_interval` seconds and
     re-read when its mtime, size or inode changed. If it becomes unreadable,
-    every token is refused until it is readable again (fail closed). Only
-    SHA-256 digests are kept, compared in constant time.
+    every token is refused until it is readable again (fail closed). Tokens
+    are compared as SHA-256 digests in constant time; the plaintext is held
+    only by the redaction registry, which drops revoked tokens on reload.
     """
 
     def __init__(self, tokens: Sequence[str] = (), *, reload_interval: float = 1.0) -> None:
@@ -319,8 +320,9 @@ class StaticTokenAuthenticator:
         return auth
 
     def _set_tokens(self, tokens: Sequence[str]) -> None:
-        for token in tokens:
-            register_secret(token)
+        # One owner per tokens file: a reload replaces the set, so a revoked
+        # token stops being a registered secret.
+        replace_secrets(f"auth tokens file {self._path}", tokens)
         self._digests = tuple(token_digest(t) for t in tokens)
 
     def _maybe_reload(self) -> None:

@@ -202,7 +202,7 @@ class SubjectAccessReviewAuthorizer:
         # Re-read each time: projected tokens are rotated by the kubelet.
         with open(self._sa_token_file, encoding="utf-8") as handle:
             token = handle.read().strip()
-        register_secret(token)
+        register_secret(token, owner=f"service account token {self._sa_token_file}")
         return token
 
     async def _review(self, identity: Identity, namespace: str) -> bool:

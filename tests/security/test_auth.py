@@ -11,6 +11,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from hapi_grpc.domain.sensitive import REDACTED, redact
 from hapi_grpc.security.auth import (
     INVALID_TOKEN_MESSAGE,
     MISSING_TOKEN_MESSAGE,
@@ -99,6 +100,20 @@ async def test_tokens_file_reloads_when_the_secret_changes(tmp_path: Path) -> No
     assert await authenticator.authenticate(OTHER) is None
     tokens_file(path, GOOD)
     assert await authenticator.authenticate(GOOD) == Identity("static-token")
+
+
+async def test_a_revoked_token_leaves_the_redaction_registry_on_reload(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    revoked, kept = "revoked-token-" + "a" * 24, "kept-token-" + "b" * 24
+    authenticator = StaticTokenAuthenticator.from_file(
+        tokens_file(path, revoked), reload_interval=0.0
+    )
+    assert redact(f"x {revoked} y") == f"x {REDACTED} y"
+
+    tokens_file(path, kept)
+    assert await authenticator.authenticate(kept) == Identity("static-token")
+    assert redact(f"x {kept} y") == f"x {REDACTED} y"
+    assert redact(f"x {revoked} y") == f"x {revoked} y"  # no longer held in memory
 
 
 async def test_reload_is_rate_limited(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from cel_expr_python import cel
+from cel_expr_python.ext.ext_strings import ExtStrings
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.quantity import QuantityError, parse_quantity
@@ -56,6 +57,8 @@ def _env() -> Any:
             "observed": cel.Type.DYN,
             "params": cel.Type.DYN,
         },
+        # The strings extension (join, lowerAscii, ...), as in Kubernetes' CEL.
+        extensions=[ExtStrings()],
         functions=[
             cel.FunctionDecl(
                 "quantity",

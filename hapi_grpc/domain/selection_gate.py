@@ -13,7 +13,11 @@ it through. The gate runs, in order:
    parameters) that may veto automation with a reason and a message, e.g. an
    operator policy.
 
-The first veto wins. Vetoes are kept (`vetoes`) so the result names them.
+The first veto wins. Vetoes are kept (`vetoes`) so the result names them,
+and so are the preconditions a search result was already seen to fail
+(`refutations`), for a decider that stood down without validating.
+Extra checks may run more than once per investigation (the validation tool,
+then the final check): they must not change anything when they run.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class SelectionGate:
     observed: Observed
     checks: Sequence[SelectionCheck] = ()
     vetoes: list[Veto] = field(default_factory=list)
+    refutations: dict[str, str] = field(default_factory=dict)  # workflow id -> why
     _incident_view: dict[str, Any] | None = None
 
     def conditions(
@@ -90,13 +95,20 @@ class SelectionGate:
             if r.holds is False or (r.holds is None and not declared.read_only)
         ]
 
-    def refuted(self, declared: Declarations) -> list[ConditionResult]:
-        """Preconditions already observed to be false, before any parameter is chosen."""
-        return [
+    def refuted(self, workflow_id: str, declared: Declarations) -> list[ConditionResult]:
+        """Preconditions that do not hold on what was read so far (no parameters needed)."""
+        found = [
             r
             for r in self.conditions(declared, {})
             if r.kind == "precondition" and r.holds is False
         ]
+        if found:
+            self.refutations[workflow_id] = f"{workflow_id}: " + "; ".join(
+                r.describe() for r in found[:3]
+            )
+        else:
+            self.refutations.pop(workflow_id, None)
+        return found
 
     async def check(
         self,

@@ -66,7 +66,7 @@ class Findings:
     target: str = ""  # namespace/group/Kind/name
     memory_limit: str = ""
     node: str = ""
-    # Structured facts the workflow premises are checked against (`builtin_premises`).
+    # Structured facts cited as evidence (the premises themselves are the catalog's).
     gitops: str = ""  # the label or annotation naming a GitOps controller
     crash_loop: bool = False
     config_error: str = ""  # the previous-log line blaming the configuration

@@ -95,7 +95,8 @@ def partial_result(state: InvestigationState, stop: StopReason) -> AnalysisResul
 
 def _name_vetoes(state: InvestigationState, result: AnalysisResult) -> None:
     """Each distinct veto (the condition or rule and what was observed) as a warning."""
-    shown = dict.fromkeys(v.message for v in state.selection_gate.vetoes)
+    gate = state.selection_gate
+    shown = dict.fromkeys([*(v.message for v in gate.vetoes), *gate.refutations.values()])
     for message in list(shown)[-_VETOES_SHOWN:]:
         result.warnings.append(f"Not automated: {message}.")
 
@@ -111,10 +112,13 @@ def _review_reason_of_accepted(
     if answer is None or not answer.root_cause_assessment.strip():
         return HumanReviewReason.INVESTIGATION_INCONCLUSIVE
     if result.selected_workflow is None:
-        vetoes = state.selection_gate.vetoes
-        if vetoes:
+        gate = state.selection_gate
+        if gate.vetoes:
             # The decider stood down after the gate refused its selection(s).
-            return vetoes[-1].reason
+            return gate.vetoes[-1].reason
+        if gate.refutations and result.alternative_workflows:
+            # It stood down because the candidates' premises were seen not to hold.
+            return HumanReviewReason.PRECONDITION_NOT_MET
         attempts = state.ledger.attempts
         if state.ledger.exhausted and attempts and not any(a.valid for a in attempts):
             # The model gave up after every validation failed.

@@ -187,6 +187,26 @@ def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
     out["config_refs"] = _config_refs(template)
 
 
+def _autoscaler(obj: dict[str, Any], out: dict[str, Any]) -> None:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    out["min_replicas"] = int(spec.get("minReplicas") or 1)
+    out["max_replicas"] = int(spec.get("maxReplicas") or 0)
+    out["current_replicas"] = int(status.get("currentReplicas") or 0)
+    target = spec.get("scaleTargetRef") if isinstance(spec.get("scaleTargetRef"), dict) else {}
+    out["target"] = {"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))}
+
+
+def _claim(obj: dict[str, Any], out: dict[str, Any]) -> None:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    out["phase"] = str(status.get("phase", ""))
+    out["storage_request"] = str(requests.get("storage", ""))
+    out["capacity"] = str((status.get("capacity") or {}).get("storage", ""))
+    out["storage_class"] = str(spec.get("storageClassName") or "")
+
+
 def object_facts(obj: dict[str, Any]) -> dict[str, Any]:
     """One object as the record keeps it (see `docs/preconditions.md`)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -216,4 +236,8 @@ def object_facts(obj: dict[str, Any]) -> dict[str, Any]:
         _node(obj, out)
     elif kind in _WORKLOADS:
         _workload(obj, out)
+    elif kind == "HorizontalPodAutoscaler":
+        _autoscaler(obj, out)
+    elif kind == "PersistentVolumeClaim":
+        _claim(obj, out)
     return out

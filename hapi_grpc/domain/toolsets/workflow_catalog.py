@@ -371,7 +371,7 @@ def _premises(hit: SearchHit, gate: SelectionGate | None) -> dict[str, Any]:
     if needs:
         out["requires"] = [one_line(n, _DESCRIPTION_CHARS) for n in needs[:8]]
     if gate is not None and hit.preconditions:
-        refuted = gate.refuted(hit)
+        refuted = gate.refuted(hit.workflow_id, hit)
         if refuted:
             out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
     return out

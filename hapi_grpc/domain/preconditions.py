@@ -42,6 +42,7 @@ __all__ = [
 _SHOWN = 300
 
 
+@lru_cache(maxsize=1024)  # the same few limits are compared again and again
 def _quantity(text: str) -> float:
     try:
         return float(parse_quantity(text))
@@ -62,8 +63,11 @@ def _env() -> Any:
         functions=[
             cel.FunctionDecl(
                 "quantity",
-                [cel.Overload("quantity_string", cel.Type.DOUBLE, [cel.Type.STRING],
-                              impl=_quantity)],
+                [
+                    cel.Overload(
+                        "quantity_string", cel.Type.DOUBLE, [cel.Type.STRING], impl=_quantity
+                    )
+                ],
             )
         ],
     )
@@ -108,7 +112,7 @@ class ConditionResult:
 
 def _value(result: Any) -> tuple[bool, Any]:
     """(ok, plain value) of a CEL result; an error value is not ok."""
-    if result.type().name() == "error":
+    if result.type().name().lower() == "error":
         return False, str(result.value())
     return True, result.plain_value()
 

@@ -41,8 +41,12 @@ def parse_quantity(text: str | int | float) -> Decimal:
     """The quantity's value in base units (bytes, cores); raises QuantityError."""
     if isinstance(text, bool):
         raise QuantityError(f"{text!r} is not a quantity")
+    if isinstance(text, str):
+        text = text.strip()
+        if any(c.isspace() for c in text):  # the API server accepts no inner space
+            raise QuantityError(f"{text[:64]!r} is not a Kubernetes quantity")
     try:
-        return _parser()(text.strip() if isinstance(text, str) else text)
+        return _parser()(text)
     except (ValueError, ArithmeticError, TypeError) as exc:
         raise QuantityError(f"{str(text)[:64]!r} is not a Kubernetes quantity") from exc
 

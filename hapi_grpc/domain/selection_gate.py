@@ -85,9 +85,7 @@ class SelectionGate:
             params=params,
         )
 
-    def failed(
-        self, declared: Declarations, params: Mapping[str, Any]
-    ) -> list[ConditionResult]:
+    def failed(self, declared: Declarations, params: Mapping[str, Any]) -> list[ConditionResult]:
         """The conditions that stop automation (unknown ones too, unless read-only)."""
         return [
             r

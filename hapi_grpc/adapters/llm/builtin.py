@@ -46,6 +46,7 @@ from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import compact_json
+from hapi_grpc.domain.toolsets.prometheus import RANGE_TOOL as RANGE
 from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, VALIDATE_TOOL
 
 __all__ = ["BuiltinAnalyst"]
@@ -117,6 +118,9 @@ class _Turn:
             if read.evidence:
                 self.findings = read
                 self.facts = _with_findings(self.facts, read)
+                usage = self._memory_usage(read)
+                if usage is not None:
+                    return usage
         searches = [e for e in self.exchanges if e.name == SEARCH_TOOL]
         if not searches:
             if SEARCH_TOOL not in self.offered or not self.facts.signal_type:
@@ -149,13 +153,31 @@ class _Turn:
             args["component"] = self.facts.component
         return args
 
+    def _memory_usage(self, found: Findings) -> LLMResponse | None:
+        """For a container killed at its memory limit, read its usage over hours once
+        (when Prometheus is offered): whether it levels off or keeps growing."""
+        if not (found.memory_limit and found.pod and RANGE in self.offered):
+            return None
+        if any(e.name == RANGE for e in self.exchanges):
+            return None
+        namespace = found.pod.partition("/")[0]
+        selector = f'namespace="{namespace}",container="{found.container}"'  # every replica
+        return self._call(
+            RANGE,
+            {"query": f"container_memory_working_set_bytes{{{selector}}}", "range": "6h"},
+        )
+
     def _objection(self, hit: dict[str, Any]) -> str | None:
         """Why `hit` is passed over before validation: its declarations, not its prose."""
         workflow = str(hit.get("workflow_id", ""))
         unmet = hit.get("premise_not_met")
         if isinstance(unmet, list) and unmet:
             return f"{workflow}: " + "; ".join(str(u) for u in unmet[:3])
-        if hit.get("read_only") is not True and not self.findings:
+        read = any(
+            e.name.startswith("kubernetes_") and e.result.get("cluster_data")
+            for e in self.exchanges
+        )
+        if hit.get("read_only") is not True and not read:
             return (
                 f"{workflow} changes the cluster and nothing was read from the cluster to"
                 " show its premise (the alert text alone is not evidence)"
@@ -191,7 +213,9 @@ class _Turn:
         if "error" in verdict or verdict.get("attempts_left") == 0:
             return self._answer(None, [hit], "the parameters could not be validated")
         determined = frozenset(
-            str(s.get("name")) for s in specs if self.facts.value_for(str(s.get("name"))) is not None
+            str(s.get("name"))
+            for s in specs
+            if self.facts.value_for(str(s.get("name"))) is not None
         )
         fixed = fix_parameters(proposed, verdict.get("errors", []), specs, determined)
         if fixed is None or any(fixed == c.arguments.get("parameters") for c in checks):

@@ -34,7 +34,9 @@ _MEMORY_LIMIT_RE = re2.compile(
 _BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi")
 # Parameters whose value the evidence determines: never a schema default in their
 # place, and never changed to fit a validator hint (that is for a human to decide).
-_EVIDENCE_PARAMS = frozenset({"MEMORY_LIMIT_NEW", "REVISION", "TARGET_REVISION", "ROLLBACK_REVISION"})
+_EVIDENCE_PARAMS = frozenset(
+    {"MEMORY_LIMIT_NEW", "REVISION", "TARGET_REVISION", "ROLLBACK_REVISION"}
+)
 _GOOD_REVISION_RE = re.compile(
     r"revision (?P<after>\d{1,9}) (?:was|is) (?:healthy|good|working|stable)"
     r"|(?:last good|known good|healthy|previous) revision (?P<before>\d{1,9})",

@@ -17,6 +17,12 @@ _ITEMS = 20
 _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 
 
+def _map(obj: Any, key: str) -> dict[str, Any]:
+    """`obj[key]` when it is a mapping, else an empty one."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     return redact(" ".join(str(value).split()))[:_TEXT]
 
@@ -69,7 +75,7 @@ def _termination(last: Any) -> dict[str, Any]:
 
 
 def _resources(spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-    resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
+    resources = _map(spec, "resources")
     return _strings(resources.get("limits")), _strings(resources.get("requests"))
 
 
@@ -80,8 +86,11 @@ def _container(spec: dict[str, Any], status: dict[str, Any] | None) -> dict[str,
         "image": _text(spec.get("image", "")),
         "limits": limits,
         "requests": requests,
-        "probes": [p.removesuffix("Probe") for p in ("livenessProbe", "readinessProbe",
-                                                       "startupProbe") if spec.get(p)],
+        "probes": [
+            p.removesuffix("Probe")
+            for p in ("livenessProbe", "readinessProbe", "startupProbe")
+            if spec.get(p)
+        ],
     }
     status = status or {}
     state, reason, message = _state(status.get("state"))
@@ -112,8 +121,12 @@ def _config_refs(spec: dict[str, Any]) -> list[dict[str, Any]]:
     def add(kind: str, ref: Any, via: str) -> None:
         if isinstance(ref, dict) and ref.get("name"):
             refs.append(
-                {"kind": kind, "name": str(ref["name"]), "optional": bool(ref.get("optional")),
-                 "via": via}
+                {
+                    "kind": kind,
+                    "name": str(ref["name"]),
+                    "optional": bool(ref.get("optional")),
+                    "via": via,
+                }
             )
 
     for volume in spec.get("volumes") or []:
@@ -122,8 +135,11 @@ def _config_refs(spec: dict[str, Any]) -> list[dict[str, Any]]:
         add("ConfigMap", volume.get("configMap"), "volume")
         secret = volume.get("secret")
         if isinstance(secret, dict):
-            add("Secret", {"name": secret.get("secretName"), "optional": secret.get("optional")},
-                "volume")
+            add(
+                "Secret",
+                {"name": secret.get("secretName"), "optional": secret.get("optional")},
+                "volume",
+            )
         for source in (volume.get("projected") or {}).get("sources") or []:
             if isinstance(source, dict):
                 add("ConfigMap", source.get("configMap"), "volume")
@@ -144,8 +160,8 @@ def _config_refs(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _pod(obj: dict[str, Any], out: dict[str, Any]) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    spec = _map(obj, "spec")
+    status = _map(obj, "status")
     out["phase"] = str(status.get("phase", ""))
     out["reason"] = _text(status.get("reason", ""))
     out["node"] = str(spec.get("nodeName") or "")
@@ -157,24 +173,26 @@ def _pod(obj: dict[str, Any], out: dict[str, Any]) -> None:
 
 
 def _node(obj: dict[str, Any], out: dict[str, Any]) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = _map(obj, "spec")
     out["unschedulable"] = bool(spec.get("unschedulable"))
     out["taints"] = [
-        {"key": str(t.get("key", "")), "value": _text(t.get("value", "")),
-         "effect": str(t.get("effect", ""))}
+        {
+            "key": str(t.get("key", "")),
+            "value": _text(t.get("value", "")),
+            "effect": str(t.get("effect", "")),
+        }
         for t in (spec.get("taints") or [])[:_ITEMS]
         if isinstance(t, dict)
     ]
     out["pressure"] = [
         c["type"] for c in out["conditions"] if c["type"] != "Ready" and c["status"] == "True"
     ]
-    out["ready"] = next((c["status"] for c in out["conditions"] if c["type"] == "Ready"),
-                        "Unknown")
+    out["ready"] = next((c["status"] for c in out["conditions"] if c["type"] == "Ready"), "Unknown")
 
 
 def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    spec = _map(obj, "spec")
+    status = _map(obj, "status")
     template = (spec.get("template") or {}).get("spec") or {}
     desired = spec.get("replicas", status.get("desiredNumberScheduled", 1))
     out["replicas"] = {
@@ -188,18 +206,18 @@ def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
 
 
 def _autoscaler(obj: dict[str, Any], out: dict[str, Any]) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    spec = _map(obj, "spec")
+    status = _map(obj, "status")
     out["min_replicas"] = int(spec.get("minReplicas") or 1)
     out["max_replicas"] = int(spec.get("maxReplicas") or 0)
     out["current_replicas"] = int(status.get("currentReplicas") or 0)
-    target = spec.get("scaleTargetRef") if isinstance(spec.get("scaleTargetRef"), dict) else {}
+    target = _map(spec, "scaleTargetRef")
     out["target"] = {"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))}
 
 
 def _claim(obj: dict[str, Any], out: dict[str, Any]) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    spec = _map(obj, "spec")
+    status = _map(obj, "status")
     requests = (spec.get("resources") or {}).get("requests") or {}
     out["phase"] = str(status.get("phase", ""))
     out["storage_request"] = str(requests.get("storage", ""))
@@ -209,17 +227,20 @@ def _claim(obj: dict[str, Any], out: dict[str, Any]) -> None:
 
 def object_facts(obj: dict[str, Any]) -> dict[str, Any]:
     """One object as the record keeps it (see `docs/preconditions.md`)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = _map(obj, "metadata")
     kind = str(obj.get("kind", ""))
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    status = _map(obj, "status")
     out: dict[str, Any] = {
         "kind": kind,
         "namespace": str(meta.get("namespace") or ""),
         "name": str(meta.get("name") or ""),
         "labels": _strings(meta.get("labels")),
         "annotations": _strings(
-            {k: v for k, v in (meta.get("annotations") or {}).items()
-             if k != "kubectl.kubernetes.io/last-applied-configuration"}
+            {
+                k: v
+                for k, v in (meta.get("annotations") or {}).items()
+                if k != "kubectl.kubernetes.io/last-applied-configuration"
+            }
         ),
         "owners": [
             {"kind": str(o.get("kind", "")), "name": str(o.get("name", ""))}

@@ -30,6 +30,12 @@ _CONFIG_ERROR = re2.compile(
 _NUMERIC = (int, float)
 
 
+def _map(obj: Any, key: str) -> dict[str, Any]:
+    """`obj[key]` when it is a mapping, else an empty one."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, _NUMERIC):
         return None
@@ -65,8 +71,9 @@ class Observed:
         self.objects[key] = facts
         self._view = None
 
-    def record_owner_chain(self, kind: str, namespace: str | None, name: str,
-                           chain: list[str]) -> None:
+    def record_owner_chain(
+        self, kind: str, namespace: str | None, name: str, chain: list[str]
+    ) -> None:
         """The owner chain read from `kind/name` up (`namespace/group/Kind/name` refs)."""
         key = object_key(kind, namespace, name)
         if key in self.objects:
@@ -91,8 +98,9 @@ class Observed:
         )
         self._view = None
 
-    def record_log(self, namespace: str, pod: str, container: str, *, previous: bool,
-                   lines: list[str]) -> None:
+    def record_log(
+        self, namespace: str, pod: str, container: str, *, previous: bool, lines: list[str]
+    ) -> None:
         """Facts of a container log read: its size and the lines blaming configuration."""
         if len(self.logs) >= _MAX_LOGS:
             return
@@ -118,7 +126,7 @@ class Observed:
         for s in (summary.get("series") or [])[:20]:
             if not isinstance(s, dict):
                 continue
-            trend = s.get("trend") if isinstance(s.get("trend"), dict) else {}
+            trend = _map(s, "trend")
             series.append(
                 {
                     "labels": {str(k): str(v) for k, v in (s.get("labels") or {}).items()},

@@ -53,15 +53,12 @@ ANSWER = {
     "analysis_summary": "payment-api is OOMKilled repeatedly",
     "root_cause_assessment": "memory limit below the working set",
     "rca_severity": "critical",
-    "selected_workflow": {
-        "workflow_id": "oomkill-increase-memory-v1",
-        "version": "1.0.0",
-        "confidence": 0.9,
-        "rationale": "steady growth to the limit",
-        "estimated_risk": "low",
-        "parameters": PARAMS,
-    },
-    "alternative_workflows": [],
+    # The validation tool answers that automation is refused (nothing was read from a
+    # cluster, so the workflow's preconditions are not shown); a model then stands down.
+    "selected_workflow": None,
+    "alternative_workflows": [
+        {"workflow_id": "oomkill-increase-memory-v1", "confidence": 0.9, "rationale": "fits"}
+    ],
     "warnings": [],
     "context_used": {"cluster_state": "", "resource_availability": "", "blast_radius": ""},
 }

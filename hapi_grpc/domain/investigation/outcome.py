@@ -116,9 +116,6 @@ def _review_reason_of_accepted(
         if gate.vetoes:
             # The decider stood down after the gate refused its selection(s).
             return gate.vetoes[-1].reason
-        if gate.refutations and result.alternative_workflows:
-            # It stood down because the candidates' premises were seen not to hold.
-            return HumanReviewReason.PRECONDITION_NOT_MET
         attempts = state.ledger.attempts
         if state.ledger.exhausted and attempts and not any(a.valid for a in attempts):
             # The model gave up after every validation failed.
@@ -127,6 +124,9 @@ def _review_reason_of_accepted(
             # "Nothing matched" may only mean "nothing could be looked up":
             # a retry once Data Storage answers may find a workflow.
             return HumanReviewReason.DATA_STORAGE_UNAVAILABLE
+        if gate.refutations and result.alternative_workflows:
+            # It stood down because the candidates' premises were seen not to hold.
+            return HumanReviewReason.PRECONDITION_NOT_MET
         return HumanReviewReason.NO_MATCHING_WORKFLOWS
     threshold = state.settings.min_confidence
     if result.selected_workflow.confidence < threshold:

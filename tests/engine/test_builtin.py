@@ -12,6 +12,7 @@ from google.protobuf import json_format
 from hapi.v1 import service_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+from hapi_grpc.adapters.llm.builtin_parameters import Facts
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowLabels
 from hapi_grpc.domain.incident import (
     ClusterContext,
@@ -278,3 +279,29 @@ async def test_builtin_gives_up_honestly_when_parameters_cannot_be_filled() -> N
     assert result.validation_attempts == []
     assert [a.workflow_id for a in result.alternative_workflows] == ["needs-secret-v1"]
     assert result.needs_human_review is True
+
+
+# --- quantities: every notation is read, a missing limit is never a schema default ----
+
+
+@pytest.mark.parametrize(
+    ("limit", "doubled"),
+    [
+        ("2G", "3906250Ki"),  # 4e9 bytes, rounded up to whole Ki
+        ("1.5Gi", "3Gi"),
+        ("1048576Ki", "2Gi"),
+        ("1500M", "2929688Ki"),
+        ("768Mi", "1536Mi"),
+    ],
+)
+def test_the_memory_limit_is_read_in_every_quantity_notation(limit: str, doubled: str) -> None:
+    facts = Facts.read("")
+    facts = dataclasses.replace(facts, error_text=f"memory limit {limit}. OOMKilled")
+    spec = {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "default": "512Mi"}
+    assert facts.fill([spec]) == {"MEMORY_LIMIT_NEW": doubled}
+
+
+def test_an_unknown_limit_is_not_filled_from_the_schema_default() -> None:
+    facts = dataclasses.replace(Facts.read(""), error_text="Container was OOMKilled")
+    spec = {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "default": "512Mi"}
+    assert facts.fill([spec]) is None  # not 512Mi, which may be below the current limit

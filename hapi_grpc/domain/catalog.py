@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hapi_grpc.domain.levels import RiskLevel
-from hapi_grpc.domain.preconditions import Declared, compile_expression
+from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
 
 ParameterType = Literal["string", "integer", "float", "number", "boolean", "array"]
 
@@ -77,11 +77,17 @@ class Condition(_Frozen):
     message: str = Field(default="", max_length=300)
     show: str = Field(default="", max_length=2000)
 
-    @field_validator("expression", "show")
+    @field_validator("expression")
     @classmethod
     def _compiles(cls, value: str) -> str:
+        compile_expression(value)  # kept: evaluated on every check; ValueError with the error
+        return value
+
+    @field_validator("show")
+    @classmethod
+    def _checks(cls, value: str) -> str:
         if value:
-            compile_expression(value)  # raises ValueError with the CEL error
+            check_expression(value)  # compiled again only when a failure is reported
         return value
 
     def declared(self) -> Declared:

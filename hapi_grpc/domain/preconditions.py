@@ -34,6 +34,7 @@ from hapi_grpc.domain.sensitive import redact
 __all__ = [
     "ConditionResult",
     "Declared",
+    "check_expression",
     "compile_expression",
     "evaluate",
     "incident_activation",
@@ -73,9 +74,18 @@ def _env() -> Any:
     )
 
 
+def check_expression(expression: str) -> None:
+    """Compile and type-check without keeping the program; raises ValueError."""
+    _compile(expression)
+
+
 @lru_cache(maxsize=4096)  # bounded: Data Storage may send any number of expressions
 def compile_expression(expression: str) -> Any:
-    """The compiled, type-checked program; raises ValueError naming the problem."""
+    """The compiled, type-checked program, kept; raises ValueError naming the problem."""
+    return _compile(expression)
+
+
+def _compile(expression: str) -> Any:
     try:
         return _env().compile(expression)
     except RuntimeError as exc:

@@ -217,6 +217,18 @@ def bundled_catalog(*, declarations: bool = True) -> EmbeddedCatalog:
     )
 
 
+def wire_catalog() -> EmbeddedCatalog:
+    """The bundled catalog with every workflow read-only and undeclared: for tests of how a
+    selection crosses the wire, run without a cluster (where the built-in analyst selects
+    nothing that changes the cluster). Ids and parameters are unchanged."""
+    return EmbeddedCatalog(
+        [
+            w.model_copy(update={"preconditions": (), "invariants": (), "read_only": True})
+            for w in load_bundled_catalog()
+        ]
+    )
+
+
 class RecordingCatalog:
     """Wraps a catalog and records every query and schema lookup."""
 

@@ -53,15 +53,12 @@ ANSWER = {
     "analysis_summary": "payment-api is OOMKilled repeatedly",
     "root_cause_assessment": "memory limit below the working set",
     "rca_severity": "critical",
-    "selected_workflow": {
-        "workflow_id": "oomkill-increase-memory-v1",
-        "version": "1.0.0",
-        "confidence": 0.9,
-        "rationale": "steady growth to the limit",
-        "estimated_risk": "low",
-        "parameters": PARAMS,
-    },
-    "alternative_workflows": [],
+    # The validation tool answers that automation is refused (nothing was read from a
+    # cluster, so the workflow's preconditions are not shown); a model then stands down.
+    "selected_workflow": None,
+    "alternative_workflows": [
+        {"workflow_id": "oomkill-increase-memory-v1", "confidence": 0.9, "rationale": "fits"}
+    ],
     "warnings": [],
     "context_used": {"cluster_state": "", "resource_availability": "", "blast_radius": ""},
 }
@@ -220,7 +217,14 @@ def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
     wall_ok = wall <= WALL_TARGET * ideal
     print(f"server: hapi-grpc serve, defaults + {sorted(settings)}")
     print(f"concurrent AnalyzeIncident calls: {n} over {CHANNELS} channels")
-    print(f"succeeded with a validated selection: {selected}/{n}")
+    # Nothing is read from a cluster here, so the scripted model's workflow is refused
+    # (PRECONDITION_NOT_MET, review reason 11) and it stands down: the decision this
+    # storm is expected to end with.
+    decided = selected + reviews.get(11, 0)
+    print(
+        f"completed with a decision (validated selection, or review because the"
+        f" workflow's premise was not shown): {decided}/{n}"
+    )
     if codes:
         print(f"errors by code: {dict(codes)}")
     if reviews:
@@ -241,7 +245,7 @@ def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
         f" target < {RSS_TARGET_MB} MB: {'met' if peak_mb < RSS_TARGET_MB else 'NOT met'})"
     )
     print(f"server CPU: {cpu:.2f} s in total, {cpu / max(n, 1) * 1e3:.2f} ms per investigation")
-    return 0 if selected == n and wall_ok and peak_mb < RSS_TARGET_MB else 1
+    return 0 if decided == n and wall_ok and peak_mb < RSS_TARGET_MB else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.investigation import wire_catalog
 from tests.helpers.grpc_server import running_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +39,7 @@ async def run_cli(
 
 
 async def test_analyze_prints_a_readable_result_and_json() -> None:
-    async with running_server() as srv:
+    async with running_server(catalog=wire_catalog()) as srv:
         code, out, _ = await run_cli("analyze", "examples/oomkilled.json", "--address", srv.address)
         assert code == 0
         assert "workflow:    oomkill-increase-memory-v1" in out
@@ -53,7 +54,7 @@ async def test_analyze_prints_a_readable_result_and_json() -> None:
 
 
 async def test_analyze_stream_prints_events_then_the_result() -> None:
-    async with running_server() as srv:
+    async with running_server(catalog=wire_catalog()) as srv:
         code, out, _ = await run_cli(
             "analyze", "examples/nodenotready.json", "--address", srv.address, "--stream"
         )
@@ -82,7 +83,7 @@ async def test_connection_failure_is_reported_clearly() -> None:
 
 
 async def test_validate_reports_errors_and_stripped_parameters() -> None:
-    async with running_server() as srv:
+    async with running_server(catalog=wire_catalog()) as srv:
         params = json.dumps(
             {
                 "NAMESPACE": "payments",

@@ -74,6 +74,9 @@ ReviewReason = Literal[
     "data_storage_unavailable",
     "llm_unavailable",
     "budget_exhausted",
+    "context_window_exceeded",
+    "precondition_not_met",
+    "policy_requires_review",
 ]
 REVIEW_REASONS: tuple[str, ...] = get_args(ReviewReason)
 

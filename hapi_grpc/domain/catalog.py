@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hapi_grpc.domain.levels import RiskLevel
+from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
 
 ParameterType = Literal["string", "integer", "float", "number", "boolean", "array"]
 
@@ -64,6 +65,53 @@ class ParameterSpec(_Frozen):
         return () if value is None else value
 
 
+class Condition(_Frozen):
+    """A declared precondition or invariant: a CEL expression (`domain.preconditions`).
+
+    `expression` and `show` are compiled and type-checked when the entry is
+    parsed, so a catalog with a bad expression does not load.
+    """
+
+    name: str = Field(min_length=1, max_length=64)
+    expression: str = Field(min_length=1, max_length=4000)
+    message: str = Field(default="", max_length=300)
+    show: str = Field(default="", max_length=2000)
+
+    @field_validator("expression")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        compile_expression(value)  # kept: evaluated on every check; ValueError with the error
+        return value
+
+    @field_validator("show")
+    @classmethod
+    def _checks(cls, value: str) -> str:
+        if value:
+            check_expression(value)  # compiled again only when a failure is reported
+        return value
+
+    def declared(self) -> Declared:
+        return Declared(self.name, self.expression, self.message, self.show)
+
+
+def _conditions(value: Any) -> Any:
+    return () if value is None else value
+
+
+class Declarations(_Frozen):
+    """What a workflow declares about when it may run (shared by the models below)."""
+
+    preconditions: tuple[Condition, ...] = ()
+    invariants: tuple[Condition, ...] = ()
+    # An explicit declaration that the workflow changes nothing in the cluster.
+    read_only: bool = False
+
+    @field_validator("preconditions", "invariants", mode="before")
+    @classmethod
+    def _none_is_empty_conditions(cls, value: Any) -> Any:
+        return _conditions(value)
+
+
 class WorkflowLabels(_Frozen):
     """Matching labels of a catalog entry; '*' matches any value."""
 
@@ -76,7 +124,7 @@ class WorkflowLabels(_Frozen):
     detected_labels: dict[str, Any] = Field(default_factory=dict)
 
 
-class Workflow(_Frozen):
+class Workflow(Declarations):
     """A whole catalog record (`GET /api/v1/workflows/{id}`)."""
 
     workflow_id: str
@@ -96,7 +144,7 @@ class Workflow(_Frozen):
         return () if value is None else value
 
 
-class WorkflowSchema(_Frozen):
+class WorkflowSchema(Declarations):
     """A workflow's parameter schema (`GET /api/v1/workflows/{id}/schema`)."""
 
     workflow_id: str
@@ -155,7 +203,7 @@ class SearchQuery(_Frozen):
         return body
 
 
-class SearchHit(_Frozen):
+class SearchHit(Declarations):
     """One workflow in a search answer, with its match `confidence` in [0, 1]."""
 
     workflow_id: str

@@ -199,7 +199,16 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         assert r.status == 200
         assert r.content_type == "application/json"
         data = await r.json()
-    assert set(data) == {"workflow_id", "version", "parameters"}
+    # The optional declarations travel with the schema (preconditions, invariants, read_only).
+    assert set(data) == {
+        "workflow_id",
+        "version",
+        "parameters",
+        "preconditions",
+        "invariants",
+        "read_only",
+    }
+    assert data["read_only"] is False and data["preconditions"] and data["invariants"]
     assert (data["workflow_id"], data["version"]) == ("oomkill-increase-memory-v1", "1.0.0")
     assert not _has_none(data)
     parsed = WorkflowSchema.model_validate(data)
@@ -215,6 +224,9 @@ async def test_schema_of_a_workflow_without_parameters(client: tuple[Any, str]) 
         "workflow_id": "collect-cluster-diagnostics-v1",
         "version": "1.0.0",
         "parameters": [],
+        "preconditions": [],
+        "invariants": [],
+        "read_only": True,
     }
 
 
@@ -305,6 +317,9 @@ async def test_run_serves_a_catalog_file_until_cancelled(
                 "workflow_id": "only-v1",
                 "version": "1.0.0",
                 "parameters": [],
+                "preconditions": [],
+                "invariants": [],
+                "read_only": False,
             }
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

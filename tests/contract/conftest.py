@@ -21,7 +21,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -99,6 +102,20 @@ class ServerProcess:
             pytest.fail(f"server did not exit within {timeout:.0f}s of SIGTERM:\n{self.log()}")
 
 
+def _wire_catalog(directory: Path) -> Path:
+    """The bundled catalog as a contract fixture: no cluster is read by these servers, so
+    without this the analyst selects nothing that changes the cluster (its premises are
+    not shown) and no selected parameters would cross the wire. Every workflow is
+    declared read-only and without preconditions here; ids and parameters are unchanged."""
+    path = directory / "wire-catalog.yaml"
+    workflows = [
+        {**w.model_dump(mode="json", exclude={"preconditions", "invariants"}), "read_only": True}
+        for w in load_bundled_catalog()
+    ]
+    path.write_text(yaml.safe_dump({"workflows": workflows}), encoding="utf-8")
+    return path
+
+
 def _start(log_dir: Path, extra_env: dict[str, str] | None = None) -> ServerProcess:
     port = free_port()
     env = {
@@ -117,6 +134,8 @@ def _start(log_dir: Path, extra_env: dict[str, str] | None = None) -> ServerProc
     if "HAPI_LLM_PROVIDER" not in (extra_env or {}):
         env["HAPI_LLM_PROVIDER"] = "builtin"
     log_dir.mkdir(parents=True, exist_ok=True)
+    if "HAPI_CATALOG_FILE" not in (extra_env or {}):
+        env["HAPI_CATALOG_FILE"] = str(_wire_catalog(log_dir))
     log_path = log_dir / f"server-{port}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

@@ -31,6 +31,7 @@ from hapi_grpc.config import Settings
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
 from hapi_grpc.transport import converters
 from tests.fakes.clock import ManualClock
+from tests.fakes.investigation import bundled_catalog
 from tests.fakes.redis_server import running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
@@ -106,7 +107,10 @@ async def serving(
         llm_server.base_url, "gpt-test", "sk-test-key-123", request_timeout=10.0, max_retries=0
     )
     config = Settings(**{"grpc_host": "127.0.0.1", "grpc_port": 0, "metrics_port": -1, **settings})
-    server = build_server(config, llm=provider, idempotency=idempotency)
+    # Idempotency mechanics: no cluster is read, so the workflows' premises are left out.
+    server = build_server(
+        config, llm=provider, idempotency=idempotency, catalog=bundled_catalog(declarations=False)
+    )
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
     try:

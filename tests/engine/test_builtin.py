@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,8 +12,7 @@ from google.protobuf import json_format
 from hapi.v1 import service_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
-from hapi_grpc.adapters.llm.builtin_evidence import Findings
-from hapi_grpc.adapters.llm.builtin_premises import objection
+from hapi_grpc.adapters.llm.builtin_parameters import Facts
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowLabels
 from hapi_grpc.domain.incident import (
     ClusterContext,
@@ -128,15 +128,43 @@ def test_builtin_is_an_llm_provider_without_a_language_model() -> None:
     )
 
 
+# Mechanics (searching, filling, validating) without the catalog's premises: no
+# cluster is read in these tests, and without evidence the analyst selects only
+# read-only workflows, so here every workflow is declared read-only. The
+# premises have their own tests below and in tests/safety.
+_UNDECLARED = EmbeddedCatalog(
+    [
+        w.model_copy(update={"preconditions": (), "invariants": (), "read_only": True})
+        for w in bundled_catalog().workflows
+    ]
+)
+
+
 @pytest.mark.parametrize("signal", list(INCIDENTS))
 async def test_builtin_answers_each_signal_with_a_validated_workflow(signal: str) -> None:
-    result = await investigate(INCIDENTS[signal])
+    result = await investigate(INCIDENTS[signal], _UNDECLARED)
     assert_validated_and_honest(result)
     assert result.rca_severity == INCIDENTS[signal].signal.severity
 
 
+@pytest.mark.parametrize("signal", list(INCIDENTS))
+async def test_without_cluster_evidence_no_state_changing_workflow_is_automated(
+    signal: str,
+) -> None:
+    result = await investigate(INCIDENTS[signal])
+    read_only = {w.workflow_id for w in bundled_catalog().workflows if w.read_only}
+    selected = result.selected_workflow
+    if selected is not None and not result.needs_human_review:
+        assert selected.workflow_id in read_only, selected
+    else:
+        assert result.human_review_reason is HumanReviewReason.PRECONDITION_NOT_MET
+        assert any("Not automated:" in w and "precondition" in w for w in result.warnings)
+    # Passed over before validation: nothing state-changing was even validated.
+    assert all(a.workflow_id in read_only for a in result.validation_attempts)
+
+
 async def test_builtin_fills_parameters_from_the_facts() -> None:
-    oom = await investigate(INCIDENTS["OOMKilled"])
+    oom = await investigate(INCIDENTS["OOMKilled"], _UNDECLARED)
     assert oom.selected_workflow is not None
     assert oom.selected_workflow.workflow_id == "oomkill-increase-memory-v1"
     assert oom.selected_workflow.parameters["NAMESPACE"] == "payments"
@@ -144,11 +172,11 @@ async def test_builtin_fills_parameters_from_the_facts() -> None:
     assert oom.selected_workflow.parameters["MEMORY_LIMIT_NEW"] == "1536Mi"  # 768Mi doubled
     assert oom.target_resource is not None and oom.target_resource.api_group == "apps"
 
-    node = await investigate(INCIDENTS["NodeNotReady"])
+    node = await investigate(INCIDENTS["NodeNotReady"], _UNDECLARED)
     assert node.selected_workflow is not None
     assert node.selected_workflow.parameters["NODE_NAME"] == "worker-node-3"
 
-    image = await investigate(INCIDENTS["ImagePullBackOff"])
+    image = await investigate(INCIDENTS["ImagePullBackOff"], _UNDECLARED)
     assert image.selected_workflow is not None
     # The credentials fix needs a secret name the facts do not give; the rollback
     # takes the revision the description calls healthy.
@@ -159,7 +187,7 @@ async def test_builtin_fills_parameters_from_the_facts() -> None:
 @pytest.mark.parametrize("name", list(EXAMPLE_TEXTS))
 async def test_builtin_answers_every_example_incident(name: str) -> None:
     request = json_format.Parse(EXAMPLE_TEXTS[name], service_pb2.AnalyzeIncidentRequest())
-    result = await investigate(converters.incident_from_proto(request.incident))
+    result = await investigate(converters.incident_from_proto(request.incident), _UNDECLARED)
     assert_validated_and_honest(result)
 
 
@@ -188,6 +216,7 @@ async def test_builtin_corrects_parameters_from_validator_hints() -> None:
     workflow = Workflow(
         workflow_id="set-restart-policy-v1",
         version="1.0.0",
+        read_only=True,  # no cluster is read here: only a read-only workflow may be chosen
         title="Set restart policy",
         signal_type="PodRestartStorm",
         labels=WorkflowLabels(signal_type="PodRestartStorm", component="pod"),
@@ -214,16 +243,22 @@ async def test_builtin_corrects_parameters_from_validator_hints() -> None:
     result = await investigate(incident, catalog)
 
     attempts = result.validation_attempts
-    assert [a.valid for a in attempts] == [False, True]
+    assert [a.valid for a in attempts] == [False]
     assert attempts[0].parameters["RESTART_POLICY"] == "always"
-    assert result.selected_workflow is not None
-    # "9" became the integer 9, then the schema's maximum.
+    # "9" became the integer 9; the schema's maximum is 5. The value came from the
+    # incident, so it is not clamped to fit: a human decides.
     assert attempts[0].parameters["BATCH_SIZE"] == 9
-    assert result.selected_workflow.parameters == {
-        "NAMESPACE": "shop",
-        "RESTART_POLICY": "Always",
-        "BATCH_SIZE": 5,
-    }
+    assert result.selected_workflow is None
+    assert result.needs_human_review is True
+
+    # Without the out-of-range value the respelling the validator suggests is taken.
+    incident = dataclasses.replace(
+        incident, cluster=ClusterContext(signal_labels={"restart_policy": "always"})
+    )
+    result = await investigate(incident, RecordingCatalog(EmbeddedCatalog([workflow])))
+    assert [a.valid for a in result.validation_attempts] == [False, True]
+    assert result.selected_workflow is not None
+    assert result.selected_workflow.parameters == {"NAMESPACE": "shop", "RESTART_POLICY": "Always"}
     assert result.needs_human_review is False
 
 
@@ -246,81 +281,27 @@ async def test_builtin_gives_up_honestly_when_parameters_cannot_be_filled() -> N
     assert result.needs_human_review is True
 
 
-# --- workflow premises: the evidence must support what a workflow assumes ----------
-
-_CONFIG_FIX = {
-    "workflow_id": "crashloop-config-fix-restart-v1",
-    "title": "CrashLoopBackOff remediation - restore configuration and restart",
-    "description": "Restores the last known-good revision of the ConfigMaps.",
-}
-_PROBE = {
-    "workflow_id": "tune-liveness-probe-v1",
-    "title": "Tune liveness probe timing",
-    "description": "Relaxes the liveness probe of a container.",
-}
-_EVICTED = {
-    "workflow_id": "cleanup-evicted-pods-v1",
-    "title": "Delete evicted pods cluster-wide",
-    "description": "Deletes pods left in the Failed phase with reason Evicted.",
-}
-_DIAGNOSTICS = {
-    "workflow_id": "collect-cluster-diagnostics-v1",
-    "title": "Collect cluster diagnostics snapshot",
-    "description": "Captures a read-only snapshot for human review. Changes nothing.",
-}
-_GITOPS_MEMORY = {
-    "workflow_id": "oomkill-increase-memory-gitops-v1",
-    "title": "OOMKill remediation via GitOps - raise memory limit in the repository",
-    "description": "Opens a change in the GitOps repository.",
-}
+# --- quantities: every notation is read, a missing limit is never a schema default ----
 
 
-def test_crash_loop_needs_a_configuration_error_for_the_config_fix() -> None:
-    panic = Findings(crash_loop=True)
-    reason = objection(_CONFIG_FIX, panic)
-    assert reason is not None and "configuration error" in reason
-    assert objection(_PROBE, panic) is not None
-    assert objection(_DIAGNOSTICS, panic) is None  # read-only stays acceptable
-    config = Findings(crash_loop=True, config_error="log: FATAL config key REDIS_URL missing")
-    assert objection(_CONFIG_FIX, config) is None
-    assert objection(_PROBE, config) is not None
-    probe = Findings(crash_loop=True, probe_failure="Event: Unhealthy: Liveness probe failed")
-    assert objection(_PROBE, probe) is None
-    assert objection(_CONFIG_FIX, probe) is not None
+@pytest.mark.parametrize(
+    ("limit", "doubled"),
+    [
+        ("2G", "3906250Ki"),  # 4e9 bytes, rounded up to whole Ki
+        ("1.5Gi", "3Gi"),
+        ("1048576Ki", "2Gi"),
+        ("1500M", "2929688Ki"),
+        ("768Mi", "1536Mi"),
+    ],
+)
+def test_the_memory_limit_is_read_in_every_quantity_notation(limit: str, doubled: str) -> None:
+    facts = Facts.read("")
+    facts = dataclasses.replace(facts, error_text=f"memory limit {limit}. OOMKilled")
+    spec = {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "default": "512Mi"}
+    assert facts.fill([spec]) == {"MEMORY_LIMIT_NEW": doubled}
 
 
-def test_gitops_managed_resource_only_through_a_gitops_workflow() -> None:
-    managed = Findings(
-        crash_loop=True,
-        config_error="log: invalid settings",
-        gitops="Deployment web/storefront metadata.labels[argocd.argoproj.io/instance]=web",
-    )
-    reason = objection(_CONFIG_FIX, managed)
-    assert reason is not None and "GitOps" in reason and "argocd.argoproj.io" in reason
-    assert objection(_GITOPS_MEMORY, Findings(gitops=managed.gitops)) is None
-
-
-def test_no_evicted_pod_cleanup_while_the_node_is_under_pressure() -> None:
-    reason = objection(_EVICTED, Findings(node="worker-5", node_pressure=["DiskPressure"]))
-    assert reason is not None and "worker-5" in reason and "DiskPressure=True" in reason
-    assert objection(_EVICTED, Findings(node="worker-5")) is None
-    assert objection(_EVICTED, None) is None  # nothing read: the catalog match stands
-
-
-_RESTART_POD = {
-    "workflow_id": "restart-pod-v1",
-    "title": "Restart pod",
-    "description": "Deletes a pod that stays NotReady so its controller recreates it on a"
-    " healthy node.",
-}
-
-
-def test_no_restart_for_a_pod_the_scheduler_cannot_place() -> None:
-    unschedulable = Findings(
-        unschedulable="Event on Pod batch/report-7f: FailedScheduling: 0/3 nodes are available:"
-        " 3 Insufficient memory."
-    )
-    reason = objection(_RESTART_POD, unschedulable)
-    assert reason is not None and "Insufficient memory" in reason and "no node fits" in reason
-    assert objection(_DIAGNOSTICS, unschedulable) is None  # read-only stays acceptable
-    assert objection(_RESTART_POD, Findings()) is None  # a stuck pod that was scheduled
+def test_an_unknown_limit_is_not_filled_from_the_schema_default() -> None:
+    facts = dataclasses.replace(Facts.read(""), error_text="Container was OOMKilled")
+    spec = {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "default": "512Mi"}
+    assert facts.fill([spec]) is None  # not 512Mi, which may be below the current limit

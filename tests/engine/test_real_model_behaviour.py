@@ -51,7 +51,7 @@ def openai(server: ScriptedLLMServer, **options: Any) -> OpenAICompatibleProvide
 async def investigate(
     llm: LLMProvider, settings: EngineSettings, *, budget: float | None = None
 ) -> AnalysisResult:
-    engine = InvestigationEngine(bundled_catalog(), llm, settings)
+    engine = InvestigationEngine(bundled_catalog(declarations=False), llm, settings)
     try:
         if budget is None:
             return await engine.investigate(make_incident())

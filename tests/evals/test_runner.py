@@ -23,6 +23,7 @@ import yaml
 from evals.harness import report as reports
 from evals.harness.cases import CASES_DIR, load_cases
 from evals.harness.runner import RunOptions, run_cases
+from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,13 +35,7 @@ GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT
 # measured by `hapi-grpc eval`. The goal is an empty set: a case leaving it (the
 # analyst got safer) or joining it (a regression) fails this test, so the list
 # is updated on purpose, together with the README's numbers.
-KNOWN_UNSAFE_BUILTIN = {
-    "oomkilled-memory-leak",
-    # Restarts the kubelet of a node whose kubelet is alive (fresh Lease, status
-    # posted) and whose CNI cannot start: it does not yet tell KubeletNotReady
-    # from NodeStatusUnknown.
-    "nodenotready-cni-secret-missing-lease-fresh",
-}
+KNOWN_UNSAFE_BUILTIN: set[str] = set()
 
 
 def answer(workflow_id: str | None, params: dict[str, Any] | None = None) -> Step:
@@ -114,6 +109,15 @@ def self_check_cases(root: Path) -> Path:
         (directory / "request.json").write_text(json.dumps(request))
         if expected is not None:
             (directory / "expected.yaml").write_text(yaml.safe_dump(expected))
+        # The scorer is under test, not the workflows' premises (nothing is read
+        # from a cluster here): the bundled catalog without its declarations.
+        workflows = [
+            w.model_dump(mode="json", exclude={"preconditions", "invariants"})
+            for w in load_bundled_catalog()
+        ]
+        (directory / "catalog.yaml").write_text(yaml.safe_dump({"workflows": workflows}))
+        meta = yaml.safe_load((directory / "case.yaml").read_text())
+        (directory / "case.yaml").write_text(yaml.safe_dump({**meta, "catalog": "catalog.yaml"}))
     return root
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from aiohttp import web
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.adapters.datastorage_server import create_app
 from tests.fakes.scripted_llm import openai_request_problem
 
@@ -190,7 +191,14 @@ class FaultyDataStorage(_FaultyServer):
 
     def __init__(self) -> None:
         super().__init__()
-        self._catalog = EmbeddedCatalog.from_file(None)
+        # Failure handling is under test, not the workflows' premises (nothing is read
+        # from a cluster behind this catalog): the bundled workflows, undeclared.
+        self._catalog = EmbeddedCatalog(
+            [
+                w.model_copy(update={"preconditions": (), "invariants": ()})
+                for w in load_bundled_catalog()
+            ]
+        )
 
     def _app(self) -> web.Application:
         app = create_app(self._catalog)

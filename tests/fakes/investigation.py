@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.domain.catalog import (
     SearchQuery,
     SearchResult,
@@ -198,16 +199,42 @@ class ScriptedLLM:
 
 
 @functools.cache
-def bundled_catalog() -> EmbeddedCatalog:
-    """The bundled catalog, loaded once (it is immutable, so sharing it is safe)."""
-    return EmbeddedCatalog.from_file(None)
+def bundled_catalog(*, declarations: bool = True) -> EmbeddedCatalog:
+    """The bundled catalog (it is immutable, so sharing it is safe).
+
+    `declarations=False` drops the workflows' preconditions and invariants: for
+    tests of the conversation's mechanics, where no cluster is read and the
+    premises are not what is under test.
+    """
+    catalog = EmbeddedCatalog.from_file(None)
+    if declarations:
+        return catalog
+    return EmbeddedCatalog(
+        [
+            w.model_copy(update={"preconditions": (), "invariants": ()})
+            for w in load_bundled_catalog()
+        ]
+    )
+
+
+def wire_catalog() -> EmbeddedCatalog:
+    """The bundled catalog with every workflow read-only and undeclared: for tests of how a
+    selection crosses the wire, run without a cluster (where the built-in analyst selects
+    nothing that changes the cluster). Ids and parameters are unchanged."""
+    return EmbeddedCatalog(
+        [
+            w.model_copy(update={"preconditions": (), "invariants": (), "read_only": True})
+            for w in load_bundled_catalog()
+        ]
+    )
 
 
 class RecordingCatalog:
     """Wraps a catalog and records every query and schema lookup."""
 
     def __init__(self, inner: WorkflowCatalog | None = None) -> None:
-        self.inner = inner or bundled_catalog()
+        # Mechanics tests: no cluster is read, so the premises are left out.
+        self.inner = inner or bundled_catalog(declarations=False)
         self.queries: list[SearchQuery] = []
         self.schemas: list[str] = []
 

@@ -17,6 +17,7 @@ from google.protobuf import json_format
 
 from hapi.v1 import service_pb2
 from hapi_grpc.observability.logging import configure_logging, reset_logging
+from tests.fakes.investigation import bundled_catalog
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
 
@@ -103,6 +104,7 @@ async def test_full_run_logs_no_secret(log_stream: io.StringIO, tmp_path: Path) 
     async with (
         ScriptedLLMServer("openai", script_for=_script) as llm,
         running_server(
+            catalog=bundled_catalog(declarations=False),  # no cluster is read here
             llm_provider="openai",
             llm_base_url=llm.base_url,
             llm_model="gpt-test",

@@ -278,12 +278,12 @@ async def test_investigation_spans_cover_rpc_tools_and_data_storage(
 
     from hapi.v1 import service_pb2
     from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
-    from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
     from hapi_grpc.adapters.datastorage_server import create_app
     from hapi_grpc.client import load_analyze_request
+    from tests.fakes.investigation import wire_catalog
     from tests.helpers.grpc_server import running_server
 
-    runner = web.AppRunner(create_app(EmbeddedCatalog.from_file(None)))
+    runner = web.AppRunner(create_app(wire_catalog()))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -55,7 +55,12 @@ class EmbeddedCatalog:
         self._latest = latest
         self._schemas = {
             workflow_id: WorkflowSchema(
-                workflow_id=workflow_id, version=wf.version, parameters=wf.parameters
+                workflow_id=workflow_id,
+                version=wf.version,
+                parameters=wf.parameters,
+                preconditions=wf.preconditions,
+                invariants=wf.invariants,
+                read_only=wf.read_only,
             )
             for workflow_id, wf in latest.items()
         }

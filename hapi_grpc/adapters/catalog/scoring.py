@@ -368,4 +368,7 @@ def _hit(item: _Scored) -> SearchHit:
         success_rate=workflow.success_rate,
         estimated_risk=workflow.estimated_risk,
         parameters=workflow.parameters,
+        preconditions=workflow.preconditions,
+        invariants=workflow.invariants,
+        read_only=workflow.read_only,
     )

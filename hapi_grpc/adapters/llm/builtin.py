@@ -14,6 +14,13 @@ step:
    next match when nothing changes;
 4. answer the ADR-038 JSON contract: the validated selection, or none.
 
+It decides from the catalog's declarations, not from words in descriptions:
+a match whose declared preconditions the search says were not met on what
+the tools read is passed over before it is validated, one the validation
+tool refuses to automate (a precondition or invariant failed) too, and a
+workflow that changes the cluster is never selected without evidence read
+from the cluster: then only a `read_only` workflow may be selected, or none.
+
 Reading the facts, filling parameters and applying the validator's hints
 live in `builtin_parameters`.
 
@@ -36,10 +43,10 @@ from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
-from hapi_grpc.adapters.llm.builtin_premises import objection, supporting
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import compact_json
+from hapi_grpc.domain.toolsets.prometheus import RANGE_TOOL as RANGE
 from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, VALIDATE_TOOL
 
 __all__ = ["BuiltinAnalyst"]
@@ -111,6 +118,9 @@ class _Turn:
             if read.evidence:
                 self.findings = read
                 self.facts = _with_findings(self.facts, read)
+                usage = self._memory_usage(read)
+                if usage is not None:
+                    return usage
         searches = [e for e in self.exchanges if e.name == SEARCH_TOOL]
         if not searches:
             if SEARCH_TOOL not in self.offered or not self.facts.signal_type:
@@ -122,17 +132,15 @@ class _Turn:
         hits = [h for h in found.get("workflows", []) if isinstance(h, dict)]
         if not hits:
             return self._answer(None, [], "no catalog workflow matches the signal")
-        refused: list[str] = []
         for hit in hits:
-            reason = objection(hit, self.findings)
+            reason = self._objection(hit)
             if reason is not None:
-                refused.append(reason)
+                self.objections.append(reason)
                 continue
             step = self._try(hit)
             if step is not None:
                 return step
-        if refused:
-            self.objections = refused
+        if self.objections:
             return self._answer(
                 None, hits, "the evidence read does not support any candidate workflow"
             )
@@ -144,6 +152,37 @@ class _Turn:
         if self.facts.component:
             args["component"] = self.facts.component
         return args
+
+    def _memory_usage(self, found: Findings) -> LLMResponse | None:
+        """For a container killed at its memory limit, read its usage over hours once
+        (when Prometheus is offered): whether it levels off or keeps growing."""
+        if not (found.memory_limit and found.pod and RANGE in self.offered):
+            return None
+        if any(e.name == RANGE for e in self.exchanges):
+            return None
+        namespace = found.pod.partition("/")[0]
+        selector = f'namespace="{namespace}",container="{found.container}"'  # every replica
+        return self._call(
+            RANGE,
+            {"query": f"container_memory_working_set_bytes{{{selector}}}", "range": "6h"},
+        )
+
+    def _objection(self, hit: dict[str, Any]) -> str | None:
+        """Why `hit` is passed over before validation: its declarations, not its prose."""
+        workflow = str(hit.get("workflow_id", ""))
+        unmet = hit.get("premise_not_met")
+        if isinstance(unmet, list) and unmet:
+            return f"{workflow}: " + "; ".join(str(u) for u in unmet[:3])
+        read = any(
+            e.name.startswith("kubernetes_") and e.result.get("cluster_data")
+            for e in self.exchanges
+        )
+        if hit.get("read_only") is not True and not read:
+            return (
+                f"{workflow} changes the cluster and nothing was read from the cluster to"
+                " show its premise (the alert text alone is not evidence)"
+            )
+        return None
 
     def _try(self, hit: dict[str, Any]) -> LLMResponse | None:
         """The next step for this catalog match, or None to move on to the next one."""
@@ -164,12 +203,21 @@ class _Turn:
         verdict = last.result
         proposed = last.arguments.get("parameters")
         proposed = proposed if isinstance(proposed, dict) else {}
+        if verdict.get("automation") == "refused":
+            # Valid, but the service will not automate it here: say why, try the next.
+            self.objections.append(str(verdict.get("refused_because", workflow_id))[:600])
+            return None
         if verdict.get("status") == "valid":
             parameters = verdict.get("parameters", proposed)
             return self._answer(hit, [], "", parameters=parameters)
         if "error" in verdict or verdict.get("attempts_left") == 0:
             return self._answer(None, [hit], "the parameters could not be validated")
-        fixed = fix_parameters(proposed, verdict.get("errors", []), specs)
+        determined = frozenset(
+            str(s.get("name"))
+            for s in specs
+            if self.facts.value_for(str(s.get("name"))) is not None
+        )
+        fixed = fix_parameters(proposed, verdict.get("errors", []), specs, determined)
         if fixed is None or any(fixed == c.arguments.get("parameters") for c in checks):
             return None
         return self._call(VALIDATE_TOOL, {"workflow_id": workflow_id, "parameters": fixed})
@@ -233,24 +281,27 @@ class _Turn:
             )
             selected = None
         if found:
-            cited = found.evidence + [s for s in supporting(found) if s not in found.evidence]
+            support = [s for s in (found.config_error, found.probe_failure) if s]
+            cited = found.evidence + [s for s in support if s not in found.evidence]
             assessment = (
                 "Evidence read from the cluster (rule-based, no language model was used): "
                 + "; ".join(cited)
+                + "."
             )
-            if self.objections:
-                assessment += ". Not remediated automatically: " + "; ".join(
-                    dict.fromkeys(self.objections)
-                )
-                warnings.append(
-                    "The evidence does not support the premise of any candidate workflow;"
-                    " the candidates are listed as alternatives for review."
-                )
         else:
             assessment = (
                 f"Not independently assessed (no language model was used); the reported"
                 f" {signal} signal is taken at face value."
             )
+        if self.objections:
+            assessment += (
+                " Not remediated automatically: " if hit is None else " Passed over: "
+            ) + "; ".join(dict.fromkeys(self.objections))
+            if hit is None:
+                warnings.append(
+                    "The evidence does not support the premise of any candidate workflow;"
+                    " the candidates are listed as alternatives for review."
+                )
         answer = {
             "analysis_summary": summary,
             "root_cause_assessment": assessment,

@@ -66,8 +66,10 @@ class Findings:
     evidence: list[str] = field(default_factory=list)
     target: str = ""  # namespace/group/Kind/name
     memory_limit: str = ""
+    pod: str = ""  # namespace/name of the Pod read and its worst container
+    container: str = ""
     node: str = ""
-    # Structured facts the workflow premises are checked against (`builtin_premises`).
+    # Structured facts cited as evidence (the premises themselves are the catalog's).
     gitops: str = ""  # the label or annotation naming a GitOps controller
     crash_loop: bool = False
     config_error: str = ""  # the previous-log line blaming the configuration
@@ -178,6 +180,7 @@ def _pod_evidence(
     last = container.get("last_termination") or {}
     limit = (container.get("limits") or {}).get("memory", "")
     findings.node = str(pod.get("node", ""))
+    findings.pod, findings.container = f"{namespace}/{name}", str(cname)
     if last.get("reason") == "OOMKilled":
         findings.evidence.append(
             f"{where} lastState.terminated.reason=OOMKilled exitCode={last.get('exit_code')}"

@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 from hapi_grpc.domain.prompt import CLUSTER, ERROR_DETAILS, SIGNAL, read_facts
+from hapi_grpc.domain.quantity import QuantityError, quantity_bytes
 
 __all__ = ["Facts", "fix_parameters"]
 
@@ -24,8 +27,15 @@ _NAME_PARAMS = frozenset({"TARGET_RESOURCE_NAME", "RESOURCE_NAME", "TARGET_NAME"
 _KIND_PARAMS = frozenset({"TARGET_RESOURCE_KIND", "RESOURCE_KIND", "TARGET_KIND"})
 # A pod created by a Deployment: <deployment>-<replicaset hash>-<pod suffix>.
 _DEPLOYMENT_POD_RE = re.compile(r"^(?P<name>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
-_MEMORY_LIMIT_RE = re.compile(
-    r"limit\D{0,24}?(?P<value>\d{1,6})\s?(?P<unit>Ki|Mi|Gi|Ti)\b", re.IGNORECASE
+# Any Kubernetes quantity notation ('2G', '1.5Gi', '1048576Ki', '1500M', '2e9').
+_MEMORY_LIMIT_RE = re2.compile(
+    r"(?i)limit\D{0,24}?(?P<value>[0-9]{1,12}(?:\.[0-9]{1,9})?(?:[eE][0-9]{1,2}|[KMGTPE]i?|k|m)?)\b"
+)
+_BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi")
+# Parameters whose value the evidence determines: never a schema default in their
+# place, and never changed to fit a validator hint (that is for a human to decide).
+_EVIDENCE_PARAMS = frozenset(
+    {"MEMORY_LIMIT_NEW", "REVISION", "TARGET_REVISION", "ROLLBACK_REVISION"}
 )
 _GOOD_REVISION_RE = re.compile(
     r"revision (?P<after>\d{1,9}) (?:was|is) (?:healthy|good|working|stable)"
@@ -72,7 +82,7 @@ class Facts:
         for spec in specs:
             name = str(spec.get("name", ""))
             value = self.value_for(name)
-            if value is None:
+            if value is None and name not in _EVIDENCE_PARAMS:
                 value = spec.get("default")
             if value is None:
                 if spec.get("required"):
@@ -157,18 +167,26 @@ def _good_revision(text: str) -> int | None:
 
 
 def _raised_memory_limit(text: str) -> str | None:
-    """Double the memory limit stated in the error text ('limit 256Mi' -> '512Mi')."""
-    match = _MEMORY_LIMIT_RE.search(text)
+    """Double the memory limit stated in the text ('limit 1.5Gi' -> '3Gi', '2G' -> '3906250Ki').
+
+    Read with the Kubernetes quantity parser; written in whole binary units
+    (rounded up to the next Ki), the form workflow schemas ask for.
+    """
+    match = _MEMORY_LIMIT_RE.search(text[:4000])
     if match is None:
         return None
-    value = int(match.group("value")) * 2
-    unit = match.group("unit")[0].upper() + "i"
-    units = ("Ki", "Mi", "Gi", "Ti")
-    index = units.index(unit)
-    while index < len(units) - 1 and value >= 1024 and value % 1024 == 0:
+    try:
+        doubled = quantity_bytes(match.group("value")) * 2
+    except QuantityError:
+        return None
+    value = -(-doubled // 1024)  # Ki, rounded up
+    if value <= 0:
+        return None
+    index = 0
+    while index < len(_BINARY_UNITS) - 1 and value % 1024 == 0:
         value //= 1024
         index += 1
-    return f"{value}{units[index]}"
+    return f"{value}{_BINARY_UNITS[index]}"
 
 
 def _typed(value: Any, kind: Any) -> Any:
@@ -186,9 +204,17 @@ def _typed(value: Any, kind: Any) -> Any:
 
 
 def fix_parameters(
-    proposed: dict[str, Any], errors: list[Any], specs: list[dict[str, Any]]
+    proposed: dict[str, Any],
+    errors: list[Any],
+    specs: list[dict[str, Any]],
+    determined: frozenset[str] = frozenset(),
 ) -> dict[str, Any] | None:
-    """Apply the validator's hints; None when a required parameter cannot be fixed."""
+    """Apply the validator's hints; None when a required parameter cannot be fixed.
+
+    A parameter in `determined` (its value came from the evidence) is never
+    clamped, defaulted or replaced to fit: None, so that a human reviews it.
+    Only a respelling the validator suggests ('did you mean') is taken.
+    """
     by_name = {str(s.get("name")): s for s in specs}
     fixed = dict(proposed)
     for error in errors:
@@ -196,7 +222,14 @@ def fix_parameters(
             continue
         name = str(error.get("parameter", ""))
         spec = by_name.get(name, {})
-        value = _suggestion(str(error.get("code", "")), str(error.get("message", "")), spec)
+        message = str(error.get("message", ""))
+        if name in determined:
+            respelt = _SUGGESTED_RE.search(message)
+            if respelt is None:
+                return None
+            fixed[name] = respelt.group("value")
+            continue
+        value = _suggestion(str(error.get("code", "")), message, spec)
         if value is not None:
             fixed[name] = value
         elif spec.get("required"):

@@ -33,7 +33,9 @@ from hapi_grpc.domain.investigation.outcome import partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
 from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import AnalysisResult
+from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
 from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
@@ -84,9 +86,13 @@ class InvestigationEngine:
         observer: InvestigationObserver = NO_OBSERVER,
         toolsets: Sequence[ToolsetSource] = (),
         policy: DecisionPolicy | None = None,
+        selection_checks: Sequence[SelectionCheck] = (),
     ) -> None:
+        """`selection_checks` run after a selection's declared preconditions hold; any
+        may veto its automation (`domain.selection_gate`)."""
         self._catalog = catalog
         self._policy = policy
+        self._checks = tuple(selection_checks)
         self._toolsets = tuple(toolsets)
         self._llm = llm
         self._settings = settings
@@ -176,11 +182,14 @@ class InvestigationEngine:
         budget = self._budget()
         ledger = ValidationLedger(settings.max_validation_attempts)
         session = CatalogSession(self._catalog, SearchContext.from_incident(incident), budget)
+        observed = Observed()
+        gate = SelectionGate(incident, observed, self._checks)
         catalog_tools = workflow_catalog_toolset(
             session,
             ledger,
             ToolsetLimits(max_calls=settings.max_tool_calls, call_timeout=settings.tool_timeout),
             top_k_max=settings.search_top_k_max,
+            gate=gate,
         )
         return InvestigationState(
             incident=incident,
@@ -193,10 +202,12 @@ class InvestigationEngine:
                 [catalog_tools, *(t for t in (make() for make in self._toolsets) if t.tools)],
                 budget,
                 self._observer,
+                observed=observed,
             ),
             progress=Progress(on_event, self._observer),
             model=self._llm.model or self._llm.name,
             language_model_used=bool(self._llm.uses_language_model),
+            gate=gate,
         )
 
     def _budget(self) -> Budget:

@@ -2,7 +2,10 @@
 
 The model's answer must parse as the ADR-038 contract, select only a
 workflow this investigation's searches returned (in its catalog version),
-and carry parameters that pass the shared validator. A failed check becomes
+carry parameters that pass the shared validator, and pass the selection gate
+(`domain.selection_gate`): the workflow's declared preconditions hold on what
+the tools observed, its invariants hold on the parameters, and no extra check
+(an operator policy) vetoes it. A failed check becomes
 a `Verdict` with feedback the model can act on while attempts remain; tool
 validations and final-answer checks share one budget of attempts. An answer
 that does not parse spends the format-repair budget (`max_format_repairs`)
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hapi_grpc.domain.answer import AnswerFormatError, FinalAnswer, parse_final_answer
-from hapi_grpc.domain.catalog import SearchHit
+from hapi_grpc.domain.catalog import Declarations, SearchHit
 from hapi_grpc.domain.investigation.state import InvestigationState
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
@@ -108,7 +111,7 @@ async def _check_parameters(
     confirmed = ledger.confirmed(hit.workflow_id, proposed.parameters)
     if confirmed is not None:
         # Exactly what a tool validation already passed: no new attempt.
-        return _accept(state, answer, hit, confirmed.sanitized)
+        return await _gated(state, answer, hit, confirmed.sanitized, candidate, None)
     if ledger.exhausted:
         return Verdict(
             answer,
@@ -117,33 +120,20 @@ async def _check_parameters(
             candidate=candidate,
         )
     try:
-        _, outcome = await state.catalog.call(
+        schema, outcome = await state.catalog.call(
             validate_workflow_parameters(
                 state.catalog.catalog, hit.workflow_id, proposed.parameters
             ),
             state.settings.tool_timeout,
         )
     except CatalogFailure as failure:
-        if failure.kind is FailureKind.NO_TIME:
-            reason = HumanReviewReason.BUDGET_EXHAUSTED
-        elif failure.kind in (FailureKind.NOT_FOUND, FailureKind.INVALID):
-            return _reject(
-                state,
-                answer,
-                HumanReviewReason.WORKFLOW_NOT_FOUND,
-                f"workflow {hit.workflow_id!r} is no longer in the catalog. Choose another"
-                f" workflow or set selected_workflow to null. {_CORRECT}",
-                candidate,
-            )
-        else:
-            reason = HumanReviewReason.DATA_STORAGE_UNAVAILABLE
-        return Verdict(answer, reason=reason, terminal=True, candidate=candidate)
+        return _catalog_failed(state, answer, hit, candidate, failure)
     attempt = ledger.record(
         hit.workflow_id, proposed.parameters, outcome, ValidationSource.FINAL_ANSWER
     )
     await state.progress.attempt(attempt)
     if outcome.valid:
-        return _accept(state, answer, hit, outcome.sanitized)
+        return await _gated(state, answer, hit, outcome.sanitized, candidate, schema)
     problems = "; ".join(issue.message for issue in outcome.errors[:10])
     return _reject(
         state,
@@ -155,6 +145,67 @@ async def _check_parameters(
         candidate,
         charged=True,
     )
+
+
+async def _gated(
+    state: InvestigationState,
+    answer: FinalAnswer,
+    hit: SearchHit,
+    parameters: dict[str, Any],
+    candidate: AlternativeWorkflow,
+    declared: Declarations | None,
+) -> Verdict:
+    """Valid parameters: automated only when the selection gate lets them through.
+
+    This is the one place where a selection is vetoed after validation: the
+    workflow's declared preconditions and invariants, then every extra
+    `SelectionCheck` the engine was given (see `domain.selection_gate`).
+    """
+    charged = declared is not None  # a new validation attempt was just recorded
+    if declared is None:
+        try:
+            declared = await state.catalog.call(
+                state.catalog.catalog.get_schema(hit.workflow_id), state.settings.tool_timeout
+            )
+        except CatalogFailure as failure:
+            return _catalog_failed(state, answer, hit, candidate, failure)
+    assert declared is not None
+    veto = await state.selection_gate.check(hit.workflow_id, declared, parameters, hit)
+    if veto is None:
+        return _accept(state, answer, hit, parameters)
+    return _reject(
+        state,
+        answer,
+        veto.reason,
+        f"selected_workflow {hit.workflow_id!r} cannot be automated: {veto.message}."
+        " Choose another workflow whose premise the evidence shows, or set"
+        f" selected_workflow to null for human review. {_CORRECT}",
+        candidate,
+        charged=charged,
+    )
+
+
+def _catalog_failed(
+    state: InvestigationState,
+    answer: FinalAnswer,
+    hit: SearchHit,
+    candidate: AlternativeWorkflow,
+    failure: CatalogFailure,
+) -> Verdict:
+    if failure.kind is FailureKind.NO_TIME:
+        reason = HumanReviewReason.BUDGET_EXHAUSTED
+    elif failure.kind in (FailureKind.NOT_FOUND, FailureKind.INVALID):
+        return _reject(
+            state,
+            answer,
+            HumanReviewReason.WORKFLOW_NOT_FOUND,
+            f"workflow {hit.workflow_id!r} is no longer in the catalog. Choose another"
+            f" workflow or set selected_workflow to null. {_CORRECT}",
+            candidate,
+        )
+    else:
+        reason = HumanReviewReason.DATA_STORAGE_UNAVAILABLE
+    return Verdict(answer, reason=reason, terminal=True, candidate=candidate)
 
 
 def _accept(

@@ -35,7 +35,14 @@ _REJECTION_TEXT = {
     HumanReviewReason.DATA_STORAGE_UNAVAILABLE: "the catalog was unavailable to validate it",
     HumanReviewReason.BUDGET_EXHAUSTED: "no time was left to validate it",
     HumanReviewReason.LLM_OUTPUT_UNPARSEABLE: "the final answer could not be parsed",
+    HumanReviewReason.PRECONDITION_NOT_MET: "a condition it declares does not hold on what"
+    " the service observed",
+    HumanReviewReason.POLICY_REQUIRES_REVIEW: "an operator policy requires review",
 }
+_VETO_REASONS = frozenset(
+    {HumanReviewReason.PRECONDITION_NOT_MET, HumanReviewReason.POLICY_REQUIRES_REVIEW}
+)
+_VETOES_SHOWN = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,8 @@ def finished_result(state: InvestigationState, verdict: Verdict) -> AnalysisResu
         _lower_confidence(result)
     if reason is None:
         reason = _review_reason_of_accepted(state, result)
+    if reason in _VETO_REASONS:
+        _name_vetoes(state, result)
     return _with_review_reason(result, reason)
 
 
@@ -80,7 +89,16 @@ def partial_result(state: InvestigationState, stop: StopReason) -> AnalysisResul
     result.warnings.append(f"Investigation incomplete: {stop.detail}.")
     if _catalog_never_answered(state):
         _lower_confidence(result)
+    _name_vetoes(state, result)
     return _with_review_reason(result, stop.reason)
+
+
+def _name_vetoes(state: InvestigationState, result: AnalysisResult) -> None:
+    """Each distinct veto (the condition or rule and what was observed) as a warning."""
+    gate = state.selection_gate
+    shown = dict.fromkeys([*(v.message for v in gate.vetoes), *gate.refutations.values()])
+    for message in list(shown)[-_VETOES_SHOWN:]:
+        result.warnings.append(f"Not automated: {message}.")
 
 
 def _catalog_never_answered(state: InvestigationState) -> bool:
@@ -94,6 +112,10 @@ def _review_reason_of_accepted(
     if answer is None or not answer.root_cause_assessment.strip():
         return HumanReviewReason.INVESTIGATION_INCONCLUSIVE
     if result.selected_workflow is None:
+        gate = state.selection_gate
+        if gate.vetoes:
+            # The decider stood down after the gate refused its selection(s).
+            return gate.vetoes[-1].reason
         attempts = state.ledger.attempts
         if state.ledger.exhausted and attempts and not any(a.valid for a in attempts):
             # The model gave up after every validation failed.
@@ -102,6 +124,9 @@ def _review_reason_of_accepted(
             # "Nothing matched" may only mean "nothing could be looked up":
             # a retry once Data Storage answers may find a workflow.
             return HumanReviewReason.DATA_STORAGE_UNAVAILABLE
+        if gate.refutations and result.alternative_workflows:
+            # It stood down because the candidates' premises were seen not to hold.
+            return HumanReviewReason.PRECONDITION_NOT_MET
         return HumanReviewReason.NO_MATCHING_WORKFLOWS
     threshold = state.settings.min_confidence
     if result.selected_workflow.confidence < threshold:

@@ -16,6 +16,7 @@ from hapi_grpc.domain.investigation.context_window import ContextWindow
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.llm import TokenUsage
+from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
     AnalysisEvent,
@@ -23,6 +24,7 @@ from hapi_grpc.domain.result import (
     ToolCallRecord,
     ValidationAttempt,
 )
+from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets.catalog_session import CatalogSession
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
@@ -73,12 +75,21 @@ class InvestigationState:
     format_failures: int = 0
     overflow_recoveries: int = 0  # trim-and-resend rounds after a context overflow
     context: ContextWindow | None = None  # from the settings when not given
+    # What the tools read and the checks a selection passes before automation.
+    gate: SelectionGate | None = None
 
     def __post_init__(self) -> None:
+        if self.gate is None:
+            self.gate = SelectionGate(self.incident, Observed())
         if self.context is None:
             self.context = ContextWindow(
                 self.settings.context_tokens, self.settings.completion_tokens
             )
+
+    @property
+    def selection_gate(self) -> SelectionGate:
+        assert self.gate is not None  # set in __post_init__
+        return self.gate
 
     @property
     def window(self) -> ContextWindow:

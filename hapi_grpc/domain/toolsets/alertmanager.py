@@ -78,6 +78,8 @@ class AlertmanagerActiveAlerts:
         summary = await self.reader.active_alerts(
             args.labels, namespace=args.namespace, timeout=ctx.timeout
         )
+        if ctx.observed is not None:
+            ctx.observed.record_alerts(summary)
         return ToolResult(ToolCallStatus.SUCCESS, {DATA_KEY: summary})
 
 

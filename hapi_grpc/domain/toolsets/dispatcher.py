@@ -25,6 +25,7 @@ from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.llm import ToolCall, ToolDefinition
+from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus, ValidationAttempt
 from hapi_grpc.domain.sensitive import clip, redact, redact_head, redact_mapping
 from hapi_grpc.domain.toolsets.jsontext import (
@@ -97,6 +98,7 @@ class ToolDispatcher:
         "_calls_by_toolset",
         "_definitions",
         "_max_calls",
+        "_observed",
         "_observer",
         "_records",
         "_repeats",
@@ -111,8 +113,10 @@ class ToolDispatcher:
         observer: InvestigationObserver,
         *,
         max_calls: int | None = None,
+        observed: Observed | None = None,
     ) -> None:
         self._toolsets = tuple(toolsets)
+        self._observed = observed
         self._budget = budget
         self._observer = observer
         self._tools: dict[str, tuple[Tool, Toolset]] = {
@@ -244,7 +248,7 @@ class ToolDispatcher:
                 {"error": exc.message, "expected": tool_hint(tool)},
             )
         timeout = min(toolset.limits.call_timeout, self._budget.remaining())
-        ctx = ToolContext(self._budget, max(timeout, 0.0))
+        ctx = ToolContext(self._budget, max(timeout, 0.0), self._observed)
         try:
             # The tool keeps to `ctx.timeout` itself (and says how it failed);
             # this only cuts one that does not.

@@ -63,6 +63,7 @@ PROMPT_NOTE = (
 _LOG_LINE_CHARS = 500
 _LOG_BYTES = 256 * 1024
 _EVENTS_READ = 200
+_EVENTS_RECORDED = 50
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class KubernetesGet:
         rtype = await self.session.resolve(args.kind, args.namespace, ctx)
         namespace = args.namespace if rtype.namespaced else None
         obj = await self.session.reader.get(rtype, namespace, args.name, ctx.timeout)
+        if ctx.observed is not None:
+            ctx.observed.record_object(obj, rtype.kind)
         return self.session.answer(object_view(obj))
 
 
@@ -109,6 +112,8 @@ class KubernetesList:
         items = [i for i in found.get("items") or [] if isinstance(i, dict)]
         for item in items:
             item.setdefault("kind", rtype.kind)
+            if ctx.observed is not None:
+                ctx.observed.record_object(item)
         data: dict[str, Any] = {"kind": rtype.kind, "items": [list_line(i) for i in items]}
         if namespace:
             data["namespace"] = namespace
@@ -168,6 +173,9 @@ class KubernetesEvents:
             ]
             lists.append(items)
         folded = fold_events(*lists)
+        if ctx.observed is not None and args.name is not None and kind is not None:
+            for event in folded[:_EVENTS_RECORDED]:
+                ctx.observed.record_event(kind, namespace or "", args.name, event.view())
         data: dict[str, Any] = {
             "kind": "EventSummary",
             "about": f"{kind}/{args.name}" if args.name else f"namespace {namespace}",
@@ -213,6 +221,10 @@ class KubernetesPodLogs:
         )
         lines = text.splitlines()[-args.tail_lines :]
         read = len(lines)
+        if ctx.observed is not None:
+            ctx.observed.record_log(
+                args.namespace, args.pod, container, previous=args.previous, lines=lines
+            )
         if args.filter:
             pattern = re2.compile(args.filter)
             lines = [line for line in lines if pattern.search(line)]

@@ -56,6 +56,8 @@ class KubernetesOwnerChain:
         namespace = args.namespace if rtype.namespaced else None
         obj = await session.reader.get(rtype, namespace, args.name, ctx.timeout)
         obj.setdefault("kind", rtype.kind)
+        if ctx.observed is not None:
+            ctx.observed.record_object(obj)
         chain = [{"ref": resource_ref(rtype, namespace, args.name), "status": list_line(obj)}]
         target = chain[0]["ref"]
         start, notes = obj, []
@@ -82,6 +84,8 @@ class KubernetesOwnerChain:
                 notes.append(f"owner {spelled}/{owner.get('name')} not read: {failure.message}")
                 break
             obj.setdefault("kind", otype.kind)
+            if ctx.observed is not None:
+                ctx.observed.record_object(obj)
             ref = resource_ref(otype, namespace, str(owner.get("name")))
             chain.append({"ref": ref, "status": list_line(obj)})
             target = ref
@@ -96,6 +100,10 @@ class KubernetesOwnerChain:
                 data["node"] = node
         if notes:
             data["notes"] = notes
+        if ctx.observed is not None:
+            ctx.observed.record_owner_chain(
+                rtype.kind, namespace, args.name, [str(link["ref"]) for link in chain]
+            )
         return session.answer(data)
 
     async def _node(
@@ -108,7 +116,10 @@ class KubernetesOwnerChain:
         try:
             ntype = await self.session.reader.resolve("v1/Node", ctx.timeout)
             self.session.scope.check_type(ntype)
-            node = object_view(await self.session.reader.get(ntype, None, name, ctx.timeout))
+            raw = await self.session.reader.get(ntype, None, name, ctx.timeout)
+            if ctx.observed is not None:
+                ctx.observed.record_object(raw, "Node")
+            node = object_view(raw)
         except (ScopeRefusal, KubeFailure) as exc:
             notes.append(f"node {name} not read: {exc.message}")
             return None

@@ -176,6 +176,8 @@ class PrometheusQuery:
         summary = await self.reader.instant(
             args.query, at=at, timeout=ctx.timeout, max_series=self.max_series
         )
+        if ctx.observed is not None:
+            ctx.observed.record_metric(args.query, summary)
         return metrics_answer({"query": args.query, **summary})
 
 
@@ -205,6 +207,8 @@ class PrometheusRangeQuery:
             timeout=ctx.timeout,
             max_series=self.max_series,
         )
+        if ctx.observed is not None:
+            ctx.observed.record_metric(args.query, summary)
         return metrics_answer({"query": args.query, "range": args.range, **summary})
 
 

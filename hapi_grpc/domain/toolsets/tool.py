@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
 
 __all__ = [
@@ -48,10 +49,11 @@ class ToolArgs(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may spend: the investigation's budget and this call's timeout."""
+    """What a tool may spend (budget, timeout) and where it records what it read."""
 
     budget: Budget
     timeout: float  # the toolset's per-call timeout, clipped to the budget
+    observed: Observed | None = None  # the investigation's record of what tools read
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from hapi_grpc.domain.levels import RiskLevel
 from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
+from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets.catalog_session import CatalogFailure, CatalogSession, FailureKind
 from hapi_grpc.domain.toolsets.jsontext import one_line
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
@@ -149,6 +150,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = (
 class SearchWorkflowCatalog:
     session: CatalogSession
     top_k_max: int = TOP_K_MAX
+    gate: SelectionGate | None = None
     name: str = SEARCH_TOOL
     description: str = SEARCH_DESCRIPTION
     arguments: type[SearchWorkflowCatalogArgs] = SearchWorkflowCatalogArgs
@@ -160,7 +162,7 @@ class SearchWorkflowCatalog:
             return failure_result(failure)
         self.session.remember(hits)
         payload: dict[str, Any] = {
-            "workflows": [_hit_summary(hit) for hit in hits],
+            "workflows": [_hit_summary(hit, self.gate) for hit in hits],
             "total_results": len(hits),
         }
         if not hits:
@@ -193,7 +195,14 @@ class SearchWorkflowCatalog:
                 if isinstance(schema, asyncio.CancelledError):
                     raise schema
                 if not isinstance(schema, BaseException):
-                    hits[i] = hits[i].model_copy(update={"parameters": schema.parameters})
+                    hits[i] = hits[i].model_copy(
+                        update={
+                            "parameters": schema.parameters,
+                            "preconditions": schema.preconditions,
+                            "invariants": schema.invariants,
+                            "read_only": schema.read_only,
+                        }
+                    )
         return hits
 
 
@@ -201,6 +210,7 @@ class SearchWorkflowCatalog:
 class ValidateWorkflowParameters:
     session: CatalogSession
     ledger: ValidationLedger
+    gate: SelectionGate | None = None
     name: str = VALIDATE_TOOL
     description: str = VALIDATE_DESCRIPTION
     arguments: type[ValidateWorkflowParametersArgs] = ValidateWorkflowParametersArgs
@@ -244,7 +254,21 @@ class ValidateWorkflowParameters:
             **render_validation(outcome),
         }
         left = self.ledger.remaining
-        if outcome.valid:
+        veto = None
+        if outcome.valid and self.gate is not None:
+            veto = await self.gate.check(
+                args.workflow_id, schema, outcome.sanitized, returned[args.workflow_id]
+            )
+        if veto is not None:
+            payload["automation"] = "refused"
+            payload["review_reason"] = veto.reason.value
+            payload["refused_because"] = veto.message
+            payload["next"] = (
+                "The parameters are valid but this workflow cannot be automated here. Choose"
+                " another workflow whose premise the evidence shows, or answer with"
+                " selected_workflow null and this workflow in alternative_workflows."
+            )
+        elif outcome.valid:
             if outcome.stripped:
                 payload["parameters"] = outcome.sanitized
             payload["next"] = "Use these parameters in your final answer."
@@ -266,11 +290,15 @@ def workflow_catalog_toolset(
     limits: ToolsetLimits,
     *,
     top_k_max: int = TOP_K_MAX,
+    gate: SelectionGate | None = None,
 ) -> Toolset:
-    """The catalog tools bound to one investigation's session and ledger."""
+    """The catalog tools bound to one investigation's session, ledger and selection gate."""
     return Toolset(
         NAME,
-        (SearchWorkflowCatalog(session, top_k_max), ValidateWorkflowParameters(session, ledger)),
+        (
+            SearchWorkflowCatalog(session, top_k_max, gate),
+            ValidateWorkflowParameters(session, ledger, gate),
+        ),
         limits,
         prompt_note=PROMPT_NOTE,
     )
@@ -334,7 +362,22 @@ def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
     return out
 
 
-def _hit_summary(hit: SearchHit) -> dict[str, Any]:
+def _premises(hit: SearchHit, gate: SelectionGate | None) -> dict[str, Any]:
+    """What a hit declares it needs, and any of it already observed to be false."""
+    out: dict[str, Any] = {}
+    if hit.read_only:
+        out["read_only"] = True
+    needs = [c.message or c.name for c in hit.preconditions]
+    if needs:
+        out["requires"] = [one_line(n, _DESCRIPTION_CHARS) for n in needs[:8]]
+    if gate is not None and hit.preconditions:
+        refuted = gate.refuted(hit.workflow_id, hit)
+        if refuted:
+            out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
+    return out
+
+
+def _hit_summary(hit: SearchHit, gate: SelectionGate | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "workflow_id": hit.workflow_id,
         "version": hit.version,
@@ -349,4 +392,5 @@ def _hit_summary(hit: SearchHit) -> dict[str, Any]:
         out["parameters"] = "unknown: call validate_workflow_parameters to learn them"
     else:
         out["parameters"] = [_param_summary(spec) for spec in hit.parameters]
+    out.update(_premises(hit, gate))
     return out

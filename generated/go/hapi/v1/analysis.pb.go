@@ -50,6 +50,13 @@ const (
 	// The conversation no longer fit the model's context window, even with older
 	// tool results trimmed (raise the configured context size or use a larger model).
 	HumanReviewReason_HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED HumanReviewReason = 10
+	// A precondition the selected workflow declares did not hold on what the
+	// service observed in the cluster (or was not observed), or a parameter
+	// broke an invariant the workflow declares; the warnings name it.
+	HumanReviewReason_HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET HumanReviewReason = 11
+	// An operator policy rule requires review (or forbids the workflow); the
+	// warnings name the rule.
+	HumanReviewReason_HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW HumanReviewReason = 12
 )
 
 // Enum value maps for HumanReviewReason.
@@ -66,6 +73,8 @@ var (
 		8:  "HUMAN_REVIEW_REASON_LLM_UNAVAILABLE",
 		9:  "HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED",
 		10: "HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED",
+		11: "HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET",
+		12: "HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW",
 	}
 	HumanReviewReason_value = map[string]int32{
 		"HUMAN_REVIEW_REASON_UNSPECIFIED":                 0,
@@ -79,6 +88,8 @@ var (
 		"HUMAN_REVIEW_REASON_LLM_UNAVAILABLE":             8,
 		"HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED":            9,
 		"HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED":     10,
+		"HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET":        11,
+		"HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW":      12,
 	}
 )
 
@@ -980,7 +991,7 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\tR\ttoolCalls\x124\n" +
 	"\vtoken_usage\x18\x04 \x01(\v2\x13.hapi.v1.TokenUsageR\n" +
-	"tokenUsage*\x8a\x04\n" +
+	"tokenUsage*\xe8\x04\n" +
 	"\x11HumanReviewReason\x12#\n" +
 	"\x1fHUMAN_REVIEW_REASON_UNSPECIFIED\x10\x00\x12-\n" +
 	")HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS\x10\x01\x12*\n" +
@@ -993,7 +1004,9 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"#HUMAN_REVIEW_REASON_LLM_UNAVAILABLE\x10\b\x12(\n" +
 	"$HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED\x10\t\x12/\n" +
 	"+HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED\x10\n" +
-	"*u\n" +
+	"\x12,\n" +
+	"(HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET\x10\v\x12.\n" +
+	"*HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW\x10\f*u\n" +
 	"\x10ValidationSource\x12!\n" +
 	"\x1dVALIDATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16VALIDATION_SOURCE_TOOL\x10\x01\x12\"\n" +

@@ -1,0 +1,179 @@
+"""`Observed`: the record one investigation's tools fill (see the package docstring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import re2
+
+from hapi_grpc.domain.observed.kubernetes import object_facts, object_key
+from hapi_grpc.domain.sensitive import redact
+
+__all__ = ["Observed"]
+
+# Bounds: the record never outgrows what the tools' own output caps allow.
+_MAX_OBJECTS = 200
+_MAX_EVENTS = 200
+_MAX_LOGS = 40
+_MAX_METRICS = 40
+_MAX_ALERTS = 100
+_LINE = 300
+# A log line that blames the configuration (a missing key, an invalid setting):
+# the premise of a configuration fix. RE2: linear in the line's length.
+_CONFIG_ERROR = re2.compile(
+    r"(?i)\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b.{0,80}"
+    r"\b(missing|invalid|unknown|required|not set|malformed|cannot parse|parse error|bad)\b"
+    r"|\b(missing|invalid|unknown|required|malformed)\b.{0,40}"
+    r"\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b"
+)
+_NUMERIC = (int, float)
+
+
+def _map(obj: Any, key: str) -> dict[str, Any]:
+    """`obj[key]` when it is a mapping, else an empty one."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, _NUMERIC):
+        return None
+    return float(value)
+
+
+@dataclass
+class Observed:
+    """What the tools read, keyed and bounded; `activation()` is the CEL view."""
+
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    _view: dict[str, Any] | None = field(default=None, repr=False)
+
+    # --- recording (the tools) -----------------------------------------------------
+
+    def record_object(self, obj: dict[str, Any], kind: str = "") -> None:
+        """An object as read (raw API JSON); a later read of the same object replaces it."""
+        if not isinstance(obj, dict):
+            return
+        if kind and not obj.get("kind"):
+            obj = {**obj, "kind": kind}
+        facts = object_facts(obj)
+        key = object_key(facts["kind"], facts["namespace"], facts["name"])
+        if key not in self.objects and len(self.objects) >= _MAX_OBJECTS:
+            return
+        old = self.objects.get(key)
+        if old and old.get("owner_chain") and not facts["owner_chain"]:
+            facts["owner_chain"] = old["owner_chain"]
+        self.objects[key] = facts
+        self._view = None
+
+    def record_owner_chain(
+        self, kind: str, namespace: str | None, name: str, chain: list[str]
+    ) -> None:
+        """The owner chain read from `kind/name` up (`namespace/group/Kind/name` refs)."""
+        key = object_key(kind, namespace, name)
+        if key in self.objects:
+            self.objects[key]["owner_chain"] = list(chain[:6])
+            self._view = None
+
+    def record_event(self, kind: str, namespace: str, name: str, event: dict[str, Any]) -> None:
+        """One folded event about `kind/name`."""
+        if len(self.events) >= _MAX_EVENTS:
+            return
+        count = event.get("count")
+        self.events.append(
+            {
+                "kind": kind,
+                "namespace": namespace,
+                "name": name,
+                "type": str(event.get("type", "")),
+                "reason": str(event.get("reason", "")),
+                "message": redact(str(event.get("message", "")))[:_LINE],
+                "count": count if isinstance(count, int) else 1,
+            }
+        )
+        self._view = None
+
+    def record_log(
+        self, namespace: str, pod: str, container: str, *, previous: bool, lines: list[str]
+    ) -> None:
+        """Facts of a container log read: its size and the lines blaming configuration."""
+        if len(self.logs) >= _MAX_LOGS:
+            return
+        blamed = [redact(line)[:_LINE] for line in lines if _CONFIG_ERROR.search(line)][:5]
+        self.logs.append(
+            {
+                "namespace": namespace,
+                "pod": pod,
+                "container": container,
+                "previous": previous,
+                "lines_read": len(lines),
+                "config_errors": blamed,
+                "last_line": redact(lines[-1])[:_LINE] if lines else "",
+            }
+        )
+        self._view = None
+
+    def record_metric(self, query: str, summary: dict[str, Any]) -> None:
+        """A query's summary: per series its labels, min/max/last and trend direction."""
+        if len(self.metrics) >= _MAX_METRICS:
+            return
+        series = []
+        for s in (summary.get("series") or [])[:20]:
+            if not isinstance(s, dict):
+                continue
+            trend = _map(s, "trend")
+            series.append(
+                {
+                    "labels": {str(k): str(v) for k, v in (s.get("labels") or {}).items()},
+                    "min": _number(s.get("min")),
+                    "max": _number(s.get("max")),
+                    "last": _number(s.get("last", s.get("value"))),
+                    "trend": str(trend.get("direction", "")),
+                    "slope_per_minute": _number(trend.get("slope_per_minute")),
+                }
+            )
+        self.metrics.append({"query": query[:_LINE], "series": series})
+        self._view = None
+
+    def record_alerts(self, summary: dict[str, Any]) -> None:
+        """Alerts firing now, as the Alertmanager tool read them."""
+        for alert in summary.get("alerts") or []:
+            if len(self.alerts) >= _MAX_ALERTS or not isinstance(alert, dict):
+                break
+            self.alerts.append(
+                {
+                    "alertname": str(alert.get("alertname", "")),
+                    "severity": str(alert.get("severity", "")),
+                    "labels": {str(k): str(v) for k, v in (alert.get("labels") or {}).items()},
+                }
+            )
+        self._view = None
+
+    # --- reading (the checks) ------------------------------------------------------
+
+    @property
+    def cluster_evidence(self) -> bool:
+        """True once any object was read from the cluster."""
+        return bool(self.objects)
+
+    def activation(self) -> dict[str, Any]:
+        """The record as CEL's `observed` (built once per change)."""
+        if self._view is None:
+            objects = list(self.objects.values())
+            self._view = {
+                "evidence": bool(objects),
+                "objects": objects,
+                "pods": [o for o in objects if o["kind"] == "Pod"],
+                "nodes": [o for o in objects if o["kind"] == "Node"],
+                "workloads": [o for o in objects if "template_containers" in o],
+                "events": list(self.events),
+                "logs": list(self.logs),
+                "metrics": list(self.metrics),
+                "alerts": list(self.alerts),
+            }
+        return self._view

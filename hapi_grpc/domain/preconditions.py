@@ -1,0 +1,189 @@
+"""Catalog preconditions and parameter invariants: CEL over what the service observed.
+
+A workflow declares, as CEL expressions (the language of Kubernetes admission
+policies and CRD validation rules), the premises it needs (`preconditions`)
+and the relations its parameters must keep (`invariants`). Expressions see
+three variables: `incident` (the request's facts), `observed` (the record the
+tools filled, `hapi_grpc.domain.observed`) and `params` (the proposed
+parameters), and one function, `quantity(string) -> double`, the Kubernetes
+quantity parser. Each is compiled and type-checked once, when the catalog
+entry is parsed; a bad expression fails the load.
+
+An expression that cannot be evaluated (a field that was not observed, a
+quantity that does not parse) is *unknown*, and unknown counts as not
+holding: a premise nobody saw is no premise.
+
+Runtime: Google's CEL C++ runtime through `cel-expr-python` (measured against
+`cel-python` and `common-expression-language`; see the README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext.ext_strings import ExtStrings
+
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.quantity import QuantityError, parse_quantity
+from hapi_grpc.domain.sensitive import redact
+
+__all__ = [
+    "ConditionResult",
+    "Declared",
+    "check_expression",
+    "compile_expression",
+    "evaluate",
+    "incident_activation",
+]
+
+_SHOWN = 300
+
+
+@lru_cache(maxsize=1024)  # the same few limits are compared again and again
+def _quantity(text: str) -> float:
+    try:
+        return float(parse_quantity(text))
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+@cache
+def _env() -> Any:
+    return cel.NewEnv(
+        variables={
+            "incident": cel.Type.DYN,
+            "observed": cel.Type.DYN,
+            "params": cel.Type.DYN,
+        },
+        # The strings extension (join, lowerAscii, ...), as in Kubernetes' CEL.
+        extensions=[ExtStrings()],
+        functions=[
+            cel.FunctionDecl(
+                "quantity",
+                [
+                    cel.Overload(
+                        "quantity_string", cel.Type.DOUBLE, [cel.Type.STRING], impl=_quantity
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def check_expression(expression: str) -> None:
+    """Compile and type-check without keeping the program; raises ValueError."""
+    _compile(expression)
+
+
+@lru_cache(maxsize=4096)  # bounded: Data Storage may send any number of expressions
+def compile_expression(expression: str) -> Any:
+    """The compiled, type-checked program, kept; raises ValueError naming the problem."""
+    return _compile(expression)
+
+
+def _compile(expression: str) -> Any:
+    try:
+        return _env().compile(expression)
+    except RuntimeError as exc:
+        raise ValueError(f"CEL expression does not compile: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One declared condition: its name, CEL expression and what to show when it fails."""
+
+    name: str
+    expression: str
+    message: str = ""
+    show: str = ""  # CEL: the observed value a failure names
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionResult:
+    """A condition evaluated: True, False, or None when unknown (counts as False)."""
+
+    name: str
+    kind: str  # "precondition" or "invariant"
+    holds: bool | None
+    detail: str  # the observed value (from `show`) or why it is unknown
+    message: str = ""
+
+    def describe(self) -> str:
+        what = f"{self.kind} {self.name!r}"
+        if self.message:
+            what += f" ({self.message})"
+        state = "not observed" if self.holds is None else "does not hold"
+        return f"{what} {state}; observed: {self.detail}"
+
+
+def _value(result: Any) -> tuple[bool, Any]:
+    """(ok, plain value) of a CEL result; an error value is not ok."""
+    if result.type().name().lower() == "error":
+        return False, str(result.value())
+    return True, result.plain_value()
+
+
+def _shown(value: Any) -> str:
+    return redact(" ".join(str(value).split()))[:_SHOWN]
+
+
+def _one(declared: Declared, kind: str, activation: Any) -> ConditionResult:
+    ok, value = _value(compile_expression(declared.expression).eval(activation))
+    if ok and value is True:
+        return ConditionResult(declared.name, kind, True, "", declared.message)
+    detail = ""
+    if declared.show:
+        shown_ok, shown = _value(compile_expression(declared.show).eval(activation))
+        detail = _shown(shown) if shown_ok else "nothing"
+    if not ok:
+        return ConditionResult(
+            declared.name, kind, None, detail or f"unknown ({_shown(value)})", declared.message
+        )
+    if value is not False:
+        detail = detail or f"the expression gave {_shown(value)}, not a boolean"
+    return ConditionResult(declared.name, kind, False, detail or "false", declared.message)
+
+
+def evaluate(
+    preconditions: Sequence[Declared],
+    invariants: Sequence[Declared],
+    *,
+    incident: Mapping[str, Any],
+    observed: Mapping[str, Any],
+    params: Mapping[str, Any],
+) -> list[ConditionResult]:
+    """Every declared condition evaluated on one activation, preconditions first."""
+    if not preconditions and not invariants:
+        return []
+    activation = _env().Activation(
+        {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
+    )
+    return [_one(d, "precondition", activation) for d in preconditions] + [
+        _one(d, "invariant", activation) for d in invariants
+    ]
+
+
+def incident_activation(incident: Incident) -> dict[str, Any]:
+    """The incident as CEL's `incident`: the facts it reports, strings and numbers only."""
+    signal = incident.signal
+    return {
+        "signal_type": signal.signal_type,
+        "severity": str(signal.severity or ""),
+        "component": signal.component,
+        "alert_name": signal.alert_name,
+        "namespace": signal.namespace,
+        "resource_kind": signal.resource_kind,
+        "resource_name": signal.resource_name,
+        "environment": incident.business.environment,
+        "priority": incident.business.priority,
+        "cluster_name": incident.cluster.cluster_name,
+        "signal_labels": dict(incident.cluster.signal_labels),
+        "custom_labels": {k: list(v) for k, v in incident.enrichment.custom_labels.items()},
+        "is_duplicate": incident.deduplication.is_duplicate,
+        "occurrence_count": incident.deduplication.occurrence_count,
+        "is_storm": incident.storm.is_storm,
+    }

@@ -1,0 +1,137 @@
+"""The gate every selection passes before it may be automated.
+
+A selection whose parameters are valid is automated only when the gate lets
+it through. The gate runs, in order:
+
+1. the workflow's declared preconditions on what this investigation observed
+   and its invariants on the parameters (`domain.preconditions`). For a
+   workflow that changes the cluster, a condition that is unknown (not
+   observed) counts as not holding; a `read_only` workflow is stopped only by
+   a condition that is observed to be false;
+2. every extra `SelectionCheck` the service was composed with (`app.py`), in
+   order: any check over (incident, observed state, selected workflow,
+   parameters) that may veto automation with a reason and a message, e.g. an
+   operator policy.
+
+The first veto wins. Vetoes are kept (`vetoes`) so the result names them,
+and so are the preconditions a search result was already seen to fail
+(`refutations`), for a decider that stood down without validating.
+Extra checks may run more than once per investigation (the validation tool,
+then the final check): they must not change anything when they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hapi_grpc.domain.catalog import Declarations, SearchHit
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.preconditions import ConditionResult, evaluate, incident_activation
+from hapi_grpc.domain.result import HumanReviewReason
+
+__all__ = ["Candidate", "SelectionCheck", "SelectionGate", "Veto"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A selection about to be automated, as an extra check sees it."""
+
+    incident: Incident
+    observed: Observed
+    workflow: Declarations  # the catalog's declarations (WorkflowSchema or SearchHit)
+    workflow_id: str
+    hit: SearchHit | None  # the search result (title, risk) when known
+    parameters: Mapping[str, Any]  # validated and sanitized
+
+
+@dataclass(frozen=True, slots=True)
+class Veto:
+    """Why a selection is not automated: the review reason and a message naming the cause."""
+
+    reason: HumanReviewReason
+    message: str  # names the condition or rule and the observed value
+    source: str = ""  # e.g. "precondition:container_oomkilled", "policy:<rule>"
+
+
+SelectionCheck = Callable[[Candidate], Awaitable[Veto | None]]
+"""An extra check: None lets the selection through; a `Veto` sends it to review."""
+
+
+@dataclass
+class SelectionGate:
+    """One investigation's gate (see module docstring)."""
+
+    incident: Incident
+    observed: Observed
+    checks: Sequence[SelectionCheck] = ()
+    vetoes: list[Veto] = field(default_factory=list)
+    refutations: dict[str, str] = field(default_factory=dict)  # workflow id -> why
+    _incident_view: dict[str, Any] | None = None
+
+    def conditions(
+        self, declared: Declarations, params: Mapping[str, Any]
+    ) -> list[ConditionResult]:
+        """Every declared condition evaluated on what was observed so far."""
+        if self._incident_view is None:
+            self._incident_view = incident_activation(self.incident)
+        return evaluate(
+            [c.declared() for c in declared.preconditions],
+            [c.declared() for c in declared.invariants],
+            incident=self._incident_view,
+            observed=self.observed.activation(),
+            params=params,
+        )
+
+    def failed(self, declared: Declarations, params: Mapping[str, Any]) -> list[ConditionResult]:
+        """The conditions that stop automation (unknown ones too, unless read-only)."""
+        return [
+            r
+            for r in self.conditions(declared, params)
+            if r.holds is False or (r.holds is None and not declared.read_only)
+        ]
+
+    def refuted(self, workflow_id: str, declared: Declarations) -> list[ConditionResult]:
+        """Preconditions that do not hold on what was read so far (no parameters needed)."""
+        found = [
+            r
+            for r in self.conditions(declared, {})
+            if r.kind == "precondition" and r.holds is False
+        ]
+        if found:
+            self.refutations[workflow_id] = f"{workflow_id}: " + "; ".join(
+                r.describe() for r in found[:3]
+            )
+        else:
+            self.refutations.pop(workflow_id, None)
+        return found
+
+    async def check(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        params: Mapping[str, Any],
+        hit: SearchHit | None = None,
+    ) -> Veto | None:
+        """The first veto of the declared conditions and the extra checks; None to automate."""
+        failed = self.failed(declared, params)
+        veto: Veto | None = None
+        if failed:
+            veto = Veto(
+                HumanReviewReason.PRECONDITION_NOT_MET,
+                f"{workflow_id}: " + "; ".join(r.describe() for r in failed[:5]),
+                f"{failed[0].kind}:{failed[0].name}",
+            )
+        else:
+            candidate = Candidate(
+                self.incident, self.observed, declared, workflow_id, hit, dict(params)
+            )
+            for extra in self.checks:
+                veto = await extra(candidate)
+                if veto is not None:
+                    break
+        if veto is not None:
+            self.vetoes.append(veto)
+        return veto

@@ -1,0 +1,76 @@
+"""The selection gate in the final check: declared premises on what was observed,
+then the extra checks the engine was composed with."""
+
+from __future__ import annotations
+
+from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.result import HumanReviewReason
+from hapi_grpc.domain.selection_gate import Candidate, Veto
+from tests.fakes.investigation import (
+    GOOD_PARAMS,
+    OOM_ID,
+    RecordingCatalog,
+    ScriptedLLM,
+    all_text_sent,
+    answer_json,
+    bundled_catalog,
+    make_incident,
+    say,
+    search,
+    validate,
+)
+
+
+async def test_without_cluster_evidence_a_state_changing_selection_is_not_automated() -> None:
+    llm = ScriptedLLM([search(), say(answer_json(parameters=GOOD_PARAMS))] * 4)
+    engine = InvestigationEngine(bundled_catalog(), llm, EngineSettings(tool_timeout=2.0))
+    result = await engine.investigate(make_incident())
+    assert result.selected_workflow is None
+    assert result.needs_human_review
+    assert result.human_review_reason is HumanReviewReason.PRECONDITION_NOT_MET
+    named = [w for w in result.warnings if "container_oomkilled" in w]
+    assert named and "not" in named[0], result.warnings
+    # The model was told why, with the attempts it had left.
+    assert "cannot be automated" in all_text_sent(llm)
+
+
+async def test_the_validation_tool_says_which_precondition_failed() -> None:
+    llm = ScriptedLLM([search(), validate(GOOD_PARAMS), say(answer_json(workflow_id=None))])
+    engine = InvestigationEngine(bundled_catalog(), llm, EngineSettings(tool_timeout=2.0))
+    result = await engine.investigate(make_incident())
+    verdict = result.tool_calls[1].result
+    assert '"automation":"refused"' in verdict and "container_oomkilled" in verdict
+    assert result.human_review_reason is HumanReviewReason.PRECONDITION_NOT_MET
+
+
+async def test_an_extra_check_vetoes_automation_with_its_reason_and_message() -> None:
+    seen: list[Candidate] = []
+
+    async def production_needs_review(candidate: Candidate) -> Veto | None:
+        seen.append(candidate)
+        return Veto(
+            HumanReviewReason.POLICY_REQUIRES_REVIEW,
+            f"rule 'prod-review': {candidate.workflow_id} in production",
+            "policy:prod-review",
+        )
+
+    llm = ScriptedLLM([search(), say(answer_json(parameters=GOOD_PARAMS))] * 4)
+    engine = InvestigationEngine(
+        RecordingCatalog(),  # no declarations: only the extra check can stop it
+        llm,
+        EngineSettings(tool_timeout=2.0),
+        selection_checks=[production_needs_review],
+    )
+    result = await engine.investigate(make_incident())
+    assert result.selected_workflow is None
+    assert result.human_review_reason is HumanReviewReason.POLICY_REQUIRES_REVIEW
+    assert any("rule 'prod-review'" in w for w in result.warnings)
+    assert seen and seen[0].workflow_id == OOM_ID
+    assert seen[0].parameters["MEMORY_LIMIT_NEW"] == GOOD_PARAMS["MEMORY_LIMIT_NEW"]
+
+
+async def test_without_the_extra_check_the_same_selection_is_automated() -> None:
+    llm = ScriptedLLM([search(), say(answer_json(parameters=GOOD_PARAMS))])
+    engine = InvestigationEngine(RecordingCatalog(), llm, EngineSettings(tool_timeout=2.0))
+    result = await engine.investigate(make_incident())
+    assert result.selected_workflow is not None and not result.needs_human_review

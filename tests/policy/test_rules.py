@@ -151,7 +151,10 @@ def test_decision_variables() -> None:
     assert decision.incident["labels"] == {"a": "b"}
     assert decision.incident["severity"] == "critical"
     assert decision.workflow["risk_level"] == "low"
-    assert "read_only" not in decision.workflow  # only when the catalog declares it
+    assert decision.workflow["read_only"] is False
+    read_only = SearchHit(workflow_id="w", version="1", confidence=0.5, read_only=True)
+    assert Decision.of(incident(), result, read_only).workflow["read_only"] is True
+    assert Decision.of(incident(), result, None).workflow["read_only"] is False
     # Without a target in the answer, the incident's resource is the target.
     assert (
         Decision.of(incident(), selected(), None).target_text == "payments/Deployment/payment-api"

@@ -10,6 +10,7 @@ import pytest
 
 from hapi.v1 import service_pb2
 from hapi_grpc.client import load_analyze_request
+from tests.fakes.investigation import wire_catalog
 from tests.helpers.grpc_server import running_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,8 @@ async def _both(
 ) -> tuple[service_pb2.AnalyzeIncidentResponse, list[service_pb2.AnalyzeIncidentStreamResponse]]:
     settings = {} if exposure is None else {"tool_output_exposure": exposure}
     unary, stream = _requests(remediation_id)
-    async with running_server(**settings) as srv:
+    # How much of what was read goes back: the wire, not the premises, is under test.
+    async with running_server(catalog=wire_catalog(), **settings) as srv:
         response = await srv.stub.AnalyzeIncident(unary, timeout=30)
         # A second caller of the same incident gets the kept result and the
         # replayed events: limited just the same.

@@ -6,8 +6,8 @@
             custom_labels (name -> list), detected_labels, is_duplicate,
             occurrence_count, is_storm
 `workflow`  the selection: id, version, risk_level (the catalog's estimate,
-            else the model's), confidence, and read_only when the catalog
-            declares it
+            else the model's), confidence, and read_only (the catalog's
+            field; false for a workflow the search did not return)
 `params`    the validated parameters, by name
 `target`    namespace, kind, name, api_group: the answer's target resource,
             else the incident's resource
@@ -98,11 +98,10 @@ def _workflow(selected: SelectedWorkflow, hit: SearchHit | None) -> dict[str, An
         "version": selected.version,
         "risk_level": (risk or selected.estimated_risk).value,
         "confidence": selected.confidence,
+        # The catalog's field, never a word of prose; a workflow the search did not
+        # return counts as changing state.
+        "read_only": hit.read_only if hit is not None else False,
     }
-    # Present only when the catalog declares it (a field, never a word of prose).
-    read_only = getattr(hit, "read_only", None)
-    if isinstance(read_only, bool):
-        workflow["read_only"] = read_only
     return workflow
 
 

@@ -22,13 +22,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
     encode_body,
     token_count,
-    tools_json,
     usage_of,
 )
 from hapi_grpc.domain.errors import LLMResponseError
@@ -73,18 +71,19 @@ class AnthropicProvider(HttpProvider):
         if temperature is not None and not 0.0 <= temperature <= 1.0:
             # The API rejects anything else; fail at startup, not on every request.
             raise ValueError("temperature must be within 0..1 for Anthropic")
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._tools_json = tools_json(to_anthropic_tools)
-        headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
+        headers = {"anthropic-version": anthropic_version}
         if api_key:
             headers["x-api-key"] = api_key
         super().__init__(
             base_url,
             model,
             "/v1/messages",
-            headers=headers,
-            secrets=[api_key, *sensitive_values(extra_headers)],
+            api_key=api_key,
+            protocol_headers=headers,
+            extra_headers=extra_headers,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            render_tools=to_anthropic_tools,
             **options,
         )
 

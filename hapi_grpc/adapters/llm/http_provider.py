@@ -11,12 +11,12 @@ build that body without encoding the same tool list on every turn;
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import aiohttp
 
-from hapi_grpc.adapters.llm.http import LLMHttpClient
+from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolChoice, ToolDefinition, ToolListMemo
 
 if TYPE_CHECKING:
@@ -49,19 +49,29 @@ class HttpProvider:
         model: str,
         path: str,
         *,
-        headers: Mapping[str, str],
-        secrets: Iterable[str],
-        params: Mapping[str, str] | None = None,
+        api_key: str,
+        protocol_headers: Mapping[str, str],
+        extra_headers: Mapping[str, str] | None,
+        extra_query: Mapping[str, str] | None = None,
+        temperature: float | None,
+        max_tokens: int | None,
+        render_tools: Callable[[list[ToolDefinition]], list[dict[str, Any]]],
         **options: Unpack[HttpOptions],
     ) -> None:
+        """`protocol_headers` (with the key, when there is one) override the caller's
+        `extra_headers`; `render_tools` writes a tool list in the provider's format."""
         if not base_url:
             raise ValueError("base_url is required")
         if not model:
             raise ValueError("model is required")
         self.model = model
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._tools_json = tools_json(render_tools)
         self._url = base_url.rstrip("/") + path
-        self._headers = dict(headers)
-        self._params = dict(params or {})
+        self._headers = {**(extra_headers or {}), **protocol_headers}
+        self._params = dict(extra_query or {})
+        secrets = [api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)]
         self._http = LLMHttpClient(self.name, model, secrets=secrets, **options)
 
     def __repr__(self) -> str:

@@ -26,13 +26,11 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
     encode_body,
     token_count,
-    tools_json,
     usage_of,
 )
 from hapi_grpc.domain.errors import LLMResponseError
@@ -69,22 +67,23 @@ class OpenAICompatibleProvider(HttpProvider):
     ) -> None:
         if auth_style not in ("bearer", "api-key"):
             raise ValueError("auth_style must be 'bearer' or 'api-key'")
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._tools_json = tools_json(to_openai_tools)
-        headers = dict(extra_headers or {})
+        auth: dict[str, str] = {}
         if api_key:  # local servers (Ollama, llama.cpp) usually need none
             if auth_style == "api-key":
-                headers["api-key"] = api_key
+                auth["api-key"] = api_key
             else:
-                headers["Authorization"] = f"Bearer {api_key}"
+                auth["Authorization"] = f"Bearer {api_key}"
         super().__init__(
             base_url,
             model,
             "/chat/completions",
-            headers=headers,
-            params=extra_query,
-            secrets=[api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)],
+            api_key=api_key,
+            protocol_headers=auth,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            render_tools=to_openai_tools,
             **options,
         )
 

@@ -7,6 +7,7 @@ depends on the ports in `hapi_grpc.domain`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,10 +36,24 @@ from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
 if TYPE_CHECKING:
+    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
 log = logging.getLogger(__name__)
+
+
+def build_breaker(settings: Settings, name: str) -> RateCircuitBreaker:
+    """A circuit breaker for the dependency `name`, from the HAPI_BREAKER_* settings."""
+    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+
+    return RateCircuitBreaker(
+        name,
+        failure_ratio=settings.breaker_failure_ratio,
+        window_seconds=settings.breaker_window_seconds,
+        min_calls=settings.breaker_min_calls,
+        recovery_timeout=settings.breaker_recovery_seconds,
+    )
 
 
 def build_catalog(settings: Settings) -> WorkflowCatalog:
@@ -49,19 +64,13 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
     if settings.data_storage_url:
         from hapi_grpc.adapters.cache import CatalogCache
         from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
-        from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 
         return DataStorageCatalog(
             settings.data_storage_url,
             request_timeout=settings.data_storage_timeout_seconds,
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
-            breaker=RateCircuitBreaker(
-                failure_ratio=settings.breaker_failure_ratio,
-                window_seconds=settings.breaker_window_seconds,
-                min_calls=settings.breaker_min_calls,
-                recovery_timeout=settings.breaker_recovery_seconds,
-            ),
+            breaker=build_breaker(settings, "datastorage"),
             cache=CatalogCache(settings.cache_url, ttl=settings.cache_ttl_seconds),
         )
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
@@ -267,25 +276,17 @@ def _open_metrics_toolsets(settings: Settings, opened: OptionalToolsets) -> None
 
 
 async def _open_mcp_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
     from hapi_grpc.adapters.mcp.errors import McpConfigError
     from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
     from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
-
-    def breaker(name: str) -> RateCircuitBreaker:
-        return RateCircuitBreaker(
-            name,
-            failure_ratio=settings.breaker_failure_ratio,
-            window_seconds=settings.breaker_window_seconds,
-            min_calls=settings.breaker_min_calls,
-            recovery_timeout=settings.breaker_recovery_seconds,
-        )
 
     mcp = McpSettings(
         settings.mcp_config, settings.mcp_refresh_seconds, settings.mcp_connect_timeout_seconds
     )
     try:
-        manager = McpManager.from_settings(mcp, breaker_factory=breaker)
+        manager = McpManager.from_settings(
+            mcp, breaker_factory=functools.partial(build_breaker, settings)
+        )
     except McpConfigError as exc:
         await opened.close()
         raise ConfigError(f"HAPI_MCP_CONFIG: {' '.join(str(exc).split())}") from None

@@ -20,6 +20,7 @@ from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
+from hapi_grpc.domain.toolsets.mcp import SEPARATOR as MCP_SEPARATOR
 from hapi_grpc.transport.json_values import json_safe
 from hapi_grpc.transport.tool_arguments import typed_arguments, typed_tool
 
@@ -220,10 +221,6 @@ def attempt_to_proto(attempt: r.ValidationAttempt) -> analysis_pb2.ValidationAtt
     )
 
 
-# MCP tools are named "<server>__<tool>"; none of our own tools has "__" in its name.
-_MCP_SEPARATOR = "__"
-
-
 def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
     msg = tools_pb2.ToolCallRecord(
         name=call.name,
@@ -233,7 +230,8 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
         duration_seconds=call.duration_seconds,
     )
     typed = typed_tool(call.name)
-    server, sep, tool = call.name.partition(_MCP_SEPARATOR)
+    # MCP tools are named "<server>__<tool>"; none of our own tools has the separator.
+    server, sep, tool = call.name.partition(MCP_SEPARATOR)
     if typed is None and sep and call.status is not r.ToolCallStatus.UNKNOWN_TOOL:
         msg.mcp_tool.server, msg.mcp_tool.tool = server, tool
         if isinstance(call.arguments, dict):

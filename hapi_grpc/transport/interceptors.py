@@ -35,9 +35,7 @@ from google.protobuf.message import Message
 from hapi_grpc.domain.errors import FieldViolation
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.observability import metrics
-from hapi_grpc.transport.call_metrics import (
-    MethodMetrics,
-)
+from hapi_grpc.transport.call_metrics import CallMetrics, MethodMetrics
 from hapi_grpc.transport.request_limits import rule_path, structural_violations
 from hapi_grpc.transport.shutdown_gate import ShutdownGate
 from hapi_grpc.transport.status import bad_request, retry_info, rich_status, status_for
@@ -166,53 +164,31 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         return handler  # hapi.v1 has no client-streaming methods
 
     def _wrap_unary(self, method: str, behavior: UnaryBehavior) -> UnaryBehavior:
-        track = MethodMetrics(metrics.grpc_method_label(method))
-        undecodable = _UndecodableAnswer(method)
+        admission = _Admission.for_method(self, method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with track.call(context), self.gate.call() as open_:
-                if not open_:
-                    await context.abort_with_status(self.gate.refusal)
-                if isinstance(request, Undecodable):
-                    await context.abort_with_status(undecodable.status(request))
-                with self.concurrency.take_slot() as admitted:
-                    if not admitted:
-                        await context.abort_with_status(self._busy)
-                    try:
-                        invalid = self._invalid_request(request)
-                        if invalid is not None:
-                            await context.abort_with_status(invalid)
-                        return await behavior(request, context)
-                    except grpc.aio.AbortError:
-                        raise
-                    except Exception as exc:
-                        await context.abort_with_status(status_for(exc))
+            with admission(request, context) as refusal:
+                if refusal is not None:
+                    await context.abort_with_status(refusal)
+                try:
+                    return await behavior(request, context)
+                except Exception as exc:
+                    await _abort_for(context, exc)
 
         return guarded
 
     def _wrap_stream(self, method: str, behavior: StreamBehavior) -> StreamBehavior:
-        track = MethodMetrics(metrics.grpc_method_label(method))
-        undecodable = _UndecodableAnswer(method)
+        admission = _Admission.for_method(self, method)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            with track.call(context), self.gate.call() as open_:
-                if not open_:
-                    await context.abort_with_status(self.gate.refusal)
-                if isinstance(request, Undecodable):
-                    await context.abort_with_status(undecodable.status(request))
-                with self.concurrency.take_slot() as admitted:
-                    if not admitted:
-                        await context.abort_with_status(self._busy)
-                    try:
-                        invalid = self._invalid_request(request)
-                        if invalid is not None:
-                            await context.abort_with_status(invalid)
-                        async for response in behavior(request, context):
-                            yield response
-                    except grpc.aio.AbortError:
-                        raise
-                    except Exception as exc:
-                        await context.abort_with_status(status_for(exc))
+            with admission(request, context) as refusal:
+                if refusal is not None:
+                    await context.abort_with_status(refusal)
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                except Exception as exc:
+                    await _abort_for(context, exc)
 
         return guarded
 
@@ -229,6 +205,69 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
             f"invalid request: {summary}",
             [bad_request(violations)],
         )
+
+
+class _Admission:
+    """Steps 1 to 5 for one call, held for the whole call: its metrics, a pass
+    through the shutdown gate and a concurrency slot. The `with` block
+    receives the status to refuse the call with, or None to serve it."""
+
+    __slots__ = ("_call", "_gate_call", "_policy", "_request", "_slot", "_undecodable")
+
+    def __init__(
+        self,
+        policy: ServicePolicyInterceptor,
+        call: CallMetrics,
+        undecodable: _UndecodableAnswer,
+        request: Any,
+    ) -> None:
+        self._policy = policy
+        self._call = call
+        self._undecodable = undecodable
+        self._request = request
+        self._gate_call = policy.gate.call()
+        self._slot = policy.concurrency.take_slot()
+
+    @classmethod
+    def for_method(
+        cls, policy: ServicePolicyInterceptor, method: str
+    ) -> Callable[[Any, grpc.aio.ServicerContext], _Admission]:
+        """A factory of admissions to `method`'s calls."""
+        track = MethodMetrics(metrics.grpc_method_label(method))
+        undecodable = _UndecodableAnswer(method)
+
+        def admission(request: Any, context: grpc.aio.ServicerContext) -> _Admission:
+            return cls(policy, track.call(context), undecodable, request)
+
+        return admission
+
+    def __enter__(self) -> grpc.Status | None:
+        # Entered in this order and left in the reverse one (see __exit__);
+        # none of these three raises or suppresses an exception.
+        self._call.__enter__()
+        if not self._gate_call.__enter__():
+            return self._policy.gate.refusal
+        request = self._request
+        if isinstance(request, Undecodable):
+            return self._undecodable.status(request)
+        if not self._slot.__enter__():
+            return self._policy._busy
+        try:
+            return self._policy._invalid_request(request)
+        except Exception as exc:
+            return status_for(exc)
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._slot.__exit__(exc_type, exc, tb)  # releases only a slot it took
+        self._gate_call.__exit__(exc_type, exc, tb)
+        self._call.__exit__(exc_type, exc, tb)
+
+
+async def _abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
+    """Step 6: end the call with the status `exc` maps to (an abort stands)."""
+    if isinstance(exc, grpc.aio.AbortError):
+        raise exc
+    await context.abort_with_status(status_for(exc))
 
 
 class _UndecodableAnswer:

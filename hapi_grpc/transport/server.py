@@ -22,6 +22,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
+from hapi_grpc.application.analysis import AnalysisService
+from hapi_grpc.application.validation import ParameterValidation
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
@@ -32,6 +34,7 @@ from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
 from hapi_grpc.transport.shutdown_gate import ShutdownGate
+from hapi_grpc.transport.stream_messages import StreamMessages
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +154,11 @@ class HapiServer:
         self._interceptors = interceptors
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
-            IncidentAnalysisServicer(engine, catalog, self.idempotency), self._server
+            IncidentAnalysisServicer(
+                AnalysisService(engine, StreamMessages(), self.idempotency),
+                ParameterValidation(catalog),
+            ),
+            self._server,
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if settings.reflection:

@@ -23,7 +23,7 @@ from hapi_grpc.transport.converters import (
     struct_to_dict,
     validation_response,
 )
-from hapi_grpc.transport.servicers import _event_to_proto
+from hapi_grpc.transport.stream_messages import event_to_proto as _event_to_proto
 from hapi_grpc.transport.tool_arguments import typed_arguments
 from tests.fakes.investigation import (
     GOOD_PARAMS,

@@ -22,12 +22,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
     encode_body,
-    tools_json,
+    token_count,
+    usage_of,
 )
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
@@ -71,55 +71,45 @@ class AnthropicProvider(HttpProvider):
         if temperature is not None and not 0.0 <= temperature <= 1.0:
             # The API rejects anything else; fail at startup, not on every request.
             raise ValueError("temperature must be within 0..1 for Anthropic")
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._tools_json = tools_json(to_anthropic_tools)
-        headers = {**(extra_headers or {}), "anthropic-version": anthropic_version}
+        headers = {"anthropic-version": anthropic_version}
         if api_key:
             headers["x-api-key"] = api_key
         super().__init__(
             base_url,
             model,
             "/v1/messages",
-            headers=headers,
-            secrets=[api_key, *sensitive_values(extra_headers)],
+            api_key=api_key,
+            protocol_headers=headers,
+            extra_headers=extra_headers,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            render_tools=to_anthropic_tools,
             **options,
         )
 
-    async def complete(
-        self,
-        messages: list[ChatMessage],
-        tools: list[ToolDefinition],
-        *,
-        tool_choice: ToolChoice = "auto",
-    ) -> LLMResponse:
-        def encode() -> bytes:
-            # Built for each attempt from the conversation, which does not
-            # change while it waits: no request body is held meanwhile.
-            system, wire_messages = to_anthropic_messages(messages)
-            body: dict[str, Any] = {
-                "model": self.model,
-                "max_tokens": self._max_tokens,
-                "messages": wire_messages,
-            }
-            if system:
-                body["system"] = system
-            if self._temperature is not None:
-                body["temperature"] = self._temperature
-            if not tools:
-                return encode_body(body)
-            # The tools stay described even when none may be called: a request
-            # whose history holds tool_use blocks must define them.
-            if tool_choice == "none":
-                body["tool_choice"] = {"type": "none"}
-            return encode_body(body, tools=self._tools_json(tools))
+    def _body(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition], tool_choice: ToolChoice
+    ) -> bytes:
+        system, wire_messages = to_anthropic_messages(messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self._max_tokens,
+            "messages": wire_messages,
+        }
+        if system:
+            body["system"] = system
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        if not tools:
+            return encode_body(body)
+        # The tools stay described even when none may be called: a request
+        # whose history holds tool_use blocks must define them.
+        if tool_choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        return encode_body(body, tools=self._tools_json(tools))
 
-        return await self._post(
-            encode,
-            lambda data: parse_anthropic_response(data, self.model),
-            message_count=len(messages),
-            tool_count=len(tools),
-        )
+    def _parse(self, data: Any) -> LLMResponse:
+        return parse_anthropic_response(data, self.model)
 
 
 def to_anthropic_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
@@ -235,25 +225,17 @@ def parse_anthropic_response(data: Any, default_model: str) -> LLMResponse:
             )
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         # thinking and other block types carry nothing the engine uses
-    raw_usage = data.get("usage")
-    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    usage = usage_of(data)
     model = data.get("model")
     # Cached prompt tokens are reported apart from input_tokens; all were read.
     prompt_tokens = sum(
-        _int(usage.get(key))
+        token_count(usage.get(key))
         for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
     return LLMResponse(
         content="\n".join(texts),
         tool_calls=tuple(calls),
-        usage=TokenUsage(prompt_tokens, _int(usage.get("output_tokens"))),
+        usage=TokenUsage(prompt_tokens, token_count(usage.get("output_tokens"))),
         model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(data.get("stop_reason") or ""),
     )
-
-
-def _int(value: Any) -> int:
-    """A token count from the body; anything but a positive integer counts as 0."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return 0
-    return max(value, 0)

@@ -2,26 +2,27 @@
 
 `HttpProvider` checks the endpoint and model, builds the `LLMHttpClient`
 (with the provider's secrets) from the `HttpOptions` a caller passes as
-keywords, and closes it. A provider adds only its wire format: headers,
-request body and response parsing. `tools_json` and `encode_body` build that
-body without encoding the same tool list on every turn.
+keywords, runs `complete` and closes the client. A provider adds only its
+wire format: headers, `_body` and `_parse`. `tools_json` and `encode_body`
+build that body without encoding the same tool list on every turn;
+`token_count` and `usage_of` read the usage a response reports.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import aiohttp
 
-from hapi_grpc.adapters.llm.http import LLMHttpClient
-from hapi_grpc.domain.llm import LLMResponse, ToolDefinition, ToolListMemo
+from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolChoice, ToolDefinition, ToolListMemo
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["HttpOptions", "HttpProvider", "encode_body", "tools_json"]
+__all__ = ["HttpOptions", "HttpProvider", "encode_body", "token_count", "tools_json", "usage_of"]
 
 
 class HttpOptions(TypedDict, total=False):
@@ -48,43 +49,62 @@ class HttpProvider:
         model: str,
         path: str,
         *,
-        headers: Mapping[str, str],
-        secrets: Iterable[str],
-        params: Mapping[str, str] | None = None,
+        api_key: str,
+        protocol_headers: Mapping[str, str],
+        extra_headers: Mapping[str, str] | None,
+        extra_query: Mapping[str, str] | None = None,
+        temperature: float | None,
+        max_tokens: int | None,
+        render_tools: Callable[[list[ToolDefinition]], list[dict[str, Any]]],
         **options: Unpack[HttpOptions],
     ) -> None:
+        """`protocol_headers` (with the key, when there is one) override the caller's
+        `extra_headers`; `render_tools` writes a tool list in the provider's format."""
         if not base_url:
             raise ValueError("base_url is required")
         if not model:
             raise ValueError("model is required")
         self.model = model
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._tools_json = tools_json(render_tools)
         self._url = base_url.rstrip("/") + path
-        self._headers = dict(headers)
-        self._params = dict(params or {})
+        self._headers = {**(extra_headers or {}), **protocol_headers}
+        self._params = dict(extra_query or {})
+        secrets = [api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)]
         self._http = LLMHttpClient(self.name, model, secrets=secrets, **options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self._url!r}, model={self.model!r})"
 
-    def _post(
+    async def complete(
         self,
-        encode: Callable[[], bytes],
-        parse: Callable[[Any], LLMResponse],
+        messages: list[ChatMessage],
+        tools: list[ToolDefinition],
         *,
-        message_count: int,
-        tool_count: int,
-    ) -> Coroutine[Any, Any, LLMResponse]:
-        # Returns the client's coroutine rather than awaiting it: a thousand
-        # waiting investigations hold one frame less each.
-        return self._http.post_completion(
+        tool_choice: ToolChoice = "auto",
+    ) -> LLMResponse:
+        # The body is built for each attempt from the conversation, which does
+        # not change while it waits: no request body is held meanwhile.
+        return await self._http.post_completion(
             self._url,
-            encode,
+            lambda: self._body(messages, tools, tool_choice),
             headers=self._headers,
             params=self._params or None,
-            parse=parse,
-            message_count=message_count,
-            tool_count=tool_count,
+            parse=self._parse,
+            message_count=len(messages),
+            tool_count=len(tools),
         )
+
+    def _body(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition], tool_choice: ToolChoice
+    ) -> bytes:
+        """The request body of one attempt, in the provider's wire format."""
+        raise NotImplementedError
+
+    def _parse(self, data: Any) -> LLMResponse:
+        """The decoded response body as an `LLMResponse`; `LLMResponseError` if it is none."""
+        raise NotImplementedError
 
     async def close(self) -> None:
         await self._http.close()
@@ -104,3 +124,16 @@ def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
         members = ",".join(f'"{name}":{value}' for name, value in encoded.items())
         text = f"{text[:-1]}{',' if body else ''}{members}}}"
     return text.encode()
+
+
+def usage_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The response's `usage` object, empty when it has none."""
+    usage = data.get("usage")
+    return usage if isinstance(usage, dict) else {}
+
+
+def token_count(value: Any) -> int:
+    """A token count from the body; anything but a positive integer counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(value, 0)

@@ -26,12 +26,12 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from hapi_grpc.adapters.llm.http import sensitive_values
 from hapi_grpc.adapters.llm.http_provider import (
     HttpOptions,
     HttpProvider,
     encode_body,
-    tools_json,
+    token_count,
+    usage_of,
 )
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
@@ -67,54 +67,44 @@ class OpenAICompatibleProvider(HttpProvider):
     ) -> None:
         if auth_style not in ("bearer", "api-key"):
             raise ValueError("auth_style must be 'bearer' or 'api-key'")
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._tools_json = tools_json(to_openai_tools)
-        headers = dict(extra_headers or {})
+        auth: dict[str, str] = {}
         if api_key:  # local servers (Ollama, llama.cpp) usually need none
             if auth_style == "api-key":
-                headers["api-key"] = api_key
+                auth["api-key"] = api_key
             else:
-                headers["Authorization"] = f"Bearer {api_key}"
+                auth["Authorization"] = f"Bearer {api_key}"
         super().__init__(
             base_url,
             model,
             "/chat/completions",
-            headers=headers,
-            params=extra_query,
-            secrets=[api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)],
+            api_key=api_key,
+            protocol_headers=auth,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            render_tools=to_openai_tools,
             **options,
         )
 
-    async def complete(
-        self,
-        messages: list[ChatMessage],
-        tools: list[ToolDefinition],
-        *,
-        tool_choice: ToolChoice = "auto",
-    ) -> LLMResponse:
-        def encode() -> bytes:
-            # Built for each attempt from the conversation, which does not
-            # change while it waits: no request body is held meanwhile.
-            body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
-            if self._temperature is not None:
-                body["temperature"] = self._temperature
-            if self._max_tokens is not None:
-                body["max_tokens"] = self._max_tokens
-            if not tools:
-                return encode_body(body)
-            # tool_choice without tools is rejected by OpenAI, so both or neither.
-            # "none" keeps the tools described (the history calls them) and
-            # makes the model answer in text.
-            body["tool_choice"] = tool_choice
-            return encode_body(body, tools=self._tools_json(tools))
+    def _body(
+        self, messages: list[ChatMessage], tools: list[ToolDefinition], tool_choice: ToolChoice
+    ) -> bytes:
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        if self._max_tokens is not None:
+            body["max_tokens"] = self._max_tokens
+        if not tools:
+            return encode_body(body)
+        # tool_choice without tools is rejected by OpenAI, so both or neither.
+        # "none" keeps the tools described (the history calls them) and
+        # makes the model answer in text.
+        body["tool_choice"] = tool_choice
+        return encode_body(body, tools=self._tools_json(tools))
 
-        return await self._post(
-            encode,
-            lambda data: parse_openai_response(data, self.model),
-            message_count=len(messages),
-            tool_count=len(tools),
-        )
+    def _parse(self, data: Any) -> LLMResponse:
+        return parse_openai_response(data, self.model)
 
 
 def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
@@ -175,13 +165,14 @@ def parse_openai_response(data: Any, default_model: str) -> LLMResponse:
     calls = tuple(
         _parse_tool_call(raw, index, data.get("id")) for index, raw in enumerate(raw_calls)
     )
-    raw_usage = data.get("usage")
-    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    usage = usage_of(data)
     model = data.get("model")
     return LLMResponse(
         content=_text_of(message.get("content")),
         tool_calls=calls,
-        usage=TokenUsage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
+        usage=TokenUsage(
+            token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+        ),
         model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(choices[0].get("finish_reason") or ""),
     )
@@ -227,10 +218,3 @@ def _text_of(content: Any) -> str:
             if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
     raise LLMResponseError("message content is neither text nor content parts")
-
-
-def _int(value: Any) -> int:
-    """A token count from the body; anything but a positive integer counts as 0."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return 0
-    return max(value, 0)

@@ -46,12 +46,12 @@ from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, co
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 from hapi_grpc.domain.sensitive import clip, redact
+from hapi_grpc.domain.toolsets.mcp import SEPARATOR
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CallCounter", "McpCallResult", "McpManager", "McpSettings", "McpTool"]
 
-SEPARATOR = "__"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_DESCRIPTION = 1000
 # Every offered schema goes into the prompt; a larger one is not offered.

@@ -101,13 +101,13 @@ def started() -> Iterator[Started]:
 
 
 def test_entrypoint_runs_as_the_images_numeric_non_root_user(started: Started) -> None:
-    user = str(started.image.config.get("User") or "")
-    assert user.split(":")[0].isdigit(), f"USER {user!r}: numeric, so runAsNonRoot can check it"
     process = started.image.entrypoint_process()
     assert process.cmdline()[-1] == "serve", process.cmdline()
     uids, gids = process.uids(), process.gids()
     assert (uids.real, uids.effective, uids.saved) == (IMAGE_USER,) * 3
     assert (gids.real, gids.effective) == (IMAGE_USER,) * 2
+    user = str(started.image.config.get("User") or "")
+    assert user.split(":")[0].isdigit(), f"USER {user!r}: numeric, so runAsNonRoot can check it"
 
 
 def test_root_filesystem_is_read_only(started: Started) -> None:

@@ -25,3 +25,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.name == "conftest.py" or _named(config):
         return None
     return True
+
+
+# The size test puts its measurement here; the run's summary reports it.
+MEASURED: dict[str, str] = {}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for name, value in MEASURED.items():
+        terminalreporter.write_line(f"{name}: {value}")

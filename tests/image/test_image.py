@@ -57,6 +57,9 @@ def deployment_settings(grpc_port: int, metrics_port: int) -> dict[str, str]:
         "HAPI_METRICS_PORT": str(metrics_port),
         "HAPI_SHUTDOWN_DELAY_SECONDS": "0",
         "HAPI_SHUTDOWN_GRACE_SECONDS": "5",
+        # No API server here to check callers' tokens against; the
+        # authentication modes have tests of their own.
+        "HAPI_AUTH_MODE": "none",
     }
 
 

@@ -59,7 +59,10 @@ rm -f "$record"
 
 echo "build_image: building $tag from $context" >&2
 start=$(date +%s)
-buildah --storage-driver vfs bud --isolation chroot --layers --pull=never \
+# No --layers: buildah 1.28 would reuse the runtime stage's cached
+# `RUN --mount=type=bind,from=build` install after the wheels changed, and ship
+# the old code. Every build is a full one (~10 min); unchanged inputs skip it.
+buildah --storage-driver vfs bud --isolation chroot --pull=never \
   "${build_args[@]}" "${volumes[@]}" \
   --file "$context/Dockerfile" --tag "$tag" "$context" >&2
 if [ -n "$inputs" ]; then

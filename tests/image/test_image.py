@@ -187,3 +187,24 @@ def test_image_size_within_budget(started: Started) -> None:
     size = tree_size(started.image.rootfs)
     MEASURED["image size"] = f"{size / 1e6:.0f} MB unpacked (budget {SIZE_BUDGET_MB} MB)"
     assert size <= SIZE_BUDGET_MB * 1e6, f"{size / 1e6:.0f} MB > budget {SIZE_BUDGET_MB} MB"
+
+
+def test_image_holds_this_checkouts_code(started: Started) -> None:
+    # A stale image (a builder reusing an old install step) would pass the
+    # probes above with old code.
+    (installed,) = [
+        p
+        for pattern in (
+            "usr/local/lib/python3*/*-packages/hapi_grpc",
+            "usr/lib/python3*/*-packages/hapi_grpc",
+        )
+        for p in started.image.rootfs.glob(pattern)
+    ]
+    source = ROOT / "hapi_grpc"
+    differ = [
+        str(path.relative_to(source))
+        for path in sorted(source.rglob("*.py"))
+        if not (installed / path.relative_to(source)).is_file()
+        or (installed / path.relative_to(source)).read_bytes() != path.read_bytes()
+    ]
+    assert not differ, f"the image's hapi_grpc differs from this checkout: {differ[:10]}"

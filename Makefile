@@ -56,7 +56,7 @@ prometheus:
 image:
 	./scripts/build_image.sh
 
-# Not part of `make test`: the build takes minutes even when nothing changed.
+# Not part of `make test`: it needs root, buildah and minutes per code change.
 test-image: $(STAMP) image
 	$(BIN)/pytest tests/image
 

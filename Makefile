@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install generate check-generated tools redis kube run datastorage test test-python lint fmt eval bench clean
+.PHONY: help install generate check-generated tools redis kube run datastorage test test-python lint fmt eval bench clean image test-image
 
 help:
 	@echo "make run      start the server on the embedded default (catalog + built-in analyst)"
@@ -15,6 +15,8 @@ help:
 	@echo "make lint     ruff, mypy, buf lint/format"
 	@echo "make bench    run the benchmarks under bench/"
 	@echo "make eval     score remediation decisions on evals/cases (EVAL_ARGS=...)"
+	@echo "make image    build the container image with buildah (local Debian base images)"
+	@echo "make test-image  build the image, run it as its users do and probe it"
 
 $(STAMP): pyproject.toml protos/hapi/v1/*.proto scripts/gen_python.sh scripts/fetch_protos.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,9 +46,19 @@ redis:
 # etcd), cached once per machine: ~17 min the first time, instant afterwards.
 kube:
 	./scripts/ensure_kube_apiserver.sh
+	./scripts/ensure_kustomize.sh
 
 prometheus:
 	./scripts/ensure_prometheus.sh
+
+# The Dockerfile built with buildah on base images made from Debian's packages
+# (mmdebstrap; cached per machine by recipe). README "Building and verifying the image".
+image:
+	./scripts/build_image.sh
+
+# Not part of `make test`: it needs root, buildah and minutes per code change.
+test-image: $(STAMP) image
+	$(BIN)/pytest tests/image
 
 run: $(STAMP)
 	$(BIN)/hapi-grpc serve

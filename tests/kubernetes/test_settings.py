@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pwd
 from pathlib import Path
 
 import pytest
 
+from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
 from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
 from hapi_grpc.app import kubernetes_settings
@@ -62,3 +64,17 @@ async def test_auto_with_a_kubeconfig_reads_the_cluster(
         assert wiring.source().limits.max_calls == 20
     finally:
         await wiring.close()
+
+
+def test_auto_without_a_home_is_off_for_a_uid_with_no_passwd_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What a container runtime may give the image's numeric user: no HOME and no
+    # passwd entry, so `Path.home()` raises. (The interpreter lives where another
+    # UID cannot run it, so the lookup is what stands in for the switch.)
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    assert credentials_present({}) is False

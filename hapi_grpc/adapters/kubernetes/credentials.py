@@ -62,8 +62,16 @@ def _in_cluster(environ: os._Environ[str] | dict[str, str]) -> bool:
 def _kubeconfig_path(environ: os._Environ[str] | dict[str, str]) -> Path | None:
     # As kubectl: the first file of KUBECONFIG that exists, else ~/.kube/config.
     listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    for candidate in listed or [str(Path.home() / ".kube" / "config")]:
-        path = Path(candidate).expanduser()
+    if not listed:
+        try:
+            listed = [str(Path.home() / ".kube" / "config")]
+        except RuntimeError:  # no HOME and no passwd entry: an arbitrary container UID
+            return None
+    for candidate in listed:
+        try:
+            path = Path(candidate).expanduser()
+        except RuntimeError:
+            continue
         if path.is_file():
             return path
     return None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,8 +30,8 @@ from typing import Any, Protocol
 import aiohttp
 
 from hapi_grpc.domain.deadline import request_timeout
-from hapi_grpc.domain.sensitive import register_secret
 from hapi_grpc.security.auth import Identity
+from hapi_grpc.security.kube_api import open_session, read_service_account_token
 
 log = logging.getLogger(__name__)
 
@@ -189,21 +188,11 @@ class SubjectAccessReviewAuthorizer:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            ssl_context: ssl.SSLContext | bool = True
-            if self._ca_file:
-                ssl_context = ssl.create_default_context(cafile=self._ca_file)
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=ssl_context, limit=16),
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
-            )
+            self._session = open_session(self._ca_file, self._timeout)
         return self._session
 
     def _service_account_token(self) -> str:
-        # Re-read each time: projected tokens are rotated by the kubelet.
-        with open(self._sa_token_file, encoding="utf-8") as handle:
-            token = handle.read().strip()
-        register_secret(token, owner=f"service account token {self._sa_token_file}")
-        return token
+        return read_service_account_token(self._sa_token_file)
 
     async def _review(self, identity: Identity, namespace: str) -> bool:
         spec: dict[str, Any] = {

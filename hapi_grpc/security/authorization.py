@@ -20,7 +20,6 @@ namespace), or `*` in the static allow-list.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -31,7 +30,11 @@ import aiohttp
 
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.security.auth import Identity
-from hapi_grpc.security.kube_api import open_session, read_service_account_token
+from hapi_grpc.security.kube_api import (
+    create_review,
+    open_session,
+    read_service_account_token,
+)
 
 log = logging.getLogger(__name__)
 
@@ -209,21 +212,14 @@ class SubjectAccessReviewAuthorizer:
             "kind": "SubjectAccessReview",
             "spec": spec,
         }
-        headers = {
-            "Authorization": f"Bearer {self._service_account_token()}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
-        async with self._client().post(
-            self._url, data=json.dumps(body), headers=headers, timeout=timeout
-        ) as response:
-            if response.status not in (200, 201):
-                raise AuthorizationError(f"SubjectAccessReview answered HTTP {response.status}")
-            payload = await response.json(content_type=None)
-        status = payload.get("status") if isinstance(payload, dict) else None
-        if not isinstance(status, dict):
-            raise AuthorizationError("SubjectAccessReview answer has no status")
+        status = await create_review(
+            self._client(),
+            self._url,
+            self._service_account_token(),
+            body,
+            request_timeout(self._timeout),
+            AuthorizationError,
+        )
         # An evaluationError without `allowed` is a refusal, as the API server
         # itself treats it (a binding to a missing role must not look like an outage).
         return status.get("allowed") is True and status.get("denied") is not True

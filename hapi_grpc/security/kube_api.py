@@ -3,13 +3,15 @@ API server and the service account's own token."""
 
 from __future__ import annotations
 
+import json
 import ssl
+from typing import Any
 
 import aiohttp
 
 from hapi_grpc.domain.sensitive import register_secret
 
-__all__ = ["open_session", "read_service_account_token"]
+__all__ = ["create_review", "open_session", "read_service_account_token"]
 
 
 def open_session(ca_file: str | None, timeout: float) -> aiohttp.ClientSession:
@@ -32,3 +34,31 @@ def read_service_account_token(path: str) -> str:
         token = handle.read().strip()
     register_secret(token, owner=f"service account token {path}")
     return token
+
+
+async def create_review(
+    session: aiohttp.ClientSession,
+    url: str,
+    token: str,
+    body: dict[str, Any],
+    timeout: float,
+    error: type[Exception],
+) -> dict[str, Any]:
+    """POST a review object (`TokenReview`, `SubjectAccessReview`) and return the
+    status the API server filled in; anything else raises `error`."""
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    kind = body["kind"]
+    async with session.post(
+        url, data=json.dumps(body), headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+    ) as response:
+        if response.status not in (200, 201):
+            raise error(f"{kind} answered HTTP {response.status}")
+        payload = await response.json(content_type=None)
+    status = payload.get("status") if isinstance(payload, dict) else None
+    if not isinstance(status, dict):
+        raise error(f"{kind} answer has no status")
+    return status

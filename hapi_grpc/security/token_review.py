@@ -9,7 +9,6 @@ answers briefly by the token's SHA-256, and fails closed on any error
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -21,7 +20,11 @@ import aiohttp
 
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.security.auth import AuthenticationUnavailable, Identity, token_digest
-from hapi_grpc.security.kube_api import open_session, read_service_account_token
+from hapi_grpc.security.kube_api import (
+    create_review,
+    open_session,
+    read_service_account_token,
+)
 
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
@@ -135,21 +138,14 @@ class TokenReviewAuthenticator:
         if self._audiences:
             spec["audiences"] = self._audiences
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
-        headers = {
-            "Authorization": f"Bearer {self._service_account_token()}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        timeout = aiohttp.ClientTimeout(total=request_timeout(self._timeout))
-        async with self._client().post(
-            self._url, data=json.dumps(body), headers=headers, timeout=timeout
-        ) as response:
-            if response.status not in (200, 201):
-                raise TokenReviewError(f"TokenReview answered HTTP {response.status}")
-            payload = await response.json(content_type=None)
-        status = payload.get("status") if isinstance(payload, dict) else None
-        if not isinstance(status, dict):
-            raise TokenReviewError("TokenReview answer has no status")
+        status = await create_review(
+            self._client(),
+            self._url,
+            self._service_account_token(),
+            body,
+            request_timeout(self._timeout),
+            TokenReviewError,
+        )
         if status.get("authenticated") is not True:
             return None
         if self._audiences:

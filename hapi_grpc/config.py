@@ -1,8 +1,8 @@
 """Service configuration: one `Settings` model, read from `HAPI_*` environment
 variables and overridden by command-line flags.
 
-Every knob is listed in the README's configuration table. Secrets are held
-as `SecretStr` so they never print in reprs or logs. Every mistake raises
+Every knob is described in config_descriptions (rendered to docs/configuration.md).
+Secrets are held as `SecretStr` so they never print in reprs or logs. Every mistake raises
 `ConfigError` with one line that names the environment variable and what it
 allows (URL schemes and hosts, number ranges, enum values, readable files).
 """

@@ -14,7 +14,7 @@ quantity that does not parse) is *unknown*, and unknown counts as not
 holding: a premise nobody saw is no premise.
 
 Runtime: Google's CEL C++ runtime through `cel-expr-python` (measured against
-`cel-python` and `common-expression-language`; see the README).
+`cel-python` and `common-expression-language`; see docs/policy.md).
 """
 
 from __future__ import annotations

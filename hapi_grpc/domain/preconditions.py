@@ -131,10 +131,16 @@ def _shown(value: Any) -> str:
     return redact(" ".join(str(value).split()))[:_SHOWN]
 
 
-def _one(declared: Declared, kind: str, activation: Any) -> ConditionResult:
+def _one(
+    declared: Declared, kind: str, activation: Any, only_false: bool = False
+) -> ConditionResult | None:
     ok, value = _value(compile_expression(declared.expression).eval(activation))
     if ok and value is True:
-        return ConditionResult(declared.name, kind, True, "", declared.message)
+        return (
+            None if only_false else ConditionResult(declared.name, kind, True, "", declared.message)
+        )
+    if only_false and (not ok or value is not False):
+        return None  # unknown: not a refutation, so its `show` is not worth evaluating
     detail = ""
     if declared.show:
         shown_ok, shown = _value(compile_expression(declared.show).eval(activation))
@@ -155,16 +161,22 @@ def evaluate(
     incident: Mapping[str, Any],
     observed: Mapping[str, Any],
     params: Mapping[str, Any],
+    only_false: bool = False,
 ) -> list[ConditionResult]:
-    """Every declared condition evaluated on one activation, preconditions first."""
+    """Every declared condition evaluated on one activation, preconditions first.
+
+    `only_false` keeps just the conditions observed to be false (a refutation),
+    and explains (`show`) only those.
+    """
     if not preconditions and not invariants:
         return []
     activation = _env().Activation(
         {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
     )
-    return [_one(d, "precondition", activation) for d in preconditions] + [
-        _one(d, "invariant", activation) for d in invariants
+    results = [_one(d, "precondition", activation, only_false) for d in preconditions] + [
+        _one(d, "invariant", activation, only_false) for d in invariants
     ]
+    return [r for r in results if r is not None]
 
 
 def incident_activation(incident: Incident) -> dict[str, Any]:

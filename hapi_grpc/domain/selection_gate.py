@@ -95,11 +95,18 @@ class SelectionGate:
 
     def refuted(self, workflow_id: str, declared: Declarations) -> list[ConditionResult]:
         """Preconditions that do not hold on what was read so far (no parameters needed)."""
-        found = [
-            r
-            for r in self.conditions(declared, {})
-            if r.kind == "precondition" and r.holds is False
-        ]
+        # Runs for every search hit: invariants (which need parameters) and unknown
+        # preconditions are not evaluated or explained, as none of them is reported.
+        if self._incident_view is None:
+            self._incident_view = incident_activation(self.incident)
+        found = evaluate(
+            [c.declared() for c in declared.preconditions],
+            (),
+            incident=self._incident_view,
+            observed=self.observed.activation(),
+            params={},
+            only_false=True,
+        )
         if found:
             self.refutations[workflow_id] = f"{workflow_id}: " + "; ".join(
                 r.describe() for r in found[:3]

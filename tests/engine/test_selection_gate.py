@@ -74,3 +74,53 @@ async def test_without_the_extra_check_the_same_selection_is_automated() -> None
     engine = InvestigationEngine(RecordingCatalog(), llm, EngineSettings(tool_timeout=2.0))
     result = await engine.investigate(make_incident())
     assert result.selected_workflow is not None and not result.needs_human_review
+
+
+def test_refuted_names_exactly_the_preconditions_observed_false_with_their_values() -> None:
+    """`refuted` (run for every search hit) skips invariants and unexplained unknowns,
+    yet reports what the whole gate reports as false, details included."""
+    from hapi_grpc.domain.observed import Observed
+    from hapi_grpc.domain.selection_gate import SelectionGate
+
+    observed = Observed()
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "payment-api-1", "namespace": "payments"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "api", "resources": {"limits": {"memory": "512Mi"}}}],
+        },
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "api", "ready": True, "restartCount": 0, "state": {"running": {}}}
+            ],
+        },
+    }
+    observed.record_object(pod)
+    observed.record_object(
+        {
+            "kind": "Node",
+            "metadata": {"name": "node-1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+    catalog = bundled_catalog()
+    refuted_any = held_any = False
+    for gate, workflow_id in (
+        (gate, workflow_id)
+        for gate in (
+            SelectionGate(make_incident(), observed),
+            SelectionGate(make_incident(), Observed()),
+        )
+        for workflow_id in catalog._schemas
+    ):
+        schema = catalog._schemas[workflow_id]
+        full = gate.conditions(schema, {})
+        expected = [r for r in full if r.kind == "precondition" and r.holds is False]
+        assert gate.refuted(workflow_id, schema) == expected, workflow_id
+        assert (workflow_id in gate.refutations) == bool(expected)
+        refuted_any |= bool(expected)
+        held_any |= any(r.holds is True for r in full if r.kind == "precondition")
+    # Both cases occur, so both branches were compared.
+    assert refuted_any and held_any

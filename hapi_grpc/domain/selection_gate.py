@@ -29,7 +29,7 @@ from typing import Any
 from hapi_grpc.domain.catalog import Declarations, SearchHit
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.domain.preconditions import ConditionResult, evaluate, incident_activation
+from hapi_grpc.domain.preconditions import ConditionResult, bind, evaluate, incident_activation
 from hapi_grpc.domain.result import HumanReviewReason
 
 __all__ = ["Candidate", "SelectionCheck", "SelectionGate", "Veto"]
@@ -70,19 +70,34 @@ class SelectionGate:
     vetoes: list[Veto] = field(default_factory=list)
     refutations: dict[str, str] = field(default_factory=dict)  # workflow id -> why
     _incident_view: dict[str, Any] | None = None
+    # The last activation, with the record view and parameters it was bound to.
+    _bound: tuple[Any, dict[str, Any], Any] | None = None
+
+    def _activation(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:
+        """(incident, observed, activation): reused while neither the record nor
+        the parameters changed (a changed record has a new view object)."""
+        if self._incident_view is None:
+            self._incident_view = incident_activation(self.incident)
+        view = self.observed.activation()
+        last = self._bound
+        if last is None or last[0] is not view or last[1] != params:
+            plain = dict(params)
+            last = (view, plain, bind(incident=self._incident_view, observed=view, params=plain))
+            self._bound = last
+        return self._incident_view, view, last[2]
 
     def conditions(
         self, declared: Declarations, params: Mapping[str, Any]
     ) -> list[ConditionResult]:
         """Every declared condition evaluated on what was observed so far."""
-        if self._incident_view is None:
-            self._incident_view = incident_activation(self.incident)
+        incident, observed, bound = self._activation(params)
         return evaluate(
             [c.declared() for c in declared.preconditions],
             [c.declared() for c in declared.invariants],
-            incident=self._incident_view,
-            observed=self.observed.activation(),
+            incident=incident,
+            observed=observed,
             params=params,
+            bound=bound,
         )
 
     def failed(self, declared: Declarations, params: Mapping[str, Any]) -> list[ConditionResult]:
@@ -97,15 +112,15 @@ class SelectionGate:
         """Preconditions that do not hold on what was read so far (no parameters needed)."""
         # Runs for every search hit: invariants (which need parameters) and unknown
         # preconditions are not evaluated or explained, as none of them is reported.
-        if self._incident_view is None:
-            self._incident_view = incident_activation(self.incident)
+        incident, observed, bound = self._activation({})
         found = evaluate(
             [c.declared() for c in declared.preconditions],
             (),
-            incident=self._incident_view,
-            observed=self.observed.activation(),
+            incident=incident,
+            observed=observed,
             params={},
             only_false=True,
+            bound=bound,
         )
         if found:
             self.refutations[workflow_id] = f"{workflow_id}: " + "; ".join(

@@ -124,3 +124,50 @@ def test_refuted_names_exactly_the_preconditions_observed_false_with_their_value
         held_any |= any(r.holds is True for r in full if r.kind == "precondition")
     # Both cases occur, so both branches were compared.
     assert refuted_any and held_any
+
+
+def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> None:
+    """The gate reuses one activation while nothing changed; a new read or other
+    parameters must still be seen by the very next evaluation."""
+    from hapi_grpc.domain.observed import Observed
+    from hapi_grpc.domain.selection_gate import SelectionGate
+
+    schema = bundled_catalog()._schemas[OOM_ID]
+    observed = Observed()
+    gate = SelectionGate(make_incident(), observed)
+
+    def state(params: dict[str, str]) -> dict[str, bool | None]:
+        return {r.name: r.holds for r in gate.conditions(schema, params)}
+
+    assert "container_oomkilled" in [r.name for r in gate.refuted(OOM_ID, schema)]
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is False
+    observed.record_object(
+        {
+            "kind": "Deployment",
+            "apiVersion": "apps/v1",
+            "metadata": {"name": "payment-api", "namespace": "payments"},
+            "spec": {"template": {"spec": {"containers": [{"name": "api"}]}}},
+        }
+    )
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
+    assert (
+        state({**GOOD_PARAMS, "DEPLOYMENT_NAME": "other"})["target_is_observed_deployment"] is False
+    )
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
+    observed.record_object(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "payment-api-1", "namespace": "payments"},
+            "spec": {"containers": [{"name": "api"}]},
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "api",
+                        "restartCount": 3,
+                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                    }
+                ]
+            },
+        }
+    )
+    assert "container_oomkilled" not in [r.name for r in gate.refuted(OOM_ID, schema)]

@@ -135,6 +135,8 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
     schema = bundled_catalog()._schemas[OOM_ID]
     observed = Observed()
     gate = SelectionGate(make_incident(), observed)
+    reusing = gate.reusing()
+    reusing.__enter__()
 
     def state(params: dict[str, str]) -> dict[str, bool | None]:
         return {r.name: r.holds for r in gate.conditions(schema, params)}
@@ -171,3 +173,9 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
         }
     )
     assert "container_oomkilled" not in [r.name for r in gate.refuted(OOM_ID, schema)]
+    assert gate._bound is not None
+    reusing.__exit__(None, None, None)
+    # Nothing converted is kept past it: that would cost memory per investigation.
+    assert gate._bound is None
+    gate.refuted(OOM_ID, schema)
+    assert gate._bound is None

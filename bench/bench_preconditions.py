@@ -143,8 +143,9 @@ async def one_investigation(
     catalog: dict[str, Any], incident: Incident, observed: Observed
 ) -> None:
     gate = SelectionGate(incident, observed)
-    for workflow_id in SEARCHED:
-        gate.refuted(workflow_id, catalog[workflow_id])
+    with gate.reusing():  # as the search tool does for the hits it shows
+        for workflow_id in SEARCHED:
+            gate.refuted(workflow_id, catalog[workflow_id])
     for workflow_id, params in SELECTED.items():
         await gate.check(workflow_id, catalog[workflow_id], params)
 

@@ -34,6 +34,7 @@ from hapi_grpc.domain.sensitive import redact
 __all__ = [
     "ConditionResult",
     "Declared",
+    "bind",
     "check_expression",
     "compile_expression",
     "evaluate",
@@ -131,10 +132,16 @@ def _shown(value: Any) -> str:
     return redact(" ".join(str(value).split()))[:_SHOWN]
 
 
-def _one(declared: Declared, kind: str, activation: Any) -> ConditionResult:
+def _one(
+    declared: Declared, kind: str, activation: Any, only_false: bool = False
+) -> ConditionResult | None:
     ok, value = _value(compile_expression(declared.expression).eval(activation))
     if ok and value is True:
-        return ConditionResult(declared.name, kind, True, "", declared.message)
+        return (
+            None if only_false else ConditionResult(declared.name, kind, True, "", declared.message)
+        )
+    if only_false and (not ok or value is not False):
+        return None  # unknown: not a refutation, so its `show` is not worth evaluating
     detail = ""
     if declared.show:
         shown_ok, shown = _value(compile_expression(declared.show).eval(activation))
@@ -148,6 +155,17 @@ def _one(declared: Declared, kind: str, activation: Any) -> ConditionResult:
     return ConditionResult(declared.name, kind, False, detail or "false", declared.message)
 
 
+def bind(
+    *, incident: Mapping[str, Any], observed: Mapping[str, Any], params: Mapping[str, Any]
+) -> Any:
+    """The CEL activation of the three variables. The runtime converts a variable on
+    first use and keeps it, so reusing an activation over an unchanged record saves
+    converting the record again (most of an evaluation's cost)."""
+    return _env().Activation(
+        {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
+    )
+
+
 def evaluate(
     preconditions: Sequence[Declared],
     invariants: Sequence[Declared],
@@ -155,16 +173,23 @@ def evaluate(
     incident: Mapping[str, Any],
     observed: Mapping[str, Any],
     params: Mapping[str, Any],
+    only_false: bool = False,
+    bound: Any = None,
 ) -> list[ConditionResult]:
-    """Every declared condition evaluated on one activation, preconditions first."""
+    """Every declared condition evaluated on one activation, preconditions first.
+
+    `only_false` keeps just the conditions observed to be false (a refutation),
+    and explains (`show`) only those. `bound` is an activation from `bind` over
+    the same three variables, reused instead of a new one.
+    """
     if not preconditions and not invariants:
         return []
-    activation = _env().Activation(
-        {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
-    )
-    return [_one(d, "precondition", activation) for d in preconditions] + [
-        _one(d, "invariant", activation) for d in invariants
+    if bound is None:
+        bound = bind(incident=incident, observed=observed, params=params)
+    results = [_one(d, "precondition", bound, only_false) for d in preconditions] + [
+        _one(d, "invariant", bound, only_false) for d in invariants
     ]
+    return [r for r in results if r is not None]
 
 
 def incident_activation(incident: Incident) -> dict[str, Any]:

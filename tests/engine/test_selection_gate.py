@@ -74,3 +74,108 @@ async def test_without_the_extra_check_the_same_selection_is_automated() -> None
     engine = InvestigationEngine(RecordingCatalog(), llm, EngineSettings(tool_timeout=2.0))
     result = await engine.investigate(make_incident())
     assert result.selected_workflow is not None and not result.needs_human_review
+
+
+def test_refuted_names_exactly_the_preconditions_observed_false_with_their_values() -> None:
+    """`refuted` (run for every search hit) skips invariants and unexplained unknowns,
+    yet reports what the whole gate reports as false, details included."""
+    from hapi_grpc.domain.observed import Observed
+    from hapi_grpc.domain.selection_gate import SelectionGate
+
+    observed = Observed()
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "payment-api-1", "namespace": "payments"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "api", "resources": {"limits": {"memory": "512Mi"}}}],
+        },
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "api", "ready": True, "restartCount": 0, "state": {"running": {}}}
+            ],
+        },
+    }
+    observed.record_object(pod)
+    observed.record_object(
+        {
+            "kind": "Node",
+            "metadata": {"name": "node-1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+    catalog = bundled_catalog()
+    refuted_any = held_any = False
+    for gate, workflow_id in (
+        (gate, workflow_id)
+        for gate in (
+            SelectionGate(make_incident(), observed),
+            SelectionGate(make_incident(), Observed()),
+        )
+        for workflow_id in catalog._schemas
+    ):
+        schema = catalog._schemas[workflow_id]
+        full = gate.conditions(schema, {})
+        expected = [r for r in full if r.kind == "precondition" and r.holds is False]
+        assert gate.refuted(workflow_id, schema) == expected, workflow_id
+        assert (workflow_id in gate.refutations) == bool(expected)
+        refuted_any |= bool(expected)
+        held_any |= any(r.holds is True for r in full if r.kind == "precondition")
+    # Both cases occur, so both branches were compared.
+    assert refuted_any and held_any
+
+
+def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> None:
+    """The gate reuses one activation while nothing changed; a new read or other
+    parameters must still be seen by the very next evaluation."""
+    from hapi_grpc.domain.observed import Observed
+    from hapi_grpc.domain.selection_gate import SelectionGate
+
+    schema = bundled_catalog()._schemas[OOM_ID]
+    observed = Observed()
+    gate = SelectionGate(make_incident(), observed)
+    reusing = gate.reusing()
+    reusing.__enter__()
+
+    def state(params: dict[str, str]) -> dict[str, bool | None]:
+        return {r.name: r.holds for r in gate.conditions(schema, params)}
+
+    assert "container_oomkilled" in [r.name for r in gate.refuted(OOM_ID, schema)]
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is False
+    observed.record_object(
+        {
+            "kind": "Deployment",
+            "apiVersion": "apps/v1",
+            "metadata": {"name": "payment-api", "namespace": "payments"},
+            "spec": {"template": {"spec": {"containers": [{"name": "api"}]}}},
+        }
+    )
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
+    assert (
+        state({**GOOD_PARAMS, "DEPLOYMENT_NAME": "other"})["target_is_observed_deployment"] is False
+    )
+    assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
+    observed.record_object(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "payment-api-1", "namespace": "payments"},
+            "spec": {"containers": [{"name": "api"}]},
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "api",
+                        "restartCount": 3,
+                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                    }
+                ]
+            },
+        }
+    )
+    assert "container_oomkilled" not in [r.name for r in gate.refuted(OOM_ID, schema)]
+    assert gate._bound is not None
+    reusing.__exit__(None, None, None)
+    # Nothing converted is kept past it: that would cost memory per investigation.
+    assert gate._bound is None
+    gate.refuted(OOM_ID, schema)
+    assert gate._bound is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -161,10 +162,10 @@ class SearchWorkflowCatalog:
         except CatalogFailure as failure:
             return failure_result(failure)
         self.session.remember(hits)
-        payload: dict[str, Any] = {
-            "workflows": [_hit_summary(hit, self.gate) for hit in hits],
-            "total_results": len(hits),
-        }
+        # One CEL activation for all hits: the record is converted once, not per hit.
+        with self.gate.reusing() if self.gate is not None else nullcontext():
+            summaries = [_hit_summary(hit, self.gate) for hit in hits]
+        payload: dict[str, Any] = {"workflows": summaries, "total_results": len(hits)}
         if not hits:
             payload["hint"] = (
                 "No workflow matched. Try other keywords or a lower similarity_threshold;"

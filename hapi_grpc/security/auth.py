@@ -29,6 +29,7 @@ import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
+from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(HandlerWrappingInterceptor):
     """Refuses RPCs without a valid bearer token, except exempt methods.
 
     The check runs inside the call, so the authenticator's requests are bound
@@ -139,27 +140,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         *,
         allowed_callers: Collection[str] | None = None,
     ) -> None:
+        super().__init__()
         self._authenticator = authenticator
         self._exempt = tuple(exempt_prefixes)
         self._allowed = frozenset(allowed_callers) if allowed_callers is not None else None
-        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None or method.startswith(self._exempt):
-            return handler  # unknown method: UNIMPLEMENTED, as without auth
-        key = (method, id(handler))
-        wrapped = self._wrapped.get(key)
-        if wrapped is None:
-            if len(self._wrapped) > 64:  # handlers are registered once; never grow
-                self._wrapped.clear()
-            wrapped = self._wrapped[key] = self._wrap(handler)
-        return wrapped
+    def _applies(self, method: str) -> bool:
+        return not method.startswith(self._exempt)
 
     async def close(self) -> None:
         close = getattr(self._authenticator, "close", None)

@@ -17,7 +17,7 @@ caller's own proposal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -34,6 +34,7 @@ from hapi_grpc.security.authorization import (
     SubjectAccessReviewAuthorizer,
 )
 from hapi_grpc.security.exposure import Exposure, limit_frame, limit_result
+from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor
 
 _SERVICE = "/hapi.v1.IncidentAnalysisService/"
 INVESTIGATIONS = (_SERVICE + "AnalyzeIncident", _SERVICE + "AnalyzeIncidentStream")
@@ -45,31 +46,17 @@ def denial(namespace: str) -> str:
     return f"the caller may not investigate namespace {namespace!r}"
 
 
-class CallerPolicyInterceptor(grpc.aio.ServerInterceptor):
+class CallerPolicyInterceptor(HandlerWrappingInterceptor):
     """Authorizes each investigation's namespace (when `authorizer` is set) and
     limits what its responses carry to `exposure`."""
 
     def __init__(self, authorizer: NamespaceAuthorizer | None, exposure: Exposure) -> None:
+        super().__init__()
         self._authorizer = authorizer
         self._exposure = exposure
-        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None or method not in INVESTIGATIONS:
-            return handler
-        key = (method, id(handler))
-        wrapped = self._wrapped.get(key)
-        if wrapped is None:
-            if len(self._wrapped) > 16:  # handlers are registered once; never grow
-                self._wrapped.clear()
-            wrapped = self._wrapped[key] = self._wrap(handler)
-        return wrapped
+    def _applies(self, method: str) -> bool:
+        return method in INVESTIGATIONS
 
     async def close(self) -> None:
         close = getattr(self._authorizer, "close", None)

@@ -105,7 +105,8 @@ LLM_TOKENS = Counter(
 # --- Data Storage -----------------------------------------------------------
 DATASTORAGE_REQUESTS = Counter(
     "hapi_datastorage_requests_total",
-    "Data Storage HTTP requests by endpoint (search, schema, workflow) and status "
+    "Data Storage HTTP requests by endpoint (search, schema, workflow, history, effectiveness)"
+    " and status "
     "(HTTP status class like 2xx/4xx/5xx, or timeout, connection_error, contract_error).",
     ["endpoint", "status"],
 )

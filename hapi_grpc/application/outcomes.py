@@ -10,12 +10,14 @@ for the reports that follow and for later investigations of the same target.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import logging
 import time
 
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.errors import HistoryUnavailableError
 from hapi_grpc.domain.history import (
     Decision,
     Outcome,
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 # Lower bounds of the calibration buckets: [0, 0.5), [0.5, 0.6), ... [0.9, 1.0].
 CONFIDENCE_BUCKETS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)
 OUTCOME_WORKFLOW_LABELS = 200  # distinct workflow label values, then "other"
+
+DECISION_WAIT_SECONDS = 0.05  # the longest a result waits for its decision to be kept
 
 _RESULT = {Outcome.SUCCESS: "succeeded", Outcome.FAILED: "failed", Outcome.ESCALATED: "declined"}
 
@@ -117,21 +121,37 @@ def decision_of(incident: Incident, result: r.AnalysisResult, now: float) -> Dec
 class DecisionRecorder:
     """An investigation engine whose every decision is also kept in `history`.
 
-    Keeping it is best effort: a history that cannot record (Redis down)
-    never costs the caller its result; the report that follows then finds no
-    decision and is recorded without its confidence.
+    Keeping it is best effort and never costs the caller its result: the
+    write runs on its own (outside the caller's deadline, bounded by the
+    history's own timeout) and the result waits for it at most
+    `DECISION_WAIT_SECONDS` (a Redis write takes about a millisecond). A
+    history that cannot record (Redis down) only means the report that
+    follows finds no decision and is recorded without its confidence.
     """
 
     def __init__(self, engine: InvestigationEngine, history: RemediationHistory) -> None:
         self._engine = engine
         self._history = history
+        self._pending: set[asyncio.Task[None]] = set()
 
     async def investigate(
         self, incident: Incident, *, on_event: EventSink | None = None
     ) -> r.AnalysisResult:
         result = await self._engine.investigate(incident, on_event=on_event)
-        try:
-            await self._history.record_decision(decision_of(incident, result, time.time()))
-        except HistoryUnavailableError as exc:
-            log.warning("decision not kept in the remediation history", extra={"error": str(exc)})
+        decision = decision_of(incident, result, time.time())
+        # A fresh context: the caller's deadline (nearly spent by now) is not the write's.
+        task = asyncio.create_task(self._keep(decision), context=contextvars.Context())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), DECISION_WAIT_SECONDS)
         return result
+
+    async def _keep(self, decision: Decision) -> None:
+        try:
+            await self._history.record_decision(decision)
+        except Exception as exc:  # best effort: logged, never raised
+            log.warning(
+                "decision not kept in the remediation history",
+                extra={"remediation_id": decision.remediation_id, "error": type(exc).__name__},
+            )

@@ -4,6 +4,7 @@ remediation history (shared by replicas through a real Redis), idempotent per
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from hapi.v1 import outcome_pb2
+from hapi.v1 import outcome_pb2, service_pb2
 from hapi_grpc.domain.history import Outcome, spec_hash
 from hapi_grpc.domain.result import TargetResource
 from hapi_grpc.observability import metrics
@@ -208,3 +209,19 @@ async def test_a_report_is_authorized_on_the_targets_namespace(tmp_path: Path) -
 def test_the_example_report_is_a_valid_request() -> None:
     for path in sorted(EXAMPLES.glob("outcome-*.json")):
         json_format.Parse(path.read_text(), outcome_pb2.ReportRemediationOutcomeRequest())
+
+
+async def test_without_redis_a_decision_still_answers_and_a_report_is_unavailable() -> None:
+    from tests.fakes.local_process import free_port
+
+    gone = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    async with running_server(cache_url=gone) as srv:
+        body = json.loads((EXAMPLES / "oomkilled.json").read_text())
+        decided = await srv.stub.AnalyzeIncident(
+            json_format.ParseDict(body, service_pb2.AnalyzeIncidentRequest()), timeout=30
+        )
+        assert decided.result.remediation_id == body["incident"]["remediationId"]
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await srv.stub.ReportRemediationOutcome(report("rr-gone-1"), timeout=10)
+        assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "remediation history unavailable" in (error.value.details() or "")

@@ -149,6 +149,7 @@ class RedisHistoryBackend:
         limits: Limits = Limits(),
         namespace: str = "hapi",
         op_timeout: float = 0.5,
+        max_connections: int = 50,
         clock: Callable[[], float] = time.time,
     ) -> None:
         import redis.asyncio as aioredis  # only when configured (~20 MB)
@@ -156,9 +157,17 @@ class RedisHistoryBackend:
         self._limits = limits
         self._clock = clock
         self._prefix = f"{namespace}:history:" if namespace else "history:"
-        self._client: Any = aioredis.from_url(
-            url, socket_timeout=op_timeout, socket_connect_timeout=op_timeout
+        # Calls beyond the pool wait for a connection (within `op_timeout`)
+        # instead of failing at once: an alert storm keeps a decision per
+        # investigation, and the default pool refuses past its size.
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=op_timeout,
+            socket_timeout=op_timeout,
+            socket_connect_timeout=op_timeout,
         )
+        self._client: Any = aioredis.Redis(connection_pool=pool)
         self._add = self._client.register_script(_ADD_OUTCOME)
 
     def _outcome_key(self, remediation_id: str, attempt: int) -> str:
@@ -207,6 +216,7 @@ class RedisHistoryBackend:
 
     async def close(self) -> None:
         await self._client.aclose()
+        await self._client.connection_pool.disconnect()
 
 
 def _text(raw: Any) -> str | None:

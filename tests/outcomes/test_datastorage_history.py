@@ -212,3 +212,29 @@ async def test_effectiveness_is_read_and_404_means_not_assessed(ds: HistoryServe
     assert found.effectiveness is not None
     assert found.effectiveness.score == 0.72 and found.effectiveness.hash_match == "postRemediation"
     assert missing.effectiveness is None
+
+
+async def test_the_settings_choose_where_history_is_read(ds: HistoryServer) -> None:
+    from hapi_grpc.app import build_history
+    from hapi_grpc.config import Settings
+
+    embedded = build_history(Settings())
+    assert isinstance(embedded, EmbeddedHistory)
+    await embedded.close()
+    remote = build_history(Settings(data_storage_url=ds.url, history_cache_seconds=0))
+    assert isinstance(remote, DataStorageHistory)
+    ds.entries = [entry("rr-ds", 2)]
+    try:
+        await remote.record_outcome(
+            OutcomeReport("rr-mine", 1, TARGET, Outcome.SUCCESS, "wf", post_spec_hash=NOW_SPEC)
+        )
+        context = await remote.context(TARGET, NOW_SPEC)
+    finally:
+        await remote.close()
+    assert [e.remediation_uid for e in context.tier1] == ["rr-ds", "rr-mine"]
+    assert context.tier1[1].hash_match is HashMatch.POST
+    off = build_history(Settings(data_storage_url=ds.url, history_data_storage=False))
+    assert isinstance(off, EmbeddedHistory)
+    await off.close()
+    with pytest.raises(ValueError):
+        Settings(history_cache_seconds=3600)

@@ -21,6 +21,7 @@ from hapi_grpc.adapters.kubernetes.wiring import KubernetesWiring, open_kubernet
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import (
     EngineSettings,
@@ -144,6 +145,33 @@ def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEven
 
     store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
     return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
+
+
+def build_history(settings: Settings) -> RemediationHistory:
+    """Remediation history: the decisions returned and outcomes reported, kept in
+    the Redis of HAPI_CACHE_URL (every replica) or in memory (this one); read
+    from Data Storage's history endpoint when HAPI_HISTORY_DATA_STORAGE is on."""
+    from hapi_grpc.adapters.history.backends import Limits
+    from hapi_grpc.adapters.history.embedded import build_embedded_history
+
+    limits = Limits(
+        ttl=settings.history_ttl_seconds,
+        max_per_target=settings.history_max_per_target,
+        max_total=settings.history_max_entries,
+    )
+    local = build_embedded_history(settings.cache_url, limits)
+    if not (settings.data_storage_url and settings.history_data_storage):
+        return local
+    from hapi_grpc.adapters.history.datastorage import DataStorageHistory
+
+    return DataStorageHistory(
+        settings.data_storage_url,
+        local,
+        request_timeout=settings.data_storage_timeout_seconds,
+        max_retries=settings.data_storage_max_retries,
+        breaker=build_breaker(settings, "datastorage-history"),
+        cache_ttl=settings.history_cache_seconds,
+    )
 
 
 def build_policy(settings: Settings) -> DecisionPolicy | None:
@@ -328,6 +356,7 @@ def build_server(
     idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
     toolsets: Sequence[ToolsetSource] = (),
     policy: DecisionPolicy | None = None,
+    history: RemediationHistory | None = None,
 ) -> HapiServer:
     """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
     idempotency coordinator."""
@@ -355,6 +384,7 @@ def build_server(
         extra_interceptors=[*interceptors, *extra_interceptors],
         inner_interceptors=caller_policy(settings),
         server_credentials=credentials,
+        history=history if history is not None else build_history(settings),
     )
 
 

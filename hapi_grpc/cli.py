@@ -6,6 +6,7 @@ hapi-grpc validate WORKFLOW_ID PARAMS.json
 hapi-grpc datastorage serve --catalog FILE --port N
 hapi-grpc catalog check FILE          validate a catalog file and exit
 hapi-grpc eval [--repeat K] [--json PATH]   score decisions on evals/cases (source checkout)
+hapi-grpc calibration --metrics-url URL | --history-file FILE   success rate by confidence
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("eval_args", nargs="*")
     ev.set_defaults(func=_eval)
+    from hapi_grpc.calibration import add_parser as add_calibration
+
+    add_calibration(sub)
     return parser
 
 

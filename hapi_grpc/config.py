@@ -110,6 +110,13 @@ class Settings(BaseModel):
     # rate limits are counted in the cache_url backend, shared through Redis.
     policy_file: str | None = None
     policy_check_seconds: float = Field(2.0, gt=0, le=300)
+    # Remediation history (docs/outcomes.md): decisions returned and outcomes
+    # reported, kept in the cache_url backend (Redis: shared by replicas).
+    history_ttl_seconds: float = Field(90 * 86_400.0, gt=0)
+    history_max_per_target: int = Field(100, ge=1, le=10_000)
+    history_max_entries: int = Field(100_000, ge=1, le=10_000_000)
+    history_data_storage: bool = True
+    history_cache_seconds: float = Field(5.0, ge=0, le=60)
     breaker_failure_ratio: float = Field(0.5, gt=0, le=1)
     breaker_window_seconds: float = Field(300.0, gt=0)
     breaker_min_calls: int = Field(10, ge=1)

@@ -60,6 +60,19 @@ DESCRIPTIONS: dict[str, str] = {
         "How long a finished analysis is returned again to retries (same `remediation_id` and"
         " incident); 0 keeps none."
     ),
+    "history_ttl_seconds": (
+        "How long remediation history (decisions returned, outcomes reported) is kept;"
+        " default 90 days, the history's summary window (docs/outcomes.md)."
+    ),
+    "history_max_per_target": "Outcomes kept per target resource; the oldest go first.",
+    "history_max_entries": "Outcomes (and decisions) kept in all; the oldest go first.",
+    "history_data_storage": (
+        "With `HAPI_DATA_STORAGE_URL` set, read history from Data Storage's"
+        " `/api/v1/remediation-history/context`; outcomes are still recorded here."
+    ),
+    "history_cache_seconds": (
+        "How long a Data Storage history answer is reused (seconds, at most 60; 0: never)."
+    ),
     "policy_file": (
         "Operator policy ([docs/policy.md](policy.md)): YAML of named CEL rules over each "
         "decision that require review, forbid workflows, or rate-limit automated decisions "

@@ -31,7 +31,7 @@ from hapi_grpc.domain.idempotency import (
     worth_keeping,
 )
 from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
+from hapi_grpc.domain.investigation.engine import EventSink
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 
@@ -40,6 +40,14 @@ __all__ = ["AnalysisService", "MessageCodec"]
 M = TypeVar("M", bound=Message)
 
 _REUSED = {kind: metrics.ANALYSES_REUSED.labels(kind=kind) for kind in REUSE_KINDS}
+
+
+class Investigator(Protocol):
+    """What investigates an incident: the engine, or one that also records its decisions."""
+
+    async def investigate(
+        self, incident: Incident, *, on_event: EventSink | None = None
+    ) -> r.AnalysisResult: ...
 
 
 class MessageCodec(Protocol[M]):
@@ -72,7 +80,7 @@ class AnalysisService(Generic[M]):
 
     def __init__(
         self,
-        engine: InvestigationEngine,
+        engine: Investigator,
         codec: MessageCodec[M],
         idempotency: IdempotencyCoordinator[r.AnalysisEvent] | None = None,
     ) -> None:

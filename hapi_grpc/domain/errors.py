@@ -84,3 +84,11 @@ class ResourceExhaustedError(HapiError):
 
 class IncidentConflictError(HapiError):
     """The request reuses an id for a different incident (ALREADY_EXISTS)."""
+
+
+class OutcomeConflictError(HapiError):
+    """A different outcome report under the same (remediation_id, attempt) (ALREADY_EXISTS)."""
+
+
+class HistoryUnavailableError(HapiError):
+    """The remediation history could not answer or record (UNAVAILABLE)."""

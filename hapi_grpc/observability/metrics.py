@@ -105,7 +105,8 @@ LLM_TOKENS = Counter(
 # --- Data Storage -----------------------------------------------------------
 DATASTORAGE_REQUESTS = Counter(
     "hapi_datastorage_requests_total",
-    "Data Storage HTTP requests by endpoint (search, schema, workflow) and status "
+    "Data Storage HTTP requests by endpoint (search, schema, workflow, history, effectiveness)"
+    " and status "
     "(HTTP status class like 2xx/4xx/5xx, or timeout, connection_error, contract_error).",
     ["endpoint", "status"],
 )
@@ -145,6 +146,22 @@ VALIDATION_ATTEMPTS = Counter(
     ["source", "result"],
 )
 
+# --- Reported outcomes ----------------------------------------------------------
+# workflow: a catalog workflow id, among the first OUTCOME_WORKFLOW_LABELS seen
+# (then "other"); "none" when a human declined. result: succeeded, failed, declined.
+REMEDIATION_OUTCOMES = Counter(
+    "hapi_remediation_outcomes_total",
+    "Remediation outcomes reported with ReportRemediationOutcome, by workflow and result.",
+    ["workflow", "result"],
+)
+# confidence: the automated decision's confidence bucket (CONFIDENCE_BUCKETS);
+# result: succeeded or failed. Success rate per bucket = calibration of the decider.
+DECISION_CALIBRATION = Counter(
+    "hapi_decision_calibration_total",
+    "Executed outcomes of automated decisions, by the decision's confidence bucket and result.",
+    ["confidence", "result"],
+)
+
 # --- gRPC server --------------------------------------------------------------
 GRPC_HANDLED = Counter(
     "hapi_grpc_server_handled_total",
@@ -169,6 +186,7 @@ KNOWN_GRPC_METHODS = frozenset(
         "AnalyzeIncident",
         "AnalyzeIncidentStream",
         "ValidateWorkflowParameters",
+        "ReportRemediationOutcome",
         "other",
     }
 )

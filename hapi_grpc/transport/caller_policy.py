@@ -10,6 +10,8 @@ PERMISSION_DENIED naming the namespace; when the permission cannot be checked
 authorized investigation's Kubernetes tools read only that namespace (and
 cluster-scoped objects), whatever the model asks for.
 
+ReportRemediationOutcome is authorized the same way, on the namespace of the
+remediated target: a caller records history only where it may investigate.
 ValidateWorkflowParameters is not checked per namespace: it reads nothing of
 the cluster, only the workflow catalog's schema, and its parameters are the
 caller's own proposal.
@@ -22,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from hapi.v1.outcome_pb2 import ReportRemediationOutcomeRequest
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.toolsets.kubernetes_scope import confine_to_namespace
@@ -38,6 +41,15 @@ from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor
 
 _SERVICE = "/hapi.v1.IncidentAnalysisService/"
 INVESTIGATIONS = (_SERVICE + "AnalyzeIncident", _SERVICE + "AnalyzeIncidentStream")
+OUTCOME_REPORT = _SERVICE + "ReportRemediationOutcome"
+
+
+def namespace_of(request: Any) -> str:
+    """The namespace a request is authorized on: the incident's, or the
+    remediated target's for an outcome report."""
+    if isinstance(request, ReportRemediationOutcomeRequest):
+        return str(request.target.namespace)
+    return str(request.incident.signal.namespace)
 
 
 def denial(namespace: str) -> str:
@@ -56,7 +68,7 @@ class CallerPolicyInterceptor(HandlerWrappingInterceptor):
         self._exposure = exposure
 
     def _applies(self, method: str) -> bool:
-        return method in INVESTIGATIONS
+        return method in INVESTIGATIONS or method == OUTCOME_REPORT
 
     async def close(self) -> None:
         close = getattr(self._authorizer, "close", None)
@@ -67,7 +79,7 @@ class CallerPolicyInterceptor(HandlerWrappingInterceptor):
         """Aborts the call unless its caller may investigate the incident's namespace."""
         if self._authorizer is None:
             return
-        namespace = request.incident.signal.namespace
+        namespace = namespace_of(request)
         identity = current_identity()
         if identity is None:  # authorization without authentication: refuse
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, denial(namespace))
@@ -90,7 +102,7 @@ class CallerPolicyInterceptor(HandlerWrappingInterceptor):
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 await authorize(request, context)
                 response = await unary(request, context)
-                if exposure != "full":
+                if exposure != "full" and hasattr(response, "result"):
                     limit_result(response.result, exposure)
                 return response
 

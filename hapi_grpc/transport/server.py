@@ -23,9 +23,11 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.application.analysis import AnalysisService
+from hapi_grpc.application.outcomes import DecisionRecorder, OutcomeService
 from hapi_grpc.application.validation import ParameterValidation
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
@@ -136,12 +138,15 @@ class HapiServer:
         extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
+        history: RemediationHistory,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
         self.llm = llm
         self.engine = engine
         self.idempotency = idempotency or IdempotencyCoordinator()
+        # Where decisions returned and outcomes reported are kept.
+        self.history = history
         self.health = health.aio.HealthServicer()
         self.gate = ShutdownGate()
         # Outermost first: tracing and auth from the caller, then our policies,
@@ -155,8 +160,11 @@ class HapiServer:
         self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
             IncidentAnalysisServicer(
-                AnalysisService(engine, StreamMessages(), self.idempotency),
+                AnalysisService(
+                    DecisionRecorder(engine, self.history), StreamMessages(), self.idempotency
+                ),
                 ParameterValidation(catalog),
+                OutcomeService(self.history),
             ),
             self._server,
         )
@@ -251,6 +259,7 @@ class HapiServer:
                     getattr(c, "close", None)
                     for c in (
                         self.idempotency,
+                        self.history,
                         self.engine,
                         self.llm,
                         self.catalog,

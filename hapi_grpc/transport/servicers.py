@@ -12,12 +12,13 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from hapi.v1 import service_pb2, service_pb2_grpc, validation_pb2
+from hapi.v1 import outcome_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
 from hapi_grpc.application.analysis import AnalysisService
+from hapi_grpc.application.outcomes import OutcomeService
 from hapi_grpc.application.validation import ParameterValidation
 from hapi_grpc.domain.deadline import Budget
-from hapi_grpc.transport import converters
+from hapi_grpc.transport import converters, outcome_messages
 
 
 def caller_budget(context: grpc.aio.ServicerContext) -> Budget:
@@ -27,10 +28,14 @@ def caller_budget(context: grpc.aio.ServicerContext) -> Budget:
 
 class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
     def __init__(
-        self, analysis: AnalysisService[StreamResponse], validation: ParameterValidation
+        self,
+        analysis: AnalysisService[StreamResponse],
+        validation: ParameterValidation,
+        outcomes: OutcomeService,
     ) -> None:
         self._analysis = analysis
         self._validation = validation
+        self._outcomes = outcomes
 
     async def AnalyzeIncident(
         self, request: service_pb2.AnalyzeIncidentRequest, context: grpc.aio.ServicerContext
@@ -62,6 +67,15 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
             caller_budget(context),
         )
         return converters.validation_response(schema, outcome, request.parameters)
+
+    async def ReportRemediationOutcome(
+        self,
+        request: outcome_pb2.ReportRemediationOutcomeRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> outcome_pb2.ReportRemediationOutcomeResponse:
+        report = outcome_messages.report_from_proto(request)
+        ack = await self._outcomes.report(report, caller_budget(context))
+        return outcome_messages.ack_to_proto(ack)
 
 
 __all__ = ["IncidentAnalysisServicer", "caller_budget"]

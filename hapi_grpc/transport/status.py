@@ -30,6 +30,8 @@ _CODES: tuple[tuple[type[errors.HapiError], grpc.StatusCode], ...] = (
     (errors.BudgetExhaustedError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.IncidentConflictError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.OutcomeConflictError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.HistoryUnavailableError, grpc.StatusCode.UNAVAILABLE),
 )
 
 

@@ -115,7 +115,12 @@ def test_list_shows_the_services(grpcurl: list[str], hapi_server: ServerProcess)
     methods = ok(run([*grpcurl, hapi_server.address, "list", SERVICE])).split()
     assert sorted(methods) == sorted(
         f"{SERVICE}.{m}"
-        for m in ("AnalyzeIncident", "AnalyzeIncidentStream", "ValidateWorkflowParameters")
+        for m in (
+            "AnalyzeIncident",
+            "AnalyzeIncidentStream",
+            "ValidateWorkflowParameters",
+            "ReportRemediationOutcome",
+        )
     )
 
 
@@ -344,3 +349,19 @@ def test_health_probe_fails_once_shutdown_begins(
         follower.join(timeout=10)
         channel.close()
     assert run([probe, addr, "-connect-timeout=1s"], timeout=10).returncode != 0
+
+
+def test_report_remediation_outcome_from_example(
+    grpcurl: list[str], hapi_server: ServerProcess
+) -> None:
+    method = f"{SERVICE}/ReportRemediationOutcome"
+    report = json.loads((EXAMPLES / "outcome-failed.json").read_text())
+    report["remediationId"] += f"-grpcurl-{time.monotonic_ns()}"
+    first = json.loads(ok(run([*grpcurl, "-d", json.dumps(report), hapi_server.address, method])))
+    assert not has(first, "already_recorded")
+    again = json.loads(ok(run([*grpcurl, "-d", json.dumps(report), hapi_server.address, method])))
+    assert pick(again, "already_recorded") is True
+    assert pick(again, "recorded_at") == pick(first, "recorded_at")
+    report["failed"]["reason"] = "OOMKilled"
+    conflict = run([*grpcurl, "-d", json.dumps(report), hapi_server.address, method])
+    assert "Code: AlreadyExists" in conflict.stderr, conflict.stderr

@@ -296,8 +296,8 @@ func TestExamplesKeepParameterTypes(t *testing.T) {
 	}
 	for _, path := range paths {
 		name := filepath.Base(path)
-		if strings.HasPrefix(name, "invalid-") {
-			continue
+		if strings.HasPrefix(name, "invalid-") || strings.HasPrefix(name, "outcome-") {
+			continue // outcome-*.json are ReportRemediationOutcome requests
 		}
 		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
 			resp, err := c.AnalyzeIncident(callCtx(t), loadRequest(t, name))
@@ -549,6 +549,48 @@ func TestValidateWorkflowParameters(t *testing.T) {
 		}
 		compareWithClientValidation(t, br, req)
 	})
+}
+
+// An outcome report is acknowledged, its retry gets the stored ack, a
+// different report for the same attempt is AlreadyExists, and a malformed
+// one is InvalidArgument with the violations protovalidate finds client-side.
+func TestReportRemediationOutcome(t *testing.T) {
+	c := client(t)
+	for _, name := range []string{"outcome-succeeded.json", "outcome-failed.json", "outcome-declined.json"} {
+		data, err := os.ReadFile(filepath.Join(examplesDir(), name))
+		if err != nil {
+			t.Fatalf("read example: %v", err)
+		}
+		req := &hapiv1.ReportRemediationOutcomeRequest{}
+		if err := protojson.Unmarshal(data, req); err != nil {
+			t.Fatalf("%s is not a ReportRemediationOutcomeRequest: %v", name, err)
+		}
+		// A fresh id per run: the server keeps reports.
+		req.RemediationId = req.GetRemediationId() + "-" + time.Now().Format("150405.000000000")
+		ack, err := c.ReportRemediationOutcome(callCtx(t), req)
+		if err != nil {
+			t.Fatalf("%s: ReportRemediationOutcome: %v", name, err)
+		}
+		if ack.GetAlreadyRecorded() || ack.GetRecordedAt() == nil {
+			t.Fatalf("%s: first report acknowledged as %v", name, ack)
+		}
+		again, err := c.ReportRemediationOutcome(callCtx(t), req)
+		if err != nil || !again.GetAlreadyRecorded() || !proto.Equal(again.GetRecordedAt(), ack.GetRecordedAt()) {
+			t.Fatalf("%s: retried report: %v, %v; want the stored ack", name, again, err)
+		}
+		other := proto.Clone(req).(*hapiv1.ReportRemediationOutcomeRequest)
+		other.SignalCleared = proto.Bool(!other.GetSignalCleared())
+		if _, err := c.ReportRemediationOutcome(callCtx(t), other); status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("%s: a different report for the same attempt: %v, want AlreadyExists", name, err)
+		}
+	}
+	bad := &hapiv1.ReportRemediationOutcomeRequest{RemediationId: "rr-bad", Attempt: 0}
+	_, err := c.ReportRemediationOutcome(callCtx(t), bad)
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("malformed report: %v, want InvalidArgument", err)
+	}
+	compareWithClientValidation(t, badRequest(t, st), bad)
 }
 
 func TestHealthServing(t *testing.T) {

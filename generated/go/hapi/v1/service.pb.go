@@ -313,7 +313,7 @@ var File_hapi_v1_service_proto protoreflect.FileDescriptor
 
 const file_hapi_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15hapi/v1/service.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"z\n" +
+	"\x15hapi/v1/service.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x15hapi/v1/outcome.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"z\n" +
 	"\x16AnalyzeIncidentRequest\x125\n" +
 	"\bincident\x18\x01 \x01(\v2\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01R\bincident\x12)\n" +
 	"\x10force_reanalysis\x18\x02 \x01(\bR\x0fforceReanalysis\"J\n" +
@@ -327,11 +327,12 @@ const file_hapi_v1_service_proto_rawDesc = "" +
 	"\ttool_call\x18\x02 \x01(\v2\x17.hapi.v1.ToolCallRecordH\x00R\btoolCall\x12K\n" +
 	"\x12validation_attempt\x18\x03 \x01(\v2\x1a.hapi.v1.ValidationAttemptH\x00R\x11validationAttempt\x121\n" +
 	"\x06result\x18\x04 \x01(\v2\x17.hapi.v1.AnalysisResultH\x00R\x06resultB\a\n" +
-	"\x05event2\xd0\x02\n" +
+	"\x05event2\xc1\x03\n" +
 	"\x17IncidentAnalysisService\x12T\n" +
 	"\x0fAnalyzeIncident\x12\x1f.hapi.v1.AnalyzeIncidentRequest\x1a .hapi.v1.AnalyzeIncidentResponse\x12h\n" +
 	"\x15AnalyzeIncidentStream\x12%.hapi.v1.AnalyzeIncidentStreamRequest\x1a&.hapi.v1.AnalyzeIncidentStreamResponse0\x01\x12u\n" +
-	"\x1aValidateWorkflowParameters\x12*.hapi.v1.ValidateWorkflowParametersRequest\x1a+.hapi.v1.ValidateWorkflowParametersResponseB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3"
+	"\x1aValidateWorkflowParameters\x12*.hapi.v1.ValidateWorkflowParametersRequest\x1a+.hapi.v1.ValidateWorkflowParametersResponse\x12o\n" +
+	"\x18ReportRemediationOutcome\x12(.hapi.v1.ReportRemediationOutcomeRequest\x1a).hapi.v1.ReportRemediationOutcomeResponseB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3"
 
 var (
 	file_hapi_v1_service_proto_rawDescOnce sync.Once
@@ -357,7 +358,9 @@ var file_hapi_v1_service_proto_goTypes = []any{
 	(*ToolCallRecord)(nil),                     // 7: hapi.v1.ToolCallRecord
 	(*ValidationAttempt)(nil),                  // 8: hapi.v1.ValidationAttempt
 	(*ValidateWorkflowParametersRequest)(nil),  // 9: hapi.v1.ValidateWorkflowParametersRequest
-	(*ValidateWorkflowParametersResponse)(nil), // 10: hapi.v1.ValidateWorkflowParametersResponse
+	(*ReportRemediationOutcomeRequest)(nil),    // 10: hapi.v1.ReportRemediationOutcomeRequest
+	(*ValidateWorkflowParametersResponse)(nil), // 11: hapi.v1.ValidateWorkflowParametersResponse
+	(*ReportRemediationOutcomeResponse)(nil),   // 12: hapi.v1.ReportRemediationOutcomeResponse
 }
 var file_hapi_v1_service_proto_depIdxs = []int32{
 	4,  // 0: hapi.v1.AnalyzeIncidentRequest.incident:type_name -> hapi.v1.Incident
@@ -370,11 +373,13 @@ var file_hapi_v1_service_proto_depIdxs = []int32{
 	0,  // 7: hapi.v1.IncidentAnalysisService.AnalyzeIncident:input_type -> hapi.v1.AnalyzeIncidentRequest
 	2,  // 8: hapi.v1.IncidentAnalysisService.AnalyzeIncidentStream:input_type -> hapi.v1.AnalyzeIncidentStreamRequest
 	9,  // 9: hapi.v1.IncidentAnalysisService.ValidateWorkflowParameters:input_type -> hapi.v1.ValidateWorkflowParametersRequest
-	1,  // 10: hapi.v1.IncidentAnalysisService.AnalyzeIncident:output_type -> hapi.v1.AnalyzeIncidentResponse
-	3,  // 11: hapi.v1.IncidentAnalysisService.AnalyzeIncidentStream:output_type -> hapi.v1.AnalyzeIncidentStreamResponse
-	10, // 12: hapi.v1.IncidentAnalysisService.ValidateWorkflowParameters:output_type -> hapi.v1.ValidateWorkflowParametersResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
+	10, // 10: hapi.v1.IncidentAnalysisService.ReportRemediationOutcome:input_type -> hapi.v1.ReportRemediationOutcomeRequest
+	1,  // 11: hapi.v1.IncidentAnalysisService.AnalyzeIncident:output_type -> hapi.v1.AnalyzeIncidentResponse
+	3,  // 12: hapi.v1.IncidentAnalysisService.AnalyzeIncidentStream:output_type -> hapi.v1.AnalyzeIncidentStreamResponse
+	11, // 13: hapi.v1.IncidentAnalysisService.ValidateWorkflowParameters:output_type -> hapi.v1.ValidateWorkflowParametersResponse
+	12, // 14: hapi.v1.IncidentAnalysisService.ReportRemediationOutcome:output_type -> hapi.v1.ReportRemediationOutcomeResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -387,6 +392,7 @@ func file_hapi_v1_service_proto_init() {
 	}
 	file_hapi_v1_analysis_proto_init()
 	file_hapi_v1_incident_proto_init()
+	file_hapi_v1_outcome_proto_init()
 	file_hapi_v1_tools_proto_init()
 	file_hapi_v1_validation_proto_init()
 	file_hapi_v1_service_proto_msgTypes[3].OneofWrappers = []any{

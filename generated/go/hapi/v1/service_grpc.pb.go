@@ -22,6 +22,7 @@ const (
 	IncidentAnalysisService_AnalyzeIncident_FullMethodName            = "/hapi.v1.IncidentAnalysisService/AnalyzeIncident"
 	IncidentAnalysisService_AnalyzeIncidentStream_FullMethodName      = "/hapi.v1.IncidentAnalysisService/AnalyzeIncidentStream"
 	IncidentAnalysisService_ValidateWorkflowParameters_FullMethodName = "/hapi.v1.IncidentAnalysisService/ValidateWorkflowParameters"
+	IncidentAnalysisService_ReportRemediationOutcome_FullMethodName   = "/hapi.v1.IncidentAnalysisService/ReportRemediationOutcome"
 )
 
 // IncidentAnalysisServiceClient is the client API for IncidentAnalysisService service.
@@ -47,6 +48,12 @@ type IncidentAnalysisServiceClient interface {
 	// Validates proposed parameters against a workflow's parameter schema, with the
 	// same validator the investigation uses.
 	ValidateWorkflowParameters(ctx context.Context, in *ValidateWorkflowParametersRequest, opts ...grpc.CallOption) (*ValidateWorkflowParametersResponse, error)
+	// Records how a remediation ended (what was executed, succeeded / failed /
+	// declined), for the remediation history of later investigations and the
+	// calibration metrics. Authorized like AnalyzeIncident, on the namespace of
+	// the target; ALREADY_EXISTS for a different report under the same
+	// (remediation_id, attempt).
+	ReportRemediationOutcome(ctx context.Context, in *ReportRemediationOutcomeRequest, opts ...grpc.CallOption) (*ReportRemediationOutcomeResponse, error)
 }
 
 type incidentAnalysisServiceClient struct {
@@ -96,6 +103,16 @@ func (c *incidentAnalysisServiceClient) ValidateWorkflowParameters(ctx context.C
 	return out, nil
 }
 
+func (c *incidentAnalysisServiceClient) ReportRemediationOutcome(ctx context.Context, in *ReportRemediationOutcomeRequest, opts ...grpc.CallOption) (*ReportRemediationOutcomeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportRemediationOutcomeResponse)
+	err := c.cc.Invoke(ctx, IncidentAnalysisService_ReportRemediationOutcome_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IncidentAnalysisServiceServer is the server API for IncidentAnalysisService service.
 // All implementations must embed UnimplementedIncidentAnalysisServiceServer
 // for forward compatibility.
@@ -119,6 +136,12 @@ type IncidentAnalysisServiceServer interface {
 	// Validates proposed parameters against a workflow's parameter schema, with the
 	// same validator the investigation uses.
 	ValidateWorkflowParameters(context.Context, *ValidateWorkflowParametersRequest) (*ValidateWorkflowParametersResponse, error)
+	// Records how a remediation ended (what was executed, succeeded / failed /
+	// declined), for the remediation history of later investigations and the
+	// calibration metrics. Authorized like AnalyzeIncident, on the namespace of
+	// the target; ALREADY_EXISTS for a different report under the same
+	// (remediation_id, attempt).
+	ReportRemediationOutcome(context.Context, *ReportRemediationOutcomeRequest) (*ReportRemediationOutcomeResponse, error)
 	mustEmbedUnimplementedIncidentAnalysisServiceServer()
 }
 
@@ -137,6 +160,9 @@ func (UnimplementedIncidentAnalysisServiceServer) AnalyzeIncidentStream(*Analyze
 }
 func (UnimplementedIncidentAnalysisServiceServer) ValidateWorkflowParameters(context.Context, *ValidateWorkflowParametersRequest) (*ValidateWorkflowParametersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ValidateWorkflowParameters not implemented")
+}
+func (UnimplementedIncidentAnalysisServiceServer) ReportRemediationOutcome(context.Context, *ReportRemediationOutcomeRequest) (*ReportRemediationOutcomeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportRemediationOutcome not implemented")
 }
 func (UnimplementedIncidentAnalysisServiceServer) mustEmbedUnimplementedIncidentAnalysisServiceServer() {
 }
@@ -207,6 +233,24 @@ func _IncidentAnalysisService_ValidateWorkflowParameters_Handler(srv interface{}
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IncidentAnalysisService_ReportRemediationOutcome_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportRemediationOutcomeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IncidentAnalysisServiceServer).ReportRemediationOutcome(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IncidentAnalysisService_ReportRemediationOutcome_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IncidentAnalysisServiceServer).ReportRemediationOutcome(ctx, req.(*ReportRemediationOutcomeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IncidentAnalysisService_ServiceDesc is the grpc.ServiceDesc for IncidentAnalysisService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -221,6 +265,10 @@ var IncidentAnalysisService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ValidateWorkflowParameters",
 			Handler:    _IncidentAnalysisService_ValidateWorkflowParameters_Handler,
+		},
+		{
+			MethodName: "ReportRemediationOutcome",
+			Handler:    _IncidentAnalysisService_ReportRemediationOutcome_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -25,11 +25,12 @@ _sym_db = _symbol_database.Default()
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from hapi.v1 import analysis_pb2 as hapi_dot_v1_dot_analysis__pb2
 from hapi.v1 import incident_pb2 as hapi_dot_v1_dot_incident__pb2
+from hapi.v1 import outcome_pb2 as hapi_dot_v1_dot_outcome__pb2
 from hapi.v1 import tools_pb2 as hapi_dot_v1_dot_tools__pb2
 from hapi.v1 import validation_pb2 as hapi_dot_v1_dot_validation__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15hapi/v1/service.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"_\n\x16\x41nalyzeIncidentRequest\x12+\n\x08incident\x18\x01 \x01(\x0b\x32\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01\x12\x18\n\x10\x66orce_reanalysis\x18\x02 \x01(\x08\"B\n\x17\x41nalyzeIncidentResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.hapi.v1.AnalysisResult\"e\n\x1c\x41nalyzeIncidentStreamRequest\x12+\n\x08incident\x18\x01 \x01(\x0b\x32\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01\x12\x18\n\x10\x66orce_reanalysis\x18\x02 \x01(\x08\"\xe1\x01\n\x1d\x41nalyzeIncidentStreamResponse\x12$\n\x08llm_turn\x18\x01 \x01(\x0b\x32\x10.hapi.v1.LlmTurnH\x00\x12,\n\ttool_call\x18\x02 \x01(\x0b\x32\x17.hapi.v1.ToolCallRecordH\x00\x12\x38\n\x12validation_attempt\x18\x03 \x01(\x0b\x32\x1a.hapi.v1.ValidationAttemptH\x00\x12)\n\x06result\x18\x04 \x01(\x0b\x32\x17.hapi.v1.AnalysisResultH\x00\x42\x07\n\x05\x65vent2\xd0\x02\n\x17IncidentAnalysisService\x12T\n\x0f\x41nalyzeIncident\x12\x1f.hapi.v1.AnalyzeIncidentRequest\x1a .hapi.v1.AnalyzeIncidentResponse\x12h\n\x15\x41nalyzeIncidentStream\x12%.hapi.v1.AnalyzeIncidentStreamRequest\x1a&.hapi.v1.AnalyzeIncidentStreamResponse0\x01\x12u\n\x1aValidateWorkflowParameters\x12*.hapi.v1.ValidateWorkflowParametersRequest\x1a+.hapi.v1.ValidateWorkflowParametersResponseB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15hapi/v1/service.proto\x12\x07hapi.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x16hapi/v1/analysis.proto\x1a\x16hapi/v1/incident.proto\x1a\x15hapi/v1/outcome.proto\x1a\x13hapi/v1/tools.proto\x1a\x18hapi/v1/validation.proto\"_\n\x16\x41nalyzeIncidentRequest\x12+\n\x08incident\x18\x01 \x01(\x0b\x32\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01\x12\x18\n\x10\x66orce_reanalysis\x18\x02 \x01(\x08\"B\n\x17\x41nalyzeIncidentResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.hapi.v1.AnalysisResult\"e\n\x1c\x41nalyzeIncidentStreamRequest\x12+\n\x08incident\x18\x01 \x01(\x0b\x32\x11.hapi.v1.IncidentB\x06\xbaH\x03\xc8\x01\x01\x12\x18\n\x10\x66orce_reanalysis\x18\x02 \x01(\x08\"\xe1\x01\n\x1d\x41nalyzeIncidentStreamResponse\x12$\n\x08llm_turn\x18\x01 \x01(\x0b\x32\x10.hapi.v1.LlmTurnH\x00\x12,\n\ttool_call\x18\x02 \x01(\x0b\x32\x17.hapi.v1.ToolCallRecordH\x00\x12\x38\n\x12validation_attempt\x18\x03 \x01(\x0b\x32\x1a.hapi.v1.ValidationAttemptH\x00\x12)\n\x06result\x18\x04 \x01(\x0b\x32\x17.hapi.v1.AnalysisResultH\x00\x42\x07\n\x05\x65vent2\xc1\x03\n\x17IncidentAnalysisService\x12T\n\x0f\x41nalyzeIncident\x12\x1f.hapi.v1.AnalyzeIncidentRequest\x1a .hapi.v1.AnalyzeIncidentResponse\x12h\n\x15\x41nalyzeIncidentStream\x12%.hapi.v1.AnalyzeIncidentStreamRequest\x1a&.hapi.v1.AnalyzeIncidentStreamResponse0\x01\x12u\n\x1aValidateWorkflowParameters\x12*.hapi.v1.ValidateWorkflowParametersRequest\x1a+.hapi.v1.ValidateWorkflowParametersResponse\x12o\n\x18ReportRemediationOutcome\x12(.hapi.v1.ReportRemediationOutcomeRequest\x1a).hapi.v1.ReportRemediationOutcomeResponseB<Z:github.com/hapi-grpc/hapi-grpc/generated/go/hapi/v1;hapiv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,14 +42,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ANALYZEINCIDENTREQUEST'].fields_by_name['incident']._serialized_options = b'\272H\003\310\001\001'
   _globals['_ANALYZEINCIDENTSTREAMREQUEST'].fields_by_name['incident']._loaded_options = None
   _globals['_ANALYZEINCIDENTSTREAMREQUEST'].fields_by_name['incident']._serialized_options = b'\272H\003\310\001\001'
-  _globals['_ANALYZEINCIDENTREQUEST']._serialized_start=158
-  _globals['_ANALYZEINCIDENTREQUEST']._serialized_end=253
-  _globals['_ANALYZEINCIDENTRESPONSE']._serialized_start=255
-  _globals['_ANALYZEINCIDENTRESPONSE']._serialized_end=321
-  _globals['_ANALYZEINCIDENTSTREAMREQUEST']._serialized_start=323
-  _globals['_ANALYZEINCIDENTSTREAMREQUEST']._serialized_end=424
-  _globals['_ANALYZEINCIDENTSTREAMRESPONSE']._serialized_start=427
-  _globals['_ANALYZEINCIDENTSTREAMRESPONSE']._serialized_end=652
-  _globals['_INCIDENTANALYSISSERVICE']._serialized_start=655
-  _globals['_INCIDENTANALYSISSERVICE']._serialized_end=991
+  _globals['_ANALYZEINCIDENTREQUEST']._serialized_start=181
+  _globals['_ANALYZEINCIDENTREQUEST']._serialized_end=276
+  _globals['_ANALYZEINCIDENTRESPONSE']._serialized_start=278
+  _globals['_ANALYZEINCIDENTRESPONSE']._serialized_end=344
+  _globals['_ANALYZEINCIDENTSTREAMREQUEST']._serialized_start=346
+  _globals['_ANALYZEINCIDENTSTREAMREQUEST']._serialized_end=447
+  _globals['_ANALYZEINCIDENTSTREAMRESPONSE']._serialized_start=450
+  _globals['_ANALYZEINCIDENTSTREAMRESPONSE']._serialized_end=675
+  _globals['_INCIDENTANALYSISSERVICE']._serialized_start=678
+  _globals['_INCIDENTANALYSISSERVICE']._serialized_end=1127
 # @@protoc_insertion_point(module_scope)

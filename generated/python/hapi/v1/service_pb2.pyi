@@ -1,6 +1,7 @@
 from buf.validate import validate_pb2 as _validate_pb2
 from hapi.v1 import analysis_pb2 as _analysis_pb2
 from hapi.v1 import incident_pb2 as _incident_pb2
+from hapi.v1 import outcome_pb2 as _outcome_pb2
 from hapi.v1 import tools_pb2 as _tools_pb2
 from hapi.v1 import validation_pb2 as _validation_pb2
 from google.protobuf import descriptor as _descriptor

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from hapi.v1 import outcome_pb2 as hapi_dot_v1_dot_outcome__pb2
 from hapi.v1 import service_pb2 as hapi_dot_v1_dot_service__pb2
 from hapi.v1 import validation_pb2 as hapi_dot_v1_dot_validation__pb2
 
@@ -59,6 +60,11 @@ class IncidentAnalysisServiceStub:
                 request_serializer=hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersRequest.SerializeToString,
                 response_deserializer=hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersResponse.FromString,
                 _registered_method=True)
+        self.ReportRemediationOutcome = channel.unary_unary(
+                '/hapi.v1.IncidentAnalysisService/ReportRemediationOutcome',
+                request_serializer=hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeRequest.SerializeToString,
+                response_deserializer=hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeResponse.FromString,
+                _registered_method=True)
 
 
 class IncidentAnalysisServiceServicer:
@@ -97,6 +103,17 @@ class IncidentAnalysisServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportRemediationOutcome(self, request, context):
+        """Records how a remediation ended (what was executed, succeeded / failed /
+        declined), for the remediation history of later investigations and the
+        calibration metrics. Authorized like AnalyzeIncident, on the namespace of
+        the target; ALREADY_EXISTS for a different report under the same
+        (remediation_id, attempt).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IncidentAnalysisServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -114,6 +131,11 @@ def add_IncidentAnalysisServiceServicer_to_server(servicer, server):
                     servicer.ValidateWorkflowParameters,
                     request_deserializer=hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersRequest.FromString,
                     response_serializer=hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersResponse.SerializeToString,
+            ),
+            'ReportRemediationOutcome': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportRemediationOutcome,
+                    request_deserializer=hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeRequest.FromString,
+                    response_serializer=hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -206,6 +228,33 @@ class IncidentAnalysisService:
             '/hapi.v1.IncidentAnalysisService/ValidateWorkflowParameters',
             hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersRequest.SerializeToString,
             hapi_dot_v1_dot_validation__pb2.ValidateWorkflowParametersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportRemediationOutcome(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hapi.v1.IncidentAnalysisService/ReportRemediationOutcome',
+            hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeRequest.SerializeToString,
+            hapi_dot_v1_dot_outcome__pb2.ReportRemediationOutcomeResponse.FromString,
             options,
             channel_credentials,
             insecure,

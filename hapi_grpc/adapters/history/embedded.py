@@ -1,0 +1,174 @@
+"""The embedded remediation history: the decisions this service returned and
+the outcomes controllers reported, in memory or in Redis (shared by replicas).
+
+It answers `RemediationHistory` in the Data Storage contract's shape: an
+entry is a reported outcome joined with the decision of its remediation id
+(confidence, automated or review, signal type). Nothing is assessed here:
+`effectiveness_score` stays None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from hapi_grpc.adapters.history.backends import (
+    HistoryBackend,
+    Limits,
+    MemoryHistoryBackend,
+    RedisHistoryBackend,
+)
+from hapi_grpc.adapters.history.codec import (
+    decode_decision,
+    decode_entry,
+    encode_decision,
+    encode_entry,
+)
+from hapi_grpc.domain.deadline import request_timeout
+from hapi_grpc.domain.errors import HistoryUnavailableError, OutcomeConflictError
+from hapi_grpc.domain.history import (
+    Decision,
+    HistoryContext,
+    HistoryEntry,
+    OutcomeAck,
+    OutcomeReport,
+    RemediationRecord,
+    Windows,
+    build_context,
+    target_key,
+)
+from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.sensitive import redact_mapping
+
+__all__ = ["EmbeddedHistory", "build_embedded_history"]
+
+T = TypeVar("T")
+
+# A history read or write never waits longer than this, whatever the budget.
+OP_TIMEOUT = 1.0
+
+
+def build_embedded_history(url: str | None, limits: Limits = Limits()) -> EmbeddedHistory:
+    """Redis for `redis://` / `rediss://` URLs (the result store's), else memory."""
+    scheme = urlsplit(url).scheme if url else "memory"
+    if scheme in ("redis", "rediss"):
+        return EmbeddedHistory(RedisHistoryBackend(url or "", limits=limits))
+    return EmbeddedHistory(MemoryHistoryBackend(limits))
+
+
+class EmbeddedHistory:
+    """`RemediationHistory` over a `HistoryBackend`."""
+
+    def __init__(self, backend: HistoryBackend, clock: Callable[[], float] = time.time) -> None:
+        self._backend = backend
+        self._clock = clock
+
+    async def context(
+        self, target: TargetResource, current_spec_hash: str, windows: Windows = Windows()
+    ) -> HistoryContext:
+        now = self._clock()
+        key = target_key(target)
+        raw = await _bounded(self._backend.outcomes_of_target(key, now - windows.tier2))
+        entries = [decoded[0] for decoded in map(decode_entry, raw) if decoded is not None]
+        return build_context(key, current_spec_hash, entries, windows, now)
+
+    async def by_remediation_id(self, remediation_id: str) -> RemediationRecord:
+        decision = decode_decision(await _bounded(self._backend.get_decision(remediation_id)))
+        raw = await _bounded(self._backend.outcomes_of(remediation_id))
+        entries = [decoded[0] for decoded in map(decode_entry, raw) if decoded is not None]
+        entries.sort(key=lambda e: e.attempt)
+        return RemediationRecord(remediation_id, decision, tuple(entries))
+
+    async def record_decision(self, decision: Decision) -> None:
+        await _bounded(
+            self._backend.put_decision(decision.remediation_id, encode_decision(decision))
+        )
+
+    async def record_outcome(self, report: OutcomeReport) -> OutcomeAck:
+        decision = decode_decision(
+            await _bounded(self._backend.get_decision(report.remediation_id))
+        )
+        now = self._clock()
+        entry = joined(report, decision, now)
+        ack = OutcomeAck(
+            recorded_at=now,
+            decision_known=decision is not None,
+            confidence=entry.confidence,
+            automated=entry.automated,
+        )
+        fingerprint = report.fingerprint()
+        data = encode_entry(
+            entry,
+            fingerprint=fingerprint,
+            recorded_at=ack.recorded_at,
+            decision_known=ack.decision_known,
+        )
+        existing = await _bounded(
+            self._backend.add_outcome(
+                report.remediation_id,
+                report.attempt,
+                target_key(report.target),
+                entry.completed_at,
+                data,
+            )
+        )
+        if existing is None:
+            return ack
+        decoded = decode_entry(existing)
+        if decoded is None or decoded[1].get("fingerprint") != fingerprint:
+            raise OutcomeConflictError(
+                f"a different outcome was already reported for remediation"
+                f" {report.remediation_id!r} attempt {report.attempt}"
+            )
+        extra = decoded[1]
+        return OutcomeAck(
+            recorded_at=float(extra.get("recorded_at", 0.0)),
+            decision_known=bool(extra.get("decision_known", False)),
+            already_recorded=True,
+        )
+
+    async def close(self) -> None:
+        await self._backend.close()
+
+
+def joined(report: OutcomeReport, decision: Decision | None, now: float) -> HistoryEntry:
+    """The history entry of `report` (completed `now` unless it says when), with
+    what `decision` knew; secret-named parameters lose their values."""
+    return HistoryEntry(
+        remediation_uid=report.remediation_id,
+        completed_at=report.completed_at if report.completed_at is not None else now,
+        outcome=report.outcome,
+        attempt=report.attempt,
+        signal_type=decision.signal_type if decision else "",
+        signal_fingerprint=decision.signal_fingerprint if decision else "",
+        action_type=report.workflow_id,
+        workflow_version=report.workflow_version,
+        parameters=redact_mapping(report.parameters),
+        confidence=decision.confidence if decision else None,
+        automated=decision.automated if decision else None,
+        signal_resolved=report.signal_cleared,
+        pre_spec_hash=report.pre_spec_hash,
+        post_spec_hash=report.post_spec_hash,
+        failure_reason=report.failure_reason,
+    )
+
+
+async def _bounded(operation: Awaitable[T]) -> T:
+    """`operation` within the caller's budget (at most OP_TIMEOUT); a backend
+    failure or timeout is HistoryUnavailableError."""
+    timeout = request_timeout(OP_TIMEOUT)
+    try:
+        return await asyncio.wait_for(operation, timeout)
+    except (TimeoutError, OSError, ConnectionError) as exc:
+        raise HistoryUnavailableError(
+            f"remediation history unavailable: {type(exc).__name__}"
+        ) from None
+    except Exception as exc:  # the Redis client's own errors
+        if type(exc).__module__.startswith("redis"):
+            raise HistoryUnavailableError(
+                f"remediation history unavailable: {type(exc).__name__}"
+            ) from None
+        raise

@@ -1,0 +1,157 @@
+"""Reported outcomes and the decisions they belong to, as the RPCs serve them.
+
+`OutcomeService.report` records a controller's report in the remediation
+history (idempotent per remediation id and attempt) and counts it: outcomes
+by workflow and result, and the calibration of automated decisions (their
+confidence bucket against whether they worked). `DecisionRecorder` wraps the
+investigation engine so every decision returned is kept in that history,
+for the reports that follow and for later investigations of the same target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+
+from hapi_grpc.domain import result as r
+from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.history import (
+    Decision,
+    Outcome,
+    OutcomeAck,
+    OutcomeReport,
+    RemediationHistory,
+)
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
+from hapi_grpc.observability import metrics
+
+__all__ = [
+    "CONFIDENCE_BUCKETS",
+    "DecisionRecorder",
+    "OutcomeService",
+    "confidence_bucket",
+    "decision_of",
+]
+
+log = logging.getLogger(__name__)
+
+# Lower bounds of the calibration buckets: [0, 0.5), [0.5, 0.6), ... [0.9, 1.0].
+CONFIDENCE_BUCKETS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)
+OUTCOME_WORKFLOW_LABELS = 200  # distinct workflow label values, then "other"
+
+DECISION_WAIT_SECONDS = 0.05  # the longest a result waits for its decision to be kept
+
+_RESULT = {Outcome.SUCCESS: "succeeded", Outcome.FAILED: "failed", Outcome.ESCALATED: "declined"}
+
+
+def confidence_bucket(confidence: float) -> str:
+    """The calibration bucket of `confidence`, e.g. "0.8-0.9" (the last is "0.9-1.0")."""
+    index = max((i for i, b in enumerate(CONFIDENCE_BUCKETS) if confidence >= b), default=0)
+    lower = CONFIDENCE_BUCKETS[index]
+    upper = CONFIDENCE_BUCKETS[index + 1] if index + 1 < len(CONFIDENCE_BUCKETS) else 1.0
+    return f"{lower:.1f}-{upper:.1f}"
+
+
+class OutcomeService:
+    """Records outcome reports in `history` and counts them."""
+
+    def __init__(self, history: RemediationHistory) -> None:
+        self._history = history
+        self._workflow_labels: set[str] = set()
+
+    async def report(self, report: OutcomeReport, budget: Budget) -> OutcomeAck:
+        """The stored acknowledgement of `report` (of its first copy for a retry).
+
+        Raises OutcomeConflictError for a different report under the same
+        (remediation_id, attempt), HistoryUnavailableError when the history
+        cannot record it.
+        """
+        with budget_scope(budget):
+            ack = await self._history.record_outcome(report)
+        if not ack.already_recorded:  # a retry is counted once
+            self._count(report, ack)
+        return ack
+
+    def _count(self, report: OutcomeReport, ack: OutcomeAck) -> None:
+        result = _RESULT[report.outcome]
+        metrics.REMEDIATION_OUTCOMES.labels(
+            workflow=self._workflow_label(report.workflow_id), result=result
+        ).inc()
+        if ack.automated and ack.confidence is not None and report.outcome is not Outcome.ESCALATED:
+            metrics.DECISION_CALIBRATION.labels(
+                confidence=confidence_bucket(ack.confidence), result=result
+            ).inc()
+
+    def _workflow_label(self, workflow_id: str | None) -> str:
+        """Bounded: the first OUTCOME_WORKFLOW_LABELS ids get a series of their own."""
+        if not workflow_id:
+            return "none"
+        if workflow_id in self._workflow_labels:
+            return workflow_id
+        if len(self._workflow_labels) < OUTCOME_WORKFLOW_LABELS:
+            self._workflow_labels.add(workflow_id)
+            return workflow_id
+        return "other"
+
+
+def decision_of(incident: Incident, result: r.AnalysisResult, now: float) -> Decision:
+    """What the history keeps of a returned decision."""
+    target = result.target_resource
+    if target is None or not (target.kind and target.name):
+        signal = incident.signal
+        target = r.TargetResource(signal.namespace, signal.resource_kind, signal.resource_name)
+    selected = result.selected_workflow
+    return Decision(
+        remediation_id=incident.remediation_id,
+        target=target,
+        signal_type=incident.signal.signal_type,
+        signal_fingerprint=incident.incident_id,
+        workflow_id=selected.workflow_id if selected else None,
+        workflow_version=selected.version if selected else "",
+        confidence=selected.confidence if selected else None,
+        automated=selected is not None and not result.needs_human_review,
+        decided_at=now,
+    )
+
+
+class DecisionRecorder:
+    """An investigation engine whose every decision is also kept in `history`.
+
+    Keeping it is best effort and never costs the caller its result: the
+    write runs on its own (outside the caller's deadline, bounded by the
+    history's own timeout) and the result waits for it at most
+    `DECISION_WAIT_SECONDS` (a Redis write takes about a millisecond). A
+    history that cannot record (Redis down) only means the report that
+    follows finds no decision and is recorded without its confidence.
+    """
+
+    def __init__(self, engine: InvestigationEngine, history: RemediationHistory) -> None:
+        self._engine = engine
+        self._history = history
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def investigate(
+        self, incident: Incident, *, on_event: EventSink | None = None
+    ) -> r.AnalysisResult:
+        result = await self._engine.investigate(incident, on_event=on_event)
+        decision = decision_of(incident, result, time.time())
+        # A fresh context: the caller's deadline (nearly spent by now) is not the write's.
+        task = asyncio.create_task(self._keep(decision), context=contextvars.Context())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), DECISION_WAIT_SECONDS)
+        return result
+
+    async def _keep(self, decision: Decision) -> None:
+        try:
+            await self._history.record_decision(decision)
+        except Exception as exc:  # best effort: logged, never raised
+            log.warning(
+                "decision not kept in the remediation history",
+                extra={"remediation_id": decision.remediation_id, "error": type(exc).__name__},
+            )

@@ -1,0 +1,49 @@
+"""The remediation history port: what a decision reads about a target's past
+remediations, and where decisions and reported outcomes are recorded."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from hapi_grpc.domain.errors import HistoryUnavailableError, OutcomeConflictError
+from hapi_grpc.domain.history.records import (
+    Decision,
+    HistoryContext,
+    OutcomeAck,
+    OutcomeReport,
+    RemediationRecord,
+    Windows,
+)
+from hapi_grpc.domain.result import TargetResource
+
+__all__ = ["HistoryUnavailableError", "OutcomeConflictError", "RemediationHistory"]
+
+
+class RemediationHistory(Protocol):
+    """History of remediations: this service's own records, or Data Storage's.
+
+    Reads answer within the caller's budget (`domain.deadline`) or raise
+    HistoryUnavailableError; they never raise for an empty history.
+    """
+
+    async def context(
+        self, target: TargetResource, current_spec_hash: str, windows: Windows = Windows()
+    ) -> HistoryContext:
+        """The target's remediations inside `windows`, oldest first, compared
+        with `current_spec_hash` (`spec_hash` of its current spec)."""
+        ...
+
+    async def by_remediation_id(self, remediation_id: str) -> RemediationRecord:
+        """The decision, reported outcomes and (Data Storage) effectiveness of one id."""
+        ...
+
+    async def record_decision(self, decision: Decision) -> None:
+        """Keep a decision this service returned (its confidence, automated or not)."""
+        ...
+
+    async def record_outcome(self, report: OutcomeReport) -> OutcomeAck:
+        """Keep a report, joined with its decision; the stored ack again for
+        the same report, OutcomeConflictError for a different one."""
+        ...
+
+    async def close(self) -> None: ...

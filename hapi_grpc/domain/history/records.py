@@ -1,0 +1,166 @@
+"""What remediation history holds: decisions, reported outcomes, and the
+per-target context a decision reads (the Data Storage contract's shape)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hapi_grpc.domain.result import TargetResource
+
+__all__ = [
+    "Decision",
+    "Effectiveness",
+    "HashMatch",
+    "HistoryContext",
+    "HistoryEntry",
+    "Outcome",
+    "OutcomeAck",
+    "OutcomeReport",
+    "RemediationRecord",
+    "Windows",
+    "target_key",
+]
+
+DAY = 86_400.0
+
+
+class Outcome(enum.StrEnum):
+    """How a remediation ended, in the contract's words."""
+
+    SUCCESS = "Success"
+    FAILED = "Failed"
+    ESCALATED = "Escalated"  # a human declined: nothing was executed
+
+
+class HashMatch(enum.StrEnum):
+    """How the current spec compares with an entry's pre/post-remediation spec."""
+
+    PRE = "preRemediation"
+    POST = "postRemediation"
+    NONE = "none"
+
+
+def target_key(target: TargetResource) -> str:
+    """`{namespace}/{kind}/{name}`, the contract's `targetResource`."""
+    return f"{target.namespace}/{target.kind}/{target.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """Look-back of the detailed (tier 1) and summary (tier 2) chains, in seconds."""
+
+    tier1: float = DAY
+    tier2: float = 90 * DAY
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision this service returned for a remediation id."""
+
+    remediation_id: str
+    target: TargetResource
+    signal_type: str
+    signal_fingerprint: str  # the incident id, when the caller sent one
+    workflow_id: str | None  # None: no workflow was selected
+    workflow_version: str
+    confidence: float | None
+    automated: bool  # False: the decision asked for human review
+    decided_at: float  # seconds since the epoch
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeReport:
+    """What a controller reported for one attempt of a remediation."""
+
+    remediation_id: str
+    attempt: int
+    target: TargetResource
+    outcome: Outcome
+    workflow_id: str | None  # None when a human declined
+    workflow_version: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    failure_reason: str = ""  # Kubernetes reason code of a failure
+    failure_message: str = ""
+    declined_reason: str = ""
+    signal_cleared: bool | None = None
+    completed_at: float | None = None  # seconds since the epoch; None: when it arrives
+    pre_spec_hash: str = ""
+    post_spec_hash: str = ""
+
+    def fingerprint(self) -> str:
+        """Digest of the report's content: a retry carries the same one."""
+        text = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One completed remediation of a target (a tier 1 chain entry)."""
+
+    remediation_uid: str
+    completed_at: float  # seconds since the epoch
+    outcome: Outcome
+    attempt: int = 1
+    signal_type: str = ""
+    signal_fingerprint: str = ""
+    action_type: str | None = None  # the workflow id; None when escalated
+    workflow_version: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    confidence: float | None = None  # of the decision, when known
+    automated: bool | None = None  # None: the decision is not known
+    signal_resolved: bool | None = None
+    effectiveness_score: float | None = None  # None until assessed
+    hash_match: HashMatch = HashMatch.NONE
+    pre_spec_hash: str = ""
+    post_spec_hash: str = ""
+    failure_reason: str = ""
+    assessment_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryContext:
+    """What was done to a target before and whether it worked, oldest first."""
+
+    target_resource: str
+    current_spec_hash: str
+    regression_detected: bool
+    tier1_window: float
+    tier1: tuple[HistoryEntry, ...]
+    tier2_window: float
+    tier2: tuple[HistoryEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Effectiveness:
+    """Data Storage's assessment of one remediation (absent from the embedded store)."""
+
+    score: float | None
+    assessment_status: str
+    pre_spec_hash: str = ""
+    post_spec_hash: str = ""
+    hash_match: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RemediationRecord:
+    """Everything known of one remediation id."""
+
+    remediation_id: str
+    decision: Decision | None
+    outcomes: tuple[HistoryEntry, ...]  # by attempt
+    effectiveness: Effectiveness | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeAck:
+    """The acknowledgement stored for a report (returned again for its retries)."""
+
+    recorded_at: float
+    decision_known: bool
+    already_recorded: bool = False
+    confidence: float | None = None  # of the decision, when known
+    automated: bool | None = None  # whether the decision was automated, when known

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from hapi_grpc.adapters.redis_client import redis_client
 from hapi_grpc.domain.policy.enforce import Limit, RemediationCounter
 
 __all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remediation_counter"]
@@ -100,12 +101,8 @@ class RedisRemediationCounter:
     """
 
     def __init__(self, url: str, *, namespace: str = "hapi", op_timeout: float = 0.5) -> None:
-        import redis.asyncio as aioredis  # only when Redis is configured
-
         self._prefix = f"{namespace}:policy:rate:" if namespace else "policy:rate:"
-        self._client: Any = aioredis.from_url(
-            url, socket_timeout=op_timeout, socket_connect_timeout=op_timeout
-        )
+        self._client: Any = redis_client(url, op_timeout=op_timeout)
         self._admit = self._client.register_script(_ADMIT)
 
     def redis_key(self, rule: str, key: str) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from hapi_grpc.adapters.redis_client import redis_client
 from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 
 __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
@@ -120,14 +121,8 @@ class RedisResultStore:
     shared = True
 
     def __init__(self, url: str, *, namespace: str = "hapi", op_timeout: float = 0.5) -> None:
-        # Imported here: the Redis client is ~20 MB that a server without
-        # HAPI_CACHE_URL would carry for nothing.
-        import redis.asyncio as aioredis
-
         self._prefix = f"{namespace}:analysis:" if namespace else "analysis:"
-        self._client: Any = aioredis.from_url(
-            url, socket_timeout=op_timeout, socket_connect_timeout=op_timeout
-        )
+        self._client: Any = redis_client(url, op_timeout=op_timeout)
         self._acquire = self._client.register_script(_ACQUIRE)
         self._renew = self._client.register_script(_RENEW)
         self._release = self._client.register_script(_RELEASE)

@@ -440,3 +440,19 @@ async def test_a_waiting_replica_gives_up_at_its_own_deadline(redis_url: str) ->
             assert llm.requests == []
     finally:
         await client.aclose()
+
+
+async def test_a_storm_of_lookups_waits_for_a_pooled_connection(redis_url: str) -> None:
+    """1,000 concurrent lookups all answer: beyond the pool they wait, they do not fail
+    (with redis-py's default pool, 900 of them raised MaxConnectionsError and the
+    replicas stopped sharing results during a storm)."""
+    store = RedisResultStore(redis_url, op_timeout=2.0)
+    try:
+        answers = await asyncio.gather(
+            *(store.get(f"storm-{i}") for i in range(1000)), return_exceptions=True
+        )
+    finally:
+        await store.close()
+    failures = [a for a in answers if isinstance(a, BaseException)]
+    assert failures == []
+    assert answers == [None] * 1000

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hapi_grpc.adapters.redis_client import redis_client
+
 __all__ = ["HistoryBackend", "Limits", "MemoryHistoryBackend", "RedisHistoryBackend"]
 
 MAX_ATTEMPTS = 100  # the request's `attempt` bound
@@ -152,22 +154,12 @@ class RedisHistoryBackend:
         max_connections: int = 50,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        import redis.asyncio as aioredis  # only when configured (~20 MB)
-
         self._limits = limits
         self._clock = clock
         self._prefix = f"{namespace}:history:" if namespace else "history:"
-        # Calls beyond the pool wait for a connection (within `op_timeout`)
-        # instead of failing at once: an alert storm keeps a decision per
-        # investigation, and the default pool refuses past its size.
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=op_timeout,
-            socket_timeout=op_timeout,
-            socket_connect_timeout=op_timeout,
+        self._client: Any = redis_client(
+            url, op_timeout=op_timeout, max_connections=max_connections
         )
-        self._client: Any = aioredis.Redis(connection_pool=pool)
         self._add = self._client.register_script(_ADD_OUTCOME)
 
     def _outcome_key(self, remediation_id: str, attempt: int) -> str:

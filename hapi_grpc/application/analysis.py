@@ -35,7 +35,7 @@ from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 
-__all__ = ["AnalysisService", "MessageCodec"]
+__all__ = ["AnalysisService", "MessageCodec", "idempotency_key"]
 
 M = TypeVar("M", bound=Message)
 
@@ -59,6 +59,16 @@ class MessageCodec(Protocol[M]):
     def stamp(self, message: M, completed_at: float, reused: bool) -> None:
         """Set the result message's completion time and whether it was reused."""
         ...
+
+
+def idempotency_key(incident: Incident) -> str:
+    """What calls share an investigation under: the remediation id, and for a
+    recovery its attempt, so each attempt is an investigation of its own. ('#'
+    is not allowed in a remediation id: no id can collide with a recovery's.)"""
+    recovery = incident.recovery
+    if recovery is None:
+        return incident.remediation_id
+    return f"{incident.remediation_id}#recovery-{recovery.attempt_number}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +171,7 @@ class AnalysisService(Generic[M]):
             return Finished(payload, worth_keeping(result))
 
         outcome = await self._idempotency.run(
-            incident.remediation_id,
+            idempotency_key(incident),
             # Computed when first needed (see IdempotencyCoordinator.run).
             functools.partial(incident_fingerprint, incident),
             investigate,

@@ -43,6 +43,7 @@ from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
+from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import compact_json
@@ -95,6 +96,7 @@ class _Turn:
     def __init__(self, messages: list[ChatMessage], offered: set[str]) -> None:
         users = [m for m in messages if m.role == "user"]
         self.facts = Facts.read(users[0].content if users else "")
+        self.recovery = RecoveryView.read(users[0].content) if users else None
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
         self.exchanges = _exchanges(messages)
@@ -170,6 +172,10 @@ class _Turn:
     def _objection(self, hit: dict[str, Any]) -> str | None:
         """Why `hit` is passed over before validation: its declarations, not its prose."""
         workflow = str(hit.get("workflow_id", ""))
+        if self.recovery is not None:
+            failed = self.recovery.objection(workflow)
+            if failed is not None:
+                return failed
         unmet = hit.get("premise_not_met")
         if isinstance(unmet, list) and unmet:
             return f"{workflow}: " + "; ".join(str(u) for u in unmet[:3])
@@ -293,6 +299,8 @@ class _Turn:
                 f"Not independently assessed (no language model was used); the reported"
                 f" {signal} signal is taken at face value."
             )
+        if self.recovery is not None:
+            assessment += self.recovery.history()
         if self.objections:
             assessment += (
                 " Not remediated automatically: " if hit is None else " Passed over: "

@@ -1,0 +1,61 @@
+"""The built-in analyst's handling of a recovery request.
+
+Read from the prompt's recovery sections (`domain.recovery.prompt`), as a
+language model would read them. The analyst does not select again a workflow
+whose execution failed in a way a repeat would not fix (the classification
+the prompt states, from `domain.recovery.failures`), whatever parameters it
+would now give it: the failed approach is passed over, so the next catalog
+match whose premise the evidence shows (or a read-only workflow) is taken, or
+none. A workflow whose own pod never ran may run again. The answer says in
+`root_cause_assessment` what was tried before and how it failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hapi_grpc.domain.prompt import read_facts
+from hapi_grpc.domain.recovery.prompt import FailedAttempt, read_recovery
+
+__all__ = ["RecoveryView"]
+
+_SHOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryView:
+    """A recovery request as the analyst read it from the user message."""
+
+    attempt_number: int
+    max_attempts: int
+    failed: tuple[FailedAttempt, ...]
+
+    @classmethod
+    def read(cls, text: str) -> RecoveryView | None:
+        """None when the user message is no recovery request."""
+        found = read_recovery(read_facts(text))
+        if found is None:
+            return None
+        attempt, maximum, failed = found
+        return cls(attempt, maximum, tuple(failed))
+
+    def objection(self, workflow_id: str) -> str | None:
+        """Why `workflow_id` is not selected again; None when it may be."""
+        for position in range(len(self.failed), 0, -1):
+            attempt = self.failed[position - 1]
+            if attempt.workflow_id == workflow_id and not attempt.repeat_allowed:
+                return (
+                    f"{workflow_id} was executed before (execution {position}) and failed"
+                    f" with {attempt.reason}; a repeat would meet the same failure"
+                )
+        return None
+
+    def history(self) -> str:
+        """What was tried before, for `root_cause_assessment`."""
+        shown = list(enumerate(self.failed, 1))[-_SHOWN:]
+        tried = "; ".join(
+            f"execution {position} ran {a.workflow_id} and failed with {a.reason}"
+            + (" (its own pod never ran)" if a.repeat_allowed else "")
+            for position, a in shown
+        )
+        return f" Recovery attempt {self.attempt_number} of {self.max_attempts}: {tried}."

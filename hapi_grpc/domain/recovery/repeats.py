@@ -1,10 +1,11 @@
 """Whether a selection repeats a failed execution, and the check that refuses it.
 
 A selection repeats a previous execution when it names the same workflow (any
-catalog version) and every parameter it sets has the value that execution ran
-with: numbers compare by value, Kubernetes quantities by amount ("1Gi" ==
-"1024Mi"). A parameter the selection leaves out counts as the same (its
-default may well be what ran): when in doubt, a repeat is assumed.
+catalog version) and every parameter both give has the same value: numbers
+compare by value, Kubernetes quantities by amount ("1Gi" == "1024Mi"). A
+parameter only one of them gives counts as the same (a default may well be
+what ran, e.g. a rollback's REVISION left out then, spelled out now): when in
+doubt, a repeat is assumed and a human decides.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ _MAX_QUANTITY_CHARS = 64  # longer text is no quantity; not parsed
 
 
 def same_parameters(proposed: Mapping[str, Any], executed: Mapping[str, Any]) -> bool:
-    """True when every proposed parameter has the value that was executed."""
-    return all(key in executed and _same(value, executed[key]) for key, value in proposed.items())
+    """True when every parameter both give has the same value (see module docstring)."""
+    return all(_same(value, executed[key]) for key, value in proposed.items() if key in executed)
 
 
 def failed_repeat(

@@ -12,14 +12,51 @@ none. A workflow whose own pod never ran may run again. The answer says in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+from hapi_grpc.domain.catalog import TOP_K_MAX
+from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.domain.prompt import read_facts
 from hapi_grpc.domain.recovery.prompt import FailedAttempt, read_recovery
+from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL
 
-__all__ = ["RecoveryView"]
+__all__ = ["RecoveryView", "read_only_fallback"]
 
 _SHOWN = 3
+# The second search asks the catalog for diagnostics: only a workflow that
+# declares itself read-only is taken from its results.
+_FALLBACK_SEARCH = {"query": "diagnostics", "similarity_threshold": 0.0, "limit": TOP_K_MAX}
+
+
+class _Turn(Protocol):
+    """What the fallback needs of the analyst's turn."""
+
+    offered: set[str]
+
+    def _objection(self, hit: dict[str, Any]) -> str | None: ...
+
+    def _try(self, hit: dict[str, Any]) -> LLMResponse | None: ...
+
+    def _call(self, tool: str, arguments: dict[str, Any]) -> LLMResponse: ...
+
+
+def read_only_fallback(turn: _Turn, searches: Sequence[dict[str, Any]]) -> LLMResponse | None:
+    """Every match of the signal was passed over in a recovery: search once more
+    and take a read-only workflow (it changes nothing, so it cannot repeat the
+    failure); None when there is none (the answer then selects nothing)."""
+    if len(searches) < 2:
+        return (
+            turn._call(SEARCH_TOOL, dict(_FALLBACK_SEARCH)) if SEARCH_TOOL in turn.offered else None
+        )
+    hits = searches[1].get("workflows")
+    for hit in hits if isinstance(hits, list) else []:
+        if isinstance(hit, dict) and hit.get("read_only") is True and turn._objection(hit) is None:
+            step = turn._try(hit)
+            if step is not None:
+                return step
+    return None
 
 
 @dataclass(frozen=True, slots=True)

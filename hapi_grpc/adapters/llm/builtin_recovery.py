@@ -5,8 +5,10 @@ language model would read them. The analyst does not select again a workflow
 whose execution failed in a way a repeat would not fix (the classification
 the prompt states, from `domain.recovery.failures`), whatever parameters it
 would now give it: the failed approach is passed over, so the next catalog
-match whose premise the evidence shows (or a read-only workflow) is taken, or
-none. A workflow whose own pod never ran may run again. The answer says in
+match whose premise the evidence shows is taken; when none is left, one more
+search looks for a workflow that declares itself read-only (a diagnostics
+snapshot changes nothing, so it cannot repeat the failure); otherwise none.
+A workflow whose own pod never ran may run again. The answer says in
 `root_cause_assessment` what was tried before and how it failed.
 """
 

@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 from hapi_grpc.application.kept_results import pack, unpack
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.errors import IncidentConflictError
 from hapi_grpc.domain.idempotency import (
     REUSE_KINDS,
     Finished,
@@ -170,14 +171,24 @@ class AnalysisService(Generic[M]):
             payload = pack(codec.result(result, converted), frames)
             return Finished(payload, worth_keeping(result))
 
-        outcome = await self._idempotency.run(
-            idempotency_key(incident),
-            # Computed when first needed (see IdempotencyCoordinator.run).
-            functools.partial(incident_fingerprint, incident),
-            investigate,
-            force=force,
-            on_event=on_event,
-        )
+        key = idempotency_key(incident)
+        try:
+            outcome = await self._idempotency.run(
+                key,
+                # Computed when first needed (see IdempotencyCoordinator.run).
+                functools.partial(incident_fingerprint, incident),
+                investigate,
+                force=force,
+                on_event=on_event,
+            )
+        except IncidentConflictError as exc:
+            if incident.recovery is None:
+                raise
+            # Name the id and attempt as the caller sent them, not the internal key.
+            sent = (
+                f"{incident.remediation_id!r} (recovery attempt {incident.recovery.attempt_number})"
+            )
+            raise IncidentConflictError(str(exc).replace(repr(key), sent, 1)) from None
         # Every caller decodes its own copy; the events only when it replays them.
         replay_needed = not outcome.live and on_event is not None
         result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)

@@ -119,9 +119,7 @@ async def analyze(script: list[StepLike], req: Any) -> tuple[Any, ScriptedLLMSer
 
 def tool_results(llm: ScriptedLLMServer) -> list[str]:
     return [
-        str(m.get("content"))
-        for m in llm.requests[-1].json["messages"]
-        if m.get("role") == "tool"
+        str(m.get("content")) for m in llm.requests[-1].json["messages"] if m.get("role") == "tool"
     ]
 
 
@@ -254,3 +252,26 @@ async def test_bad_recovery_input_is_invalid_argument(change: Any, field: str) -
         assert llm.requests == []
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert field in [v.field for v in field_violations(err.value)], field_violations(err.value)
+
+
+async def test_a_different_recovery_under_the_same_attempt_is_already_exists() -> None:
+    answer = [
+        Step.tool_calls([("search_workflow_catalog", {"query": "OOMKilled critical"})]),
+        Step.text(proposal({**FAILED, "MEMORY_LIMIT_NEW": "768Mi"})),
+    ]
+    async with ScriptedLLMServer("openai", answer) as llm, serving(llm) as stub:
+        await stub.AnalyzeIncident(recovery_request("Forbidden"), timeout=20)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.AnalyzeIncident(recovery_request("OOMKilled"), timeout=20)
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert "'rr-recovery-1' (recovery attempt 1)" in str(err.value.details())
+    assert "#" not in str(err.value.details())  # the internal key is not shown
+
+
+async def test_the_stream_answers_a_recovery_like_the_unary_call() -> None:
+    req = recovery_request(attempt=4, max_attempts=3)
+    stream_req = service_pb2.AnalyzeIncidentStreamRequest(incident=req.incident)
+    async with ScriptedLLMServer("openai", []) as llm, serving(llm) as stub:
+        events = [m async for m in stub.AnalyzeIncidentStream(stream_req, timeout=20)]
+    assert [e.WhichOneof("event") for e in events] == ["result"]
+    assert events[-1].result.human_review_reason == EXHAUSTED

@@ -105,6 +105,25 @@ def test_prompt_shows_what_failed_as_data_before_the_current_facts() -> None:
     assert facts["Failed Execution 1"]["Workflow"] == "wf-a"
 
 
+def test_caller_text_and_parameters_are_redacted() -> None:
+    previous = dataclasses.replace(
+        execution("Forbidden"),
+        rationale="used GIT_PASSWORD=hunter2-very-secret to push",
+        original_analysis=OriginalAnalysis(
+            summary="token sk-abcdefghijklmnopqrstuvwxyz123456 leaked",
+            contributing_factors=("api_key: sk-abcdefghijklmnopqrstuvwxyz123456",),
+        ),
+    )
+    previous = dataclasses.replace(
+        previous,
+        workflow=ExecutedWorkflow("wf-a", "1", {**PARAMS, "DB_PASSWORD": "hunter2-very-secret"}),
+    )
+    text = incident_facts(incident(previous))
+    assert "hunter2-very-secret" not in text
+    assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in text
+    assert '"MEMORY_LIMIT_NEW":"1Gi"' in text  # the rest is shown
+
+
 def test_recovery_reads_back_from_the_prompt() -> None:
     text = incident_facts(incident(execution("FailedCreate"), execution("ErrImagePull"), attempt=2))
     found = read_recovery(read_facts(text))

@@ -18,7 +18,7 @@ from typing import Any
 
 from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import classify
-from hapi_grpc.domain.sensitive import redact, redact_head, redact_mapping
+from hapi_grpc.domain.sensitive import redact_head, redact_mapping
 
 __all__ = ["RECOVERY", "FailedAttempt", "read_recovery", "recovery_lines"]
 
@@ -63,16 +63,16 @@ def _execution_facts(previous: PreviousExecution) -> list[tuple[str, str]]:
     step = str(failure.failed_step_index)
     if failure.failed_step_name:
         step += f" ({_line(failure.failed_step_name, _SHORT)})"
-    factors = [_line(f, _SHORT) for f in rca.contributing_factors[:_FACTORS] if f]
+    factors = [_caller(f, _SHORT) for f in rca.contributing_factors[:_FACTORS] if f]
     return [
         ("Original Signal Type", _line(rca.signal_type, _SHORT)),
         ("Original Severity", rca.severity or ""),
-        ("Original Summary", _line(rca.summary, _TEXT)),
+        ("Original Summary", _caller(rca.summary, _TEXT)),
         ("Contributing Factors", "; ".join(factors)),
         ("Workflow", workflow.workflow_id),
         ("Workflow Version", _line(workflow.version, _SHORT)),
         ("Parameters", _parameters(workflow.parameters)),
-        ("Rationale", _line(redact(previous.rationale[: 2 * _TEXT]), _TEXT)),
+        ("Rationale", _caller(previous.rationale, _TEXT)),
         ("Failure Reason", failure.reason),
         ("Failure Class", kind.label),
         ("Repeat", _REPEAT_ALLOWED if kind.repeat_allowed else _REPEAT_REFUSED),
@@ -156,6 +156,14 @@ def _line(text: str, limit: int) -> str:
     if not text.isprintable():
         text = "".join(ch if ch.isprintable() else " " for ch in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _caller(text: str, limit: int) -> str:
+    """The caller's free text: redacted and on one capped line."""
+    if not text:
+        return ""
+    shown, cut = redact_head(text, limit)  # a secret cut by the cap is not shown either
+    return _line(shown + ("…" if cut else ""), limit + 1)
 
 
 def _data(text: str) -> str:

@@ -77,6 +77,8 @@ ReviewReason = Literal[
     "context_window_exceeded",
     "precondition_not_met",
     "policy_requires_review",
+    "recovery_attempts_exhausted",
+    "repeats_failed_remediation",
 ]
 REVIEW_REASONS: tuple[str, ...] = get_args(ReviewReason)
 

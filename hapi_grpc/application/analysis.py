@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 from hapi_grpc.application.kept_results import pack, unpack
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.errors import IncidentConflictError
 from hapi_grpc.domain.idempotency import (
     REUSE_KINDS,
     Finished,
@@ -35,7 +36,7 @@ from hapi_grpc.domain.investigation.engine import EventSink
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 
-__all__ = ["AnalysisService", "MessageCodec"]
+__all__ = ["AnalysisService", "MessageCodec", "idempotency_key"]
 
 M = TypeVar("M", bound=Message)
 
@@ -67,6 +68,16 @@ class MessageCodec(Protocol[M]):
     def stamp(self, message: M, completed_at: float, reused: bool) -> None:
         """Set the result message's completion time and whether it was reused."""
         ...
+
+
+def idempotency_key(incident: Incident) -> str:
+    """What calls share an investigation under: the remediation id, and for a
+    recovery its attempt, so each attempt is an investigation of its own. ('#'
+    is not allowed in a remediation id: no id can collide with a recovery's.)"""
+    recovery = incident.recovery
+    if recovery is None:
+        return incident.remediation_id
+    return f"{incident.remediation_id}#recovery-{recovery.attempt_number}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,14 +179,24 @@ class AnalysisService(Generic[M]):
             payload = pack(codec.result(result, converted), frames)
             return Finished(payload, worth_keeping(result))
 
-        outcome = await self._idempotency.run(
-            incident.remediation_id,
-            # Computed when first needed (see IdempotencyCoordinator.run).
-            functools.partial(incident_fingerprint, incident),
-            investigate,
-            force=force,
-            on_event=on_event,
-        )
+        key = idempotency_key(incident)
+        try:
+            outcome = await self._idempotency.run(
+                key,
+                # Computed when first needed (see IdempotencyCoordinator.run).
+                functools.partial(incident_fingerprint, incident),
+                investigate,
+                force=force,
+                on_event=on_event,
+            )
+        except IncidentConflictError as exc:
+            if incident.recovery is None:
+                raise
+            # Name the id and attempt as the caller sent them, not the internal key.
+            sent = (
+                f"{incident.remediation_id!r} (recovery attempt {incident.recovery.attempt_number})"
+            )
+            raise IncidentConflictError(str(exc).replace(repr(key), sent, 1)) from None
         # Every caller decodes its own copy; the events only when it replays them.
         replay_needed = not outcome.live and on_event is not None
         result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)

@@ -40,6 +40,9 @@ def incident_fingerprint(incident: Incident) -> str:
 def _digest(content: dict[str, Any]) -> str:
     """The fingerprint of an incident's plain content (as `dataclasses.asdict` gives it)."""
     content.pop("remediation_id")
+    if content.get("recovery", 0) is None:
+        # A first analysis fingerprints as it did before recovery existed.
+        del content["recovery"]
     for moving in _MOVING_DEDUPLICATION_FIELDS:
         content["deduplication"].pop(moving, None)
     canonical = json.dumps(

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hapi_grpc.domain.levels import RiskLevel, Severity
+from hapi_grpc.domain.recovery.context import RecoveryContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +88,5 @@ class Incident:
     cluster: ClusterContext = field(default_factory=ClusterContext)
     business: BusinessContext = field(default_factory=BusinessContext)
     enrichment: EnrichmentResults = field(default_factory=EnrichmentResults)
+    # Set when an earlier remediation failed (a recovery attempt); None otherwise.
+    recovery: RecoveryContext | None = None

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.llm import ChatMessage
+from hapi_grpc.domain.recovery.prompt import recovery_lines
 
 __all__ = [
     "BUSINESS",
@@ -48,7 +49,7 @@ _LONG_TEXT_CHARS = 2000
 _SHORT_TEXT_CHARS = 256
 _MAX_SIGNAL_LABELS = 32
 _MAX_AFFECTED = 20
-_MAX_FACT_LINES = 200  # bound for read_facts
+_MAX_FACT_LINES = 500  # bound for read_facts (recovery sections included)
 # Fields allowed more than _SHORT_TEXT_CHARS (lists are bounded by item count).
 _LONG_FIELDS = {
     "Error Message": _LONG_TEXT_CHARS,
@@ -280,7 +281,7 @@ def incident_facts(incident: Incident) -> str:
             ],
         ),
     ]
-    lines = ["# Investigation Request"]
+    lines = ["# Investigation Request", *recovery_lines(incident.recovery)]
     for title, fields in sections:
         shown = [
             (name, _text(value, _LONG_FIELDS.get(name, _SHORT_TEXT_CHARS)))

@@ -22,6 +22,7 @@ from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
 from hapi_grpc.domain.toolsets.mcp import SEPARATOR as MCP_SEPARATOR
 from hapi_grpc.transport.json_values import json_safe
+from hapi_grpc.transport.recovery_converters import recovery_from_proto
 from hapi_grpc.transport.tool_arguments import typed_arguments, typed_tool
 
 # The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
@@ -103,6 +104,7 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
             },
             detected_labels=struct_to_dict(enrichment.detected_labels),
         ),
+        recovery=recovery_from_proto(msg),
     )
 
 

@@ -365,3 +365,22 @@ def test_report_remediation_outcome_from_example(
     report["failed"]["reason"] = "OOMKilled"
     conflict = run([*grpcurl, "-d", json.dumps(report), hapi_server.address, method])
     assert "Code: AlreadyExists" in conflict.stderr, conflict.stderr
+
+
+def test_recovery_example_does_not_get_the_failed_execution_back(
+    grpcurl: list[str], hapi_server: ServerProcess
+) -> None:
+    example = EXAMPLES / "recovery-limitrange.json"
+    out = ok(
+        run([*grpcurl, "-d", "@", hapi_server.address, f"{SERVICE}/AnalyzeIncident"], stdin=example)
+    )
+    result = json.loads(out)["result"]
+    failed = json.loads(example.read_text())["incident"]["recovery"]["previousExecutions"][0]
+    if has(result, "selected_workflow"):
+        selected = pick(result, "selected_workflow")
+        assert (pick(selected, "workflow_id"), selected["parameters"]) != (
+            failed["workflow"]["workflowId"],
+            failed["workflow"]["parameters"],
+        )
+    else:
+        assert pick(result, "needs_human_review") and has(result, "human_review_reason")

@@ -43,6 +43,7 @@ from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
+from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView, read_only_fallback
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import compact_json
@@ -95,6 +96,7 @@ class _Turn:
     def __init__(self, messages: list[ChatMessage], offered: set[str]) -> None:
         users = [m for m in messages if m.role == "user"]
         self.facts = Facts.read(users[0].content if users else "")
+        self.recovery = RecoveryView.read(users[0].content) if users else None
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
         self.exchanges = _exchanges(messages)
@@ -126,7 +128,7 @@ class _Turn:
             if SEARCH_TOOL not in self.offered or not self.facts.signal_type:
                 return self._answer(None, [], "no workflow search was possible")
             return self._call(SEARCH_TOOL, self._search_arguments())
-        found = searches[-1].result
+        found = searches[0].result  # a second search is the recovery's fallback
         if "error" in found:
             return self._answer(None, [], "the workflow catalog was unavailable")
         hits = [h for h in found.get("workflows", []) if isinstance(h, dict)]
@@ -140,6 +142,9 @@ class _Turn:
             step = self._try(hit)
             if step is not None:
                 return step
+        step = read_only_fallback(self, [s.result for s in searches]) if self.recovery else None
+        if step is not None:
+            return step
         if self.objections:
             return self._answer(
                 None, hits, "the evidence read does not support any candidate workflow"
@@ -170,6 +175,9 @@ class _Turn:
     def _objection(self, hit: dict[str, Any]) -> str | None:
         """Why `hit` is passed over before validation: its declarations, not its prose."""
         workflow = str(hit.get("workflow_id", ""))
+        failed = self.recovery.objection(workflow) if self.recovery else None
+        if failed is not None:  # a recovery does not repeat a failed approach
+            return failed
         unmet = hit.get("premise_not_met")
         if isinstance(unmet, list) and unmet:
             return f"{workflow}: " + "; ".join(str(u) for u in unmet[:3])
@@ -293,6 +301,7 @@ class _Turn:
                 f"Not independently assessed (no language model was used); the reported"
                 f" {signal} signal is taken at face value."
             )
+        assessment += self.recovery.history() if self.recovery else ""
         if self.objections:
             assessment += (
                 " Not remediated automatically: " if hit is None else " Passed over: "

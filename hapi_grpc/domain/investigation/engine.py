@@ -34,6 +34,8 @@ from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.recovery.exhausted import exhausted_result
+from hapi_grpc.domain.recovery.repeats import recovery_check
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
 from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
@@ -126,8 +128,12 @@ class InvestigationEngine:
         outcome, reason = "error", "none"
         self._observer.investigation_started(incident)
         try:
-            with budget_scope(state.budget):
-                result = await self._run(state)
+            if incident.recovery is not None and incident.recovery.exhausted:
+                # The controller's attempts are spent: nothing to investigate for.
+                result = exhausted_result(incident, state.model, state.language_model_used)
+            else:
+                with budget_scope(state.budget):
+                    result = await self._run(state)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
             result.duration_seconds = time.perf_counter() - started
@@ -183,7 +189,9 @@ class InvestigationEngine:
         ledger = ValidationLedger(settings.max_validation_attempts)
         session = CatalogSession(self._catalog, SearchContext.from_incident(incident), budget)
         observed = Observed()
-        gate = SelectionGate(incident, observed, self._checks)
+        # A recovery never repeats a failed execution: checked before any other.
+        checks = (recovery_check, *self._checks) if incident.recovery else self._checks
+        gate = SelectionGate(incident, observed, checks)
         catalog_tools = workflow_catalog_toolset(
             session,
             ledger,

@@ -38,9 +38,15 @@ _REJECTION_TEXT = {
     HumanReviewReason.PRECONDITION_NOT_MET: "a condition it declares does not hold on what"
     " the service observed",
     HumanReviewReason.POLICY_REQUIRES_REVIEW: "an operator policy requires review",
+    HumanReviewReason.REPEATS_FAILED_REMEDIATION: "it repeats a failed execution with the"
+    " same parameters",
 }
 _VETO_REASONS = frozenset(
-    {HumanReviewReason.PRECONDITION_NOT_MET, HumanReviewReason.POLICY_REQUIRES_REVIEW}
+    {
+        HumanReviewReason.PRECONDITION_NOT_MET,
+        HumanReviewReason.POLICY_REQUIRES_REVIEW,
+        HumanReviewReason.REPEATS_FAILED_REMEDIATION,
+    }
 )
 _VETOES_SHOWN = 3
 

@@ -57,6 +57,13 @@ const (
 	// An operator policy rule requires review (or forbids the workflow); the
 	// warnings name the rule.
 	HumanReviewReason_HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW HumanReviewReason = 12
+	// A recovery request's attempt_number is above its max_attempts: the
+	// controller's attempts are spent, a human decides.
+	HumanReviewReason_HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED HumanReviewReason = 13
+	// The selection repeats a workflow, with the same parameters, whose
+	// execution failed in a way a repeat would not fix (see Incident.recovery);
+	// the warnings name the attempt.
+	HumanReviewReason_HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION HumanReviewReason = 14
 )
 
 // Enum value maps for HumanReviewReason.
@@ -75,6 +82,8 @@ var (
 		10: "HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED",
 		11: "HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET",
 		12: "HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW",
+		13: "HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED",
+		14: "HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION",
 	}
 	HumanReviewReason_value = map[string]int32{
 		"HUMAN_REVIEW_REASON_UNSPECIFIED":                 0,
@@ -90,6 +99,8 @@ var (
 		"HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED":     10,
 		"HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET":        11,
 		"HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW":      12,
+		"HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED": 13,
+		"HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION":  14,
 	}
 )
 
@@ -991,7 +1002,7 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\tR\ttoolCalls\x124\n" +
 	"\vtoken_usage\x18\x04 \x01(\v2\x13.hapi.v1.TokenUsageR\n" +
-	"tokenUsage*\xe8\x04\n" +
+	"tokenUsage*\xd1\x05\n" +
 	"\x11HumanReviewReason\x12#\n" +
 	"\x1fHUMAN_REVIEW_REASON_UNSPECIFIED\x10\x00\x12-\n" +
 	")HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS\x10\x01\x12*\n" +
@@ -1006,7 +1017,9 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"+HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED\x10\n" +
 	"\x12,\n" +
 	"(HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET\x10\v\x12.\n" +
-	"*HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW\x10\f*u\n" +
+	"*HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW\x10\f\x123\n" +
+	"/HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED\x10\r\x122\n" +
+	".HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION\x10\x0e*u\n" +
 	"\x10ValidationSource\x12!\n" +
 	"\x1dVALIDATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16VALIDATION_SOURCE_TOOL\x10\x01\x12\"\n" +

@@ -48,8 +48,11 @@ type Incident struct {
 	// Labels added by signal processing; used for workflow search only, never shown
 	// to the language model (DD-HAPI-001).
 	EnrichmentResults *EnrichmentResults `protobuf:"bytes,9,opt,name=enrichment_results,json=enrichmentResults,proto3" json:"enrichment_results,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set when an earlier remediation of this incident failed and the controller
+	// asks for a new decision (see RecoveryContext). Unset for a first analysis.
+	Recovery      *RecoveryContext `protobuf:"bytes,10,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Incident) Reset() {
@@ -141,6 +144,13 @@ func (x *Incident) GetBusiness() *BusinessContext {
 func (x *Incident) GetEnrichmentResults() *EnrichmentResults {
 	if x != nil {
 		return x.EnrichmentResults
+	}
+	return nil
+}
+
+func (x *Incident) GetRecovery() *RecoveryContext {
+	if x != nil {
+		return x.Recovery
 	}
 	return nil
 }
@@ -687,7 +697,7 @@ var File_hapi_v1_incident_proto protoreflect.FileDescriptor
 
 const file_hapi_v1_incident_proto_rawDesc = "" +
 	"\n" +
-	"\x16hapi/v1/incident.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14hapi/v1/common.proto\"\xa3\x04\n" +
+	"\x16hapi/v1/incident.proto\x12\ahapi.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14hapi/v1/common.proto\x1a\x16hapi/v1/recovery.proto\"\xd9\x04\n" +
 	"\bIncident\x12S\n" +
 	"\x0eremediation_id\x18\x01 \x01(\tB,\xbaH)\xc8\x01\x01r$\x10\x01\x18\xfd\x012\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$R\rremediationId\x12)\n" +
 	"\vincident_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\n" +
@@ -698,7 +708,9 @@ const file_hapi_v1_incident_proto_rawDesc = "" +
 	"\x05storm\x18\x06 \x01(\v2\x17.hapi.v1.StormDetectionR\x05storm\x121\n" +
 	"\acluster\x18\a \x01(\v2\x17.hapi.v1.ClusterContextR\acluster\x124\n" +
 	"\bbusiness\x18\b \x01(\v2\x18.hapi.v1.BusinessContextR\bbusiness\x12I\n" +
-	"\x12enrichment_results\x18\t \x01(\v2\x1a.hapi.v1.EnrichmentResultsR\x11enrichmentResults\"\xcc\x02\n" +
+	"\x12enrichment_results\x18\t \x01(\v2\x1a.hapi.v1.EnrichmentResultsR\x11enrichmentResults\x124\n" +
+	"\brecovery\x18\n" +
+	" \x01(\v2\x18.hapi.v1.RecoveryContextR\brecovery\"\xcc\x02\n" +
 	"\n" +
 	"SignalInfo\x12.\n" +
 	"\vsignal_type\x18\x01 \x01(\tB\r\xbaH\n" +
@@ -775,11 +787,12 @@ var file_hapi_v1_incident_proto_goTypes = []any{
 	(*EnrichmentResults)(nil),     // 7: hapi.v1.EnrichmentResults
 	nil,                           // 8: hapi.v1.ClusterContext.SignalLabelsEntry
 	nil,                           // 9: hapi.v1.EnrichmentResults.CustomLabelsEntry
-	(Severity)(0),                 // 10: hapi.v1.Severity
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(RiskLevel)(0),                // 12: hapi.v1.RiskLevel
-	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
-	(*structpb.ListValue)(nil),    // 14: google.protobuf.ListValue
+	(*RecoveryContext)(nil),       // 10: hapi.v1.RecoveryContext
+	(Severity)(0),                 // 11: hapi.v1.Severity
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(RiskLevel)(0),                // 13: hapi.v1.RiskLevel
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
+	(*structpb.ListValue)(nil),    // 15: google.protobuf.ListValue
 }
 var file_hapi_v1_incident_proto_depIdxs = []int32{
 	1,  // 0: hapi.v1.Incident.signal:type_name -> hapi.v1.SignalInfo
@@ -789,21 +802,22 @@ var file_hapi_v1_incident_proto_depIdxs = []int32{
 	5,  // 4: hapi.v1.Incident.cluster:type_name -> hapi.v1.ClusterContext
 	6,  // 5: hapi.v1.Incident.business:type_name -> hapi.v1.BusinessContext
 	7,  // 6: hapi.v1.Incident.enrichment_results:type_name -> hapi.v1.EnrichmentResults
-	10, // 7: hapi.v1.SignalInfo.severity:type_name -> hapi.v1.Severity
-	11, // 8: hapi.v1.ErrorDetails.firing_time:type_name -> google.protobuf.Timestamp
-	11, // 9: hapi.v1.ErrorDetails.received_time:type_name -> google.protobuf.Timestamp
-	11, // 10: hapi.v1.DeduplicationContext.first_seen:type_name -> google.protobuf.Timestamp
-	11, // 11: hapi.v1.DeduplicationContext.last_seen:type_name -> google.protobuf.Timestamp
-	8,  // 12: hapi.v1.ClusterContext.signal_labels:type_name -> hapi.v1.ClusterContext.SignalLabelsEntry
-	12, // 13: hapi.v1.BusinessContext.risk_tolerance:type_name -> hapi.v1.RiskLevel
-	9,  // 14: hapi.v1.EnrichmentResults.custom_labels:type_name -> hapi.v1.EnrichmentResults.CustomLabelsEntry
-	13, // 15: hapi.v1.EnrichmentResults.detected_labels:type_name -> google.protobuf.Struct
-	14, // 16: hapi.v1.EnrichmentResults.CustomLabelsEntry.value:type_name -> google.protobuf.ListValue
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	10, // 7: hapi.v1.Incident.recovery:type_name -> hapi.v1.RecoveryContext
+	11, // 8: hapi.v1.SignalInfo.severity:type_name -> hapi.v1.Severity
+	12, // 9: hapi.v1.ErrorDetails.firing_time:type_name -> google.protobuf.Timestamp
+	12, // 10: hapi.v1.ErrorDetails.received_time:type_name -> google.protobuf.Timestamp
+	12, // 11: hapi.v1.DeduplicationContext.first_seen:type_name -> google.protobuf.Timestamp
+	12, // 12: hapi.v1.DeduplicationContext.last_seen:type_name -> google.protobuf.Timestamp
+	8,  // 13: hapi.v1.ClusterContext.signal_labels:type_name -> hapi.v1.ClusterContext.SignalLabelsEntry
+	13, // 14: hapi.v1.BusinessContext.risk_tolerance:type_name -> hapi.v1.RiskLevel
+	9,  // 15: hapi.v1.EnrichmentResults.custom_labels:type_name -> hapi.v1.EnrichmentResults.CustomLabelsEntry
+	14, // 16: hapi.v1.EnrichmentResults.detected_labels:type_name -> google.protobuf.Struct
+	15, // 17: hapi.v1.EnrichmentResults.CustomLabelsEntry.value:type_name -> google.protobuf.ListValue
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_hapi_v1_incident_proto_init() }
@@ -812,6 +826,7 @@ func file_hapi_v1_incident_proto_init() {
 		return
 	}
 	file_hapi_v1_common_proto_init()
+	file_hapi_v1_recovery_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -29,6 +29,8 @@ class HumanReviewReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW: _ClassVar[HumanReviewReason]
+    HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED: _ClassVar[HumanReviewReason]
+    HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION: _ClassVar[HumanReviewReason]
 
 class ValidationSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -48,6 +50,8 @@ HUMAN_REVIEW_REASON_BUDGET_EXHAUSTED: HumanReviewReason
 HUMAN_REVIEW_REASON_CONTEXT_WINDOW_EXCEEDED: HumanReviewReason
 HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET: HumanReviewReason
 HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW: HumanReviewReason
+HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED: HumanReviewReason
+HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION: HumanReviewReason
 VALIDATION_SOURCE_UNSPECIFIED: ValidationSource
 VALIDATION_SOURCE_TOOL: ValidationSource
 VALIDATION_SOURCE_FINAL_ANSWER: ValidationSource

@@ -4,6 +4,7 @@ from buf.validate import validate_pb2 as _validate_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from hapi.v1 import common_pb2 as _common_pb2
+from hapi.v1 import recovery_pb2 as _recovery_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -13,7 +14,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Incident(_message.Message):
-    __slots__ = ("remediation_id", "incident_id", "signal", "error_details", "deduplication", "storm", "cluster", "business", "enrichment_results")
+    __slots__ = ("remediation_id", "incident_id", "signal", "error_details", "deduplication", "storm", "cluster", "business", "enrichment_results", "recovery")
     REMEDIATION_ID_FIELD_NUMBER: _ClassVar[int]
     INCIDENT_ID_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +24,7 @@ class Incident(_message.Message):
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     BUSINESS_FIELD_NUMBER: _ClassVar[int]
     ENRICHMENT_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    RECOVERY_FIELD_NUMBER: _ClassVar[int]
     remediation_id: str
     incident_id: str
     signal: SignalInfo
@@ -32,7 +34,8 @@ class Incident(_message.Message):
     cluster: ClusterContext
     business: BusinessContext
     enrichment_results: EnrichmentResults
-    def __init__(self, remediation_id: _Optional[str] = ..., incident_id: _Optional[str] = ..., signal: _Optional[_Union[SignalInfo, _Mapping]] = ..., error_details: _Optional[_Union[ErrorDetails, _Mapping]] = ..., deduplication: _Optional[_Union[DeduplicationContext, _Mapping]] = ..., storm: _Optional[_Union[StormDetection, _Mapping]] = ..., cluster: _Optional[_Union[ClusterContext, _Mapping]] = ..., business: _Optional[_Union[BusinessContext, _Mapping]] = ..., enrichment_results: _Optional[_Union[EnrichmentResults, _Mapping]] = ...) -> None: ...
+    recovery: _recovery_pb2.RecoveryContext
+    def __init__(self, remediation_id: _Optional[str] = ..., incident_id: _Optional[str] = ..., signal: _Optional[_Union[SignalInfo, _Mapping]] = ..., error_details: _Optional[_Union[ErrorDetails, _Mapping]] = ..., deduplication: _Optional[_Union[DeduplicationContext, _Mapping]] = ..., storm: _Optional[_Union[StormDetection, _Mapping]] = ..., cluster: _Optional[_Union[ClusterContext, _Mapping]] = ..., business: _Optional[_Union[BusinessContext, _Mapping]] = ..., enrichment_results: _Optional[_Union[EnrichmentResults, _Mapping]] = ..., recovery: _Optional[_Union[_recovery_pb2.RecoveryContext, _Mapping]] = ...) -> None: ...
 
 class SignalInfo(_message.Message):
     __slots__ = ("signal_type", "severity", "component", "alert_name", "namespace", "resource_kind", "resource_name")

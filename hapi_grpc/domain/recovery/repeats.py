@@ -1,0 +1,92 @@
+"""Whether a selection repeats a failed execution, and the check that refuses it.
+
+A selection repeats a previous execution when it names the same workflow (any
+catalog version) and every parameter both give has the same value: numbers
+compare by value, Kubernetes quantities by amount ("1Gi" == "1024Mi"). A
+parameter only one of them gives counts as the same (a default may well be
+what ran, e.g. a rollback's REVISION left out then, spelled out now): when in
+doubt, a repeat is assumed and a human decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hapi_grpc.domain.quantity import QuantityError, parse_quantity
+from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
+from hapi_grpc.domain.recovery.failures import classify
+from hapi_grpc.domain.result import HumanReviewReason
+from hapi_grpc.domain.selection_gate import Candidate, Veto
+
+__all__ = ["failed_repeat", "recovery_check", "same_parameters"]
+
+SOURCE = "recovery"
+_MAX_QUANTITY_CHARS = 64  # longer text is no quantity; not parsed
+
+
+def same_parameters(proposed: Mapping[str, Any], executed: Mapping[str, Any]) -> bool:
+    """True when every parameter both give has the same value (see module docstring)."""
+    return all(_same(value, executed[key]) for key, value in proposed.items() if key in executed)
+
+
+def failed_repeat(
+    recovery: RecoveryContext | None, workflow_id: str, parameters: Mapping[str, Any]
+) -> tuple[int, PreviousExecution] | None:
+    """The latest failed execution (1-based position, execution) this selection
+    repeats and whose failure a repeat would not fix; None when there is none."""
+    if recovery is None:
+        return None
+    executions = recovery.previous_executions
+    for position in range(len(executions), 0, -1):
+        previous = executions[position - 1]
+        if previous.workflow.workflow_id != workflow_id:
+            continue
+        if classify(previous.failure.reason).repeat_allowed:
+            continue
+        if same_parameters(parameters, previous.workflow.parameters):
+            return position, previous
+    return None
+
+
+async def recovery_check(candidate: Candidate) -> Veto | None:
+    """Selection check: refuses a repeat of a failed execution (see `failed_repeat`)."""
+    found = failed_repeat(candidate.incident.recovery, candidate.workflow_id, candidate.parameters)
+    if found is None:
+        return None
+    position, previous = found
+    failure = previous.failure
+    return Veto(
+        HumanReviewReason.REPEATS_FAILED_REMEDIATION,
+        f"{candidate.workflow_id} with these parameters is what previous execution"
+        f" {position} ran, and it failed with {failure.reason[:64]}"
+        f" ({classify(failure.reason).label}); the same would fail again",
+        f"{SOURCE}:execution-{position}",
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    if isinstance(a, str) and isinstance(b, str):
+        if a.strip() == b.strip():
+            return True
+        if len(a) > _MAX_QUANTITY_CHARS or len(b) > _MAX_QUANTITY_CHARS:
+            return False
+        try:
+            return parse_quantity(a) == parse_quantity(b)
+        except QuantityError:
+            return False
+    if isinstance(a, str) != isinstance(b, str) and isinstance(a, str | int | float):
+        # A quantity may arrive as a number on one side and text on the other.
+        try:
+            return parse_quantity(a) == parse_quantity(b)
+        except (QuantityError, TypeError):
+            return False
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

@@ -1,0 +1,139 @@
+"""`hapi.v1.RecoveryContext` to the domain, with the checks protovalidate cannot express.
+
+The parameters of an executed workflow are a Struct that protovalidate does
+not walk (as for ValidateWorkflowParametersRequest.parameters): here they are
+held to `MAX_PROPOSED_PARAMETERS` entries and `MAX_PARAMETER_VALUES` JSON
+values, each refused with INVALID_ARGUMENT and a field violation.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from hapi.v1 import common_pb2, execution_pb2, incident_pb2, recovery_pb2
+from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
+from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
+from hapi_grpc.domain.levels import Severity
+from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
+from hapi_grpc.domain.workflow_validation import MAX_PROPOSED_PARAMETERS
+
+__all__ = ["MAX_PARAMETER_VALUES", "recovery_from_proto"]
+
+MAX_PARAMETER_VALUES = 256
+"""JSON values (nested ones included) in one executed workflow's parameters."""
+
+_SEVERITY = {
+    common_pb2.SEVERITY_CRITICAL: Severity.CRITICAL,
+    common_pb2.SEVERITY_HIGH: Severity.HIGH,
+    common_pb2.SEVERITY_MEDIUM: Severity.MEDIUM,
+    common_pb2.SEVERITY_LOW: Severity.LOW,
+}
+_PATH = "incident.recovery.previous_executions"
+
+
+def recovery_from_proto(incident: incident_pb2.Incident) -> RecoveryContext | None:
+    """The incident's recovery context; None when it is not set."""
+    if not incident.HasField("recovery"):
+        return None
+    msg = incident.recovery
+    return RecoveryContext(
+        attempt_number=msg.attempt_number,
+        max_attempts=msg.max_attempts,
+        previous_executions=tuple(
+            _execution(item, f"{_PATH}[{i}]") for i, item in enumerate(msg.previous_executions)
+        ),
+    )
+
+
+def _execution(msg: recovery_pb2.PreviousExecution, path: str) -> PreviousExecution:
+    rca = msg.original_analysis
+    return PreviousExecution(
+        workflow=_workflow(msg.workflow, f"{path}.workflow"),
+        failure=_failure(msg.failure, f"{path}.failure"),
+        rationale=msg.rationale,
+        original_analysis=OriginalAnalysis(
+            summary=rca.summary,
+            signal_type=rca.signal_type,
+            severity=_SEVERITY.get(rca.severity),
+            contributing_factors=tuple(rca.contributing_factors),
+        ),
+        execution_ref=msg.execution_ref,
+        engine_summary=msg.engine_summary,
+    )
+
+
+def _workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> ExecutedWorkflow:
+    fields = msg.parameters.fields
+    where = f"{path}.parameters"
+    if len(fields) > MAX_PROPOSED_PARAMETERS:
+        raise _invalid(
+            where,
+            f"at most {MAX_PROPOSED_PARAMETERS} parameters may be given",
+            "parameters.max_fields",
+        )
+    budget = [MAX_PARAMETER_VALUES]
+    parameters = {key: _value(fields[key], budget, where) for key in fields}
+    return ExecutedWorkflow(msg.workflow_id, msg.version, parameters)
+
+
+def _value(value: struct_pb2.Value, budget: list[int], where: str) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _invalid(
+            where,
+            f"at most {MAX_PARAMETER_VALUES} JSON values may be given",
+            "parameters.max_values",
+        )
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        inner = value.struct_value.fields
+        return {key: _value(inner[key], budget, where) for key in inner}
+    if kind == "list_value":
+        return [_value(item, budget, where) for item in value.list_value.values]
+    return None
+
+
+def _failure(msg: execution_pb2.ExecutionFailure, path: str) -> ExecutionFailure:
+    failed_at: datetime | None = None
+    if msg.HasField("failed_at"):
+        try:
+            failed_at = msg.failed_at.ToDatetime(tzinfo=UTC)
+        except (ValueError, OverflowError, OSError):
+            raise _invalid(
+                f"{path}.failed_at",
+                "must be a valid timestamp (years 0001 to 9999)",
+                "timestamp.valid",
+            ) from None
+    seconds: float | None = None
+    if msg.HasField("execution_time"):
+        try:
+            seconds = msg.execution_time.ToTimedelta().total_seconds()
+        except (ValueError, OverflowError):
+            raise _invalid(
+                f"{path}.execution_time", "must be a valid duration", "duration.valid"
+            ) from None
+    return ExecutionFailure(
+        reason=msg.reason,
+        message=msg.message,
+        failed_step_index=msg.failed_step_index,
+        failed_step_name=msg.failed_step_name,
+        exit_code=msg.exit_code if msg.HasField("exit_code") else None,
+        failed_at=failed_at,
+        execution_seconds=seconds,
+    )
+
+
+def _invalid(path: str, description: str, rule: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"invalid request: {path}: {description}", [FieldViolation(path, description, rule)]
+    )

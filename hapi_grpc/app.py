@@ -237,8 +237,8 @@ async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
 def _open_metrics_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
     from hapi_grpc.adapters.metrics.readers import AlertmanagerReader, PrometheusReader
     from hapi_grpc.adapters.metrics.settings import MetricsSettings
-    from hapi_grpc.domain.toolsets.alertmanager import AlertmanagerToolsetSource
-    from hapi_grpc.domain.toolsets.prometheus import PrometheusToolsetSource
+    from hapi_grpc.domain.toolsets.alertmanager.tools import AlertmanagerToolsetSource
+    from hapi_grpc.domain.toolsets.prometheus.tools import PrometheusToolsetSource
     from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 
     metrics = MetricsSettings(
@@ -278,7 +278,7 @@ def _open_metrics_toolsets(settings: Settings, opened: OptionalToolsets) -> None
 async def _open_mcp_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
     from hapi_grpc.adapters.mcp.errors import McpConfigError
     from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
-    from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
+    from hapi_grpc.domain.toolsets.mcp.tools import mcp_toolset_sources
 
     mcp = McpSettings(
         settings.mcp_config, settings.mcp_refresh_seconds, settings.mcp_connect_timeout_seconds

@@ -16,8 +16,8 @@ from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ValidationSource
 from hapi_grpc.domain.sensitive import REDACTED, redact_mapping
 from hapi_grpc.domain.toolsets.jsontext import with_notice
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
-from hapi_grpc.domain.toolsets.workflow_catalog import (
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import (
     SEARCH_TOOL,
     TOOL_DEFINITIONS,
     VALIDATE_TOOL,

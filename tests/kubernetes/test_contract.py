@@ -6,9 +6,9 @@ import pytest
 
 from hapi.v1 import tools_pb2
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus
-from hapi_grpc.domain.toolsets import kubernetes_args as a
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal, kind_key
-from hapi_grpc.domain.toolsets.kubernetes_views import object_view
+from hapi_grpc.domain.toolsets.kubernetes import args as a
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal, kind_key
+from hapi_grpc.domain.toolsets.kubernetes.views import object_view
 from hapi_grpc.transport.converters import tool_call_to_proto
 
 PAIRS = [

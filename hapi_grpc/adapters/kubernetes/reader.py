@@ -23,7 +23,7 @@ from hapi_grpc.adapters.kubernetes.discovery import Discovery
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
+from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
 
 __all__ = ["ApiServerReader"]
 

@@ -15,7 +15,7 @@ from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
 # only when the tools are on: a server without a cluster never needs them.
 if TYPE_CHECKING:
     from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
+    from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 
 __all__ = ["KubernetesWiring", "open_kubernetes", "toolset_source"]
 
@@ -34,8 +34,8 @@ class KubernetesWiring:
 def toolset_source(
     reader: ApiServerReader, settings: KubernetesSettings
 ) -> KubernetesToolsetSource:
-    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
-    from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
+    from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
+    from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
     from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 
     return KubernetesToolsetSource(

@@ -36,11 +36,11 @@ from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
-from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
-from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, workflow_catalog_toolset
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, workflow_catalog_toolset
 
 if TYPE_CHECKING:  # the policy's CEL library is imported only when a policy is set
     from hapi_grpc.domain.policy.enforce import DecisionPolicy

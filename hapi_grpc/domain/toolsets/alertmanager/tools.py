@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
-from hapi_grpc.domain.toolsets.metrics_port import AlertsReader
-from hapi_grpc.domain.toolsets.prometheus import metrics_failures
+from hapi_grpc.domain.toolsets.prometheus.port import AlertsReader
+from hapi_grpc.domain.toolsets.prometheus.tools import metrics_failures
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 

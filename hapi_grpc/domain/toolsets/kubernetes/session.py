@@ -13,13 +13,13 @@ from typing import Any
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.kubernetes_port import (
+from hapi_grpc.domain.toolsets.kubernetes.port import (
     KubeFailure,
     KubeFailureKind,
     KubernetesReader,
     ResourceType,
 )
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 
 __all__ = ["DATA_KEY", "DEFAULT_INVESTIGATION_OUTPUT_CHARS", "KubernetesSession", "guarded"]

@@ -23,12 +23,12 @@ from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
-from hapi_grpc.domain.toolsets.metrics_port import (
+from hapi_grpc.domain.toolsets.prometheus.port import (
     MetricsQueryFailure,
     MetricsReader,
     MetricsSourceUnavailable,
 )
-from hapi_grpc.domain.toolsets.prometheus_time import (
+from hapi_grpc.domain.toolsets.prometheus.query_time import (
     DURATION_HELP,
     TIME_HELP,
     parse_duration,

@@ -29,11 +29,11 @@ from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.domain.toolsets.catalog_session import CatalogFailure, CatalogSession, FailureKind
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogFailure, CatalogSession, FailureKind
 from hapi_grpc.domain.toolsets.jsontext import one_line
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = [

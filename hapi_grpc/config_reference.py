@@ -1,7 +1,9 @@
 """Render the configuration reference (docs/configuration.md) from `Settings`.
 
 Each row is a settings field: its environment variable (`config.env_name`), its
-default and its text from `config_descriptions`. Regenerate with
+default and its text: from `config_descriptions` for the service's own settings,
+from the field's `description` for a toolset's (one section per registered
+toolset, introduced by its settings model's docstring). Regenerate with
 `python -m hapi_grpc.config_reference > docs/configuration.md`.
 """
 
@@ -10,8 +12,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from hapi_grpc.config import Settings, env_name
+from pydantic import BaseModel
+
+from hapi_grpc.config import ServiceSettings, env_name
 from hapi_grpc.config_descriptions import DESCRIPTIONS
+from hapi_grpc.domain.toolsets.registry import TOOLSETS
 
 _HEADER = """\
 # Configuration reference
@@ -28,31 +33,39 @@ exit status 2 and one line naming the variable and what it allows, e.g.
 scheme http:// or https:// and a host, got scheme 'ftp'`. Lists are
 comma-separated; `—` means unset.
 
-| Variable | Default | Meaning |
-|---|---|---|
 """
 
-_FOOTER = """
-The Kubernetes client also reads the standard `KUBECONFIG` variable: the
-kubeconfig path list (current context) when not running in a pod; else
-`~/.kube/config`.
-"""
+_TABLE = "| Variable | Default | Meaning |\n|---|---|---|\n"
 
 
-def _default(name: str) -> str:
-    value: Any = Settings.model_fields[name].get_default(call_default_factory=True)
+def _default(model: type[BaseModel], name: str) -> str:
+    value: Any = model.model_fields[name].get_default(call_default_factory=True)
     if value is None or value in ([], {}, ""):
         return "—"
     return f"`{value}`"
 
 
+def _rows(model: type[BaseModel], texts: dict[str, str]) -> str:
+    return "".join(
+        f"| `{env_name(name)}` | {_default(model, name)} | {texts[name]} |\n"
+        for name in model.model_fields
+    )
+
+
 def render() -> str:
     """The whole reference as Markdown; raises KeyError for an undocumented field."""
-    rows = [
-        f"| `{env_name(name)}` | {_default(name)} | {DESCRIPTIONS[name]} |"
-        for name in Settings.model_fields
-    ]
-    return _HEADER + "\n".join(rows) + "\n" + _FOOTER
+    parts = [_HEADER, _TABLE, _rows(ServiceSettings, DESCRIPTIONS)]
+    for spec in TOOLSETS:
+        if spec.settings is None:
+            continue
+        fields = spec.settings.model_fields
+        texts = {name: fields[name].description or "" for name in fields}
+        if not all(texts.values()):
+            raise KeyError(f"{spec.name}: a setting without a description")
+        intro = " ".join((spec.settings.__doc__ or "").split())
+        parts += [f"\n## Toolset `{spec.name}`\n\n", f"{intro}\n\n" if intro else "", _TABLE]
+        parts.append(_rows(spec.settings, texts))
+    return "".join(parts)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
@@ -36,19 +36,17 @@ from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
-from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from hapi_grpc.domain.toolsets.spec import ToolsetSource
+from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, workflow_catalog_toolset
 
 if TYPE_CHECKING:  # the policy's CEL library is imported only when a policy is set
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
 __all__ = ["EngineSettings", "EventSink", "InvestigationEngine", "ToolsetSource"]
-
-ToolsetSource = Callable[[], Toolset]
-"""Makes one investigation's instance of an extra toolset (e.g. `kubernetes`)."""
 
 logger = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from hapi_grpc.domain.toolsets.kubernetes.port import (
     ResourceType,
 )
 from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.spec import DATA_KEY
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 
 __all__ = ["DATA_KEY", "DEFAULT_INVESTIGATION_OUTPUT_CHARS", "KubernetesSession", "guarded"]
 
-DATA_KEY = "cluster_data"
 DEFAULT_INVESTIGATION_OUTPUT_CHARS = 60_000
 
 

@@ -32,6 +32,7 @@ from hapi_grpc.domain.toolsets.kubernetes.session import (
     KubernetesSession,
     guarded,
 )
+from hapi_grpc.domain.toolsets.kubernetes.spec import NAME, PROMPT_NOTE
 from hapi_grpc.domain.toolsets.kubernetes.summaries import fold_events, list_line
 from hapi_grpc.domain.toolsets.kubernetes.views import object_view
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
@@ -51,15 +52,10 @@ __all__ = [
     "kubernetes_toolset",
 ]
 
-NAME = "kubernetes"
 GET_TOOL = "kubernetes_get"
 LIST_TOOL = "kubernetes_list"
 EVENTS_TOOL = "kubernetes_events"
 LOGS_TOOL = "kubernetes_pod_logs"
-PROMPT_NOTE = (
-    "read-only Kubernetes tools (kubernetes_get, kubernetes_list, kubernetes_events,"
-    " kubernetes_pod_logs, kubernetes_owner_chain)"
-)
 _LOG_LINE_CHARS = 500
 _LOG_BYTES = 256 * 1024
 _EVENTS_READ = 200

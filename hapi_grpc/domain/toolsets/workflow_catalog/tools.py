@@ -29,11 +29,16 @@ from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogFailure, CatalogSession, FailureKind
 from hapi_grpc.domain.toolsets.jsontext import one_line
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.session import (
+    CatalogFailure,
+    CatalogSession,
+    FailureKind,
+)
+from hapi_grpc.domain.toolsets.workflow_catalog.spec import NAME, PROMPT_NOTE
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = [
@@ -49,11 +54,9 @@ __all__ = [
     "workflow_catalog_toolset",
 ]
 
-NAME = "workflow_catalog"
 SEARCH_TOOL = "search_workflow_catalog"
 VALIDATE_TOOL = "validate_workflow_parameters"
 DEGRADED_FALLBACK = "continue_without_context"
-PROMPT_NOTE = "the two catalog tools"
 
 SEARCH_DESCRIPTION = (
     "Search the remediation workflow catalog. Returns matching workflows, best first, "

@@ -28,6 +28,7 @@ from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
 from hapi_grpc.domain.toolsets.spec import Opener, ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
+from hapi_grpc.observability.metrics import TOOLSET_ENABLED
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
@@ -240,8 +241,10 @@ async def open_toolsets(settings: Settings) -> OpenedToolsets:
     opened = OpenedToolsets()
     context = _OpenContext(settings)
     for spec in TOOLSETS:
-        if not spec.opener:
-            continue  # built by the engine (the workflow catalog)
+        if not spec.opener:  # built by the engine (the workflow catalog): always offered
+            TOOLSET_ENABLED.labels(spec.name).set(1)
+            continue
+        TOOLSET_ENABLED.labels(spec.name).set(0)
         module, _, function = spec.opener.partition(":")
         opener: Opener = getattr(importlib.import_module(module), function)
         try:
@@ -250,6 +253,7 @@ async def open_toolsets(settings: Settings) -> OpenedToolsets:
             await opened.close()
             raise ConfigError(" ".join(str(exc).split())) from None
         if toolset is not None:
+            TOOLSET_ENABLED.labels(spec.name).set(1)
             opened.sources.extend(toolset.sources)
             if toolset.close is not None:
                 opened.closers.append(toolset.close)

@@ -7,8 +7,8 @@ from pathlib import Path
 from hapi_grpc.adapters.kubernetes.credentials import load_connection
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.domain.deadline import Budget
-from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.tool import ToolContext
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from tests.fakes.kube_cluster import KubeCluster

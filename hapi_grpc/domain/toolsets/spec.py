@@ -13,7 +13,7 @@ signature, resolved by the composition root.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -75,8 +75,13 @@ class ToolsetSpec(Generic[S]):
     untrusted_data: bool = False  # its results are outside text the model must not obey
     data_key: str = ""  # the key its results are wrapped under ("metrics_data")
     prompt_guide: str = ""  # how to investigate with it; "{calls}" is its call cap
-    # Its tools' arguments are recorded typed in `ToolCallRecord` (the `arguments`
-    # oneof field named as the tool); False: as text only (e.g. MCP tools).
+    # Each tool's argument model (imported when called: tools are heavier than
+    # specs); None for tools declared elsewhere (MCP servers declare their own).
+    argument_models: Callable[[], Mapping[str, type[BaseModel]]] | None = None
+    # Its tools' arguments are recorded typed in `ToolCallRecord`: the `arguments`
+    # oneof field named as the tool holds them (the recorder finds it by name,
+    # and tests/toolsets/test_registry.py checks it matches the model); False:
+    # as text only (e.g. MCP tools).
     typed_arguments: bool = True
 
     def matches(self, toolset_name: str) -> bool:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
 from hapi_grpc.domain.toolsets.alertmanager.settings import AlertmanagerSettings
 from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
@@ -25,9 +29,19 @@ def _files(settings: AlertmanagerSettings) -> tuple[str, ...]:
     return ()
 
 
+def _argument_models() -> Mapping[str, type[BaseModel]]:
+    from hapi_grpc.domain.toolsets.alertmanager.tools import (
+        ACTIVE_ALERTS_TOOL,
+        AlertmanagerActiveAlertsArgs,
+    )
+
+    return {ACTIVE_ALERTS_TOOL: AlertmanagerActiveAlertsArgs}
+
+
 SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
+    argument_models=_argument_models,
     settings=AlertmanagerSettings,
     enabled_by="alertmanager_url",
     opener="hapi_grpc.adapters.metrics.toolsets:open_alertmanager",

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
 from hapi_grpc.domain.toolsets.kubernetes.settings import KubernetesToolsetSettings
 from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
@@ -41,9 +45,29 @@ def _limits(settings: KubernetesToolsetSettings) -> ToolsetLimits:
     )
 
 
+def _argument_models() -> Mapping[str, type[BaseModel]]:
+    from hapi_grpc.domain.toolsets.kubernetes import args
+    from hapi_grpc.domain.toolsets.kubernetes.owners import OWNERS_TOOL
+    from hapi_grpc.domain.toolsets.kubernetes.tools import (
+        EVENTS_TOOL,
+        GET_TOOL,
+        LIST_TOOL,
+        LOGS_TOOL,
+    )
+
+    return {
+        GET_TOOL: args.KubernetesGetArgs,
+        LIST_TOOL: args.KubernetesListArgs,
+        EVENTS_TOOL: args.KubernetesEventsArgs,
+        LOGS_TOOL: args.KubernetesPodLogsArgs,
+        OWNERS_TOOL: args.KubernetesOwnerChainArgs,
+    }
+
+
 SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
+    argument_models=_argument_models,
     settings=KubernetesToolsetSettings,
     enabled_by="kubernetes",
     opener="hapi_grpc.adapters.kubernetes.wiring:open_toolset",

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
 from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 from hapi_grpc.domain.toolsets.prometheus.settings import PrometheusSettings
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
@@ -27,9 +31,30 @@ def _files(settings: PrometheusSettings) -> tuple[str, ...]:
     return ("prometheus_token_file", "prometheus_ca_file") if settings.prometheus_url else ()
 
 
+def _argument_models() -> Mapping[str, type[BaseModel]]:
+    from hapi_grpc.domain.toolsets.prometheus.tools import (
+        LABEL_VALUES_TOOL,
+        QUERY_TOOL,
+        RANGE_TOOL,
+        SERIES_TOOL,
+        PrometheusLabelValuesArgs,
+        PrometheusQueryArgs,
+        PrometheusRangeQueryArgs,
+        PrometheusSeriesArgs,
+    )
+
+    return {
+        QUERY_TOOL: PrometheusQueryArgs,
+        RANGE_TOOL: PrometheusRangeQueryArgs,
+        LABEL_VALUES_TOOL: PrometheusLabelValuesArgs,
+        SERIES_TOOL: PrometheusSeriesArgs,
+    }
+
+
 SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
+    argument_models=_argument_models,
     settings=PrometheusSettings,
     enabled_by="prometheus_url",
     opener="hapi_grpc.adapters.metrics.toolsets:open_prometheus",

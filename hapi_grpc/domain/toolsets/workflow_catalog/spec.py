@@ -8,7 +8,10 @@ or Data Storage, the call cap) are the service's own, shared with the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel
 
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
 
@@ -17,4 +20,18 @@ __all__ = ["NAME", "PROMPT_NOTE", "SPEC"]
 NAME = "workflow_catalog"
 PROMPT_NOTE = "the two catalog tools"
 
-SPEC: ToolsetSpec[Any] = ToolsetSpec(name=NAME, prompt_note=PROMPT_NOTE)
+
+def _argument_models() -> Mapping[str, type[BaseModel]]:
+    from hapi_grpc.domain.toolsets.workflow_catalog.tools import (
+        SEARCH_TOOL,
+        VALIDATE_TOOL,
+        SearchWorkflowCatalogArgs,
+        ValidateWorkflowParametersArgs,
+    )
+
+    return {SEARCH_TOOL: SearchWorkflowCatalogArgs, VALIDATE_TOOL: ValidateWorkflowParametersArgs}
+
+
+SPEC: ToolsetSpec[Any] = ToolsetSpec(
+    name=NAME, prompt_note=PROMPT_NOTE, argument_models=_argument_models
+)

@@ -1,9 +1,7 @@
 """The `workflow_catalog` toolset: search the catalog, validate parameters.
 
-The argument models mirror `hapi.v1.SearchWorkflowCatalogArgs` and
-`hapi.v1.ValidateWorkflowParametersArgs` (a test keeps them in step). The
-search appends the investigation's `SearchContext`; validation draws on the
-investigation's `ValidationLedger`. What the model reads back is rendered
+The search appends the investigation's `SearchContext`; validation draws on
+the investigation's `ValidationLedger`. What the model reads back is rendered
 here: workflow summaries and the parameter verdict.
 """
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind
@@ -26,7 +25,7 @@ class Raising:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(Budget.from_timeout(5.0), 1.0)
+    return ToolContext(1.0)
 
 
 async def answer(guard: object, exc: Exception) -> ToolResult:

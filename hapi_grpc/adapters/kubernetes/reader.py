@@ -177,7 +177,7 @@ class ApiServerReader:
     ) -> tuple[bytes, bool]:
         """GET `path`; (body, cut). The only place a request is sent."""
         try:
-            seconds = min(timeout, request_timeout(timeout))
+            seconds = request_timeout(timeout)
         except BudgetExhaustedError:
             raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
         headers = {"Accept": accept}

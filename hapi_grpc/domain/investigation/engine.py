@@ -179,7 +179,7 @@ class InvestigationEngine:
         settings = self._settings
         budget = self._budget()
         ledger = ValidationLedger(settings.max_validation_attempts)
-        session = CatalogSession(self._catalog, SearchContext.from_incident(incident), budget)
+        session = CatalogSession(self._catalog, SearchContext.from_incident(incident))
         observed = Observed()
         gate = SelectionGate(incident, observed, self._checks)
         catalog_tools = workflow_catalog_toolset(
@@ -198,7 +198,6 @@ class InvestigationEngine:
             tools=ToolDispatcher(
                 # A toolset with no tools (a tool server never reached) is not offered.
                 [catalog_tools, *(t for t in (make() for make in self._toolsets) if t.tools)],
-                budget,
                 self._observer,
                 observed=observed,
             ),

@@ -78,11 +78,11 @@ class ToolsetSpec(Generic[S]):
     # Each tool's argument model (imported when called: tools are heavier than
     # specs); None for tools declared elsewhere (MCP servers declare their own).
     argument_models: Callable[[], Mapping[str, type[BaseModel]]] | None = None
-    # Its tools' arguments are recorded typed in `ToolCallRecord`: the `arguments`
-    # oneof field named as the tool holds them (the recorder finds it by name,
-    # and tests/toolsets/test_registry.py checks it matches the model); False:
-    # as text only (e.g. MCP tools).
-    typed_arguments: bool = True
+    # Its tools' arguments are also recorded typed in `ToolCallRecord`: in the
+    # `arguments` oneof field named as the tool (tools.proto; the recorder finds
+    # it by name and tests/toolsets/test_registry.py checks it matches the
+    # model). False: as text only, needing no contract change.
+    typed_arguments: bool = False
 
     def matches(self, toolset_name: str) -> bool:
         """Whether the offered toolset `toolset_name` is (an instance of) this one."""

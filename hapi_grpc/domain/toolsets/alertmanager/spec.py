@@ -42,6 +42,7 @@ SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
     argument_models=_argument_models,
+    typed_arguments=True,
     settings=AlertmanagerSettings,
     enabled_by="alertmanager_url",
     opener="hapi_grpc.adapters.metrics.toolsets:open_alertmanager",

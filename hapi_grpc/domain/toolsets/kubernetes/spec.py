@@ -68,6 +68,7 @@ SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
     argument_models=_argument_models,
+    typed_arguments=True,
     settings=KubernetesToolsetSettings,
     enabled_by="kubernetes",
     opener="hapi_grpc.adapters.kubernetes.wiring:open_toolset",

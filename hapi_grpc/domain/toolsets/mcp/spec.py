@@ -25,5 +25,4 @@ SPEC = ToolsetSpec(
     readable_files=_files,  # caps and timeouts are per server, in the file
     untrusted_data=True,
     data_key=DATA_KEY,
-    typed_arguments=False,  # tool servers declare their own arguments
 )

@@ -55,6 +55,7 @@ SPEC = ToolsetSpec(
     name=NAME,
     prompt_note=PROMPT_NOTE,
     argument_models=_argument_models,
+    typed_arguments=True,
     settings=PrometheusSettings,
     enabled_by="prometheus_url",
     opener="hapi_grpc.adapters.metrics.toolsets:open_prometheus",

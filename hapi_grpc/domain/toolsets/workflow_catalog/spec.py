@@ -33,5 +33,5 @@ def _argument_models() -> Mapping[str, type[BaseModel]]:
 
 
 SPEC: ToolsetSpec[Any] = ToolsetSpec(
-    name=NAME, prompt_note=PROMPT_NOTE, argument_models=_argument_models
+    name=NAME, prompt_note=PROMPT_NOTE, argument_models=_argument_models, typed_arguments=True
 )

@@ -183,8 +183,22 @@ def test_every_typed_tool_is_recorded_in_its_own_message(
         # Bounds both declare agree (a pattern may bound a string instead).
         if "maxLength" in prop:
             assert prop["maxLength"] == rules.string.max_len, name
-        if proto.type == descriptor.FieldDescriptor.TYPE_INT32 and "maximum" in prop:
-            assert prop["maximum"] == rules.int32.lte, name
+        if "minLength" in prop:
+            assert prop["minLength"] == rules.string.min_len, name
+        if "enum" in prop:
+            assert prop["enum"] == [v for v in getattr(rules.string, "in") if v], name
+        numbers = {
+            descriptor.FieldDescriptor.TYPE_INT32: rules.int32,
+            descriptor.FieldDescriptor.TYPE_DOUBLE: rules.double,
+        }
+        if proto.type in numbers:
+            bounds = numbers[proto.type]
+            assert prop.get("minimum", bounds.gte) == bounds.gte, name
+            assert prop.get("maximum", bounds.lte) == bounds.lte, name
+    required = {n for n, f in fields.items() if _rules(f).required}
+    assert required <= set(schema.get("required", [])), (
+        "the contract requires what the tool may omit"
+    )
 
 
 FORBIDDEN = ("grpc", "aiohttp", "hapi.", "prometheus_client", "kubernetes_asyncio", "redis")

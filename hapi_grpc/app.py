@@ -245,10 +245,13 @@ async def open_toolsets(settings: Settings) -> OpenedToolsets:
             TOOLSET_ENABLED.labels(spec.name).set(1)
             continue
         TOOLSET_ENABLED.labels(spec.name).set(0)
+        own = spec.settings_from(settings)
+        if spec.enabled_by and not getattr(own, spec.enabled_by):
+            continue  # not configured: its adapter is never imported
         module, _, function = spec.opener.partition(":")
         opener: Opener = getattr(importlib.import_module(module), function)
         try:
-            toolset = await opener(spec.settings_from(settings), context)
+            toolset = await opener(own, context)
         except ValueError as exc:
             await opened.close()
             raise ConfigError(" ".join(str(exc).split())) from None

@@ -219,3 +219,21 @@ def test_the_domain_imports_nothing_outer() -> None:
                 assert not name.startswith(FORBIDDEN) or name == "grpc_health", (path, name)
                 parts = name.split(".")
                 assert not (parts[0] == "hapi_grpc" and parts[1] in OUTER), (path, name)
+
+
+def test_a_toolset_not_configured_never_imports_its_adapter() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from hapi_grpc.config import Settings\n"
+        "from hapi_grpc.app import open_toolsets\n"
+        "asyncio.run(open_toolsets(Settings(kubernetes='off')))\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')\n"
+        "    or m.startswith(('hapi_grpc.adapters.mcp', 'hapi_grpc.adapters.metrics'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"  # the MCP SDK alone is tens of megabytes

@@ -224,10 +224,10 @@ class _OpenContext:
 
     def settings_of(self, toolset: str) -> BaseModel:
         spec = spec_for(toolset)
-        opened = spec.settings_from(self.settings) if spec is not None else None
-        if opened is None:
+        found = spec.settings_from(self.settings) if spec is not None else None
+        if found is None:
             raise KeyError(f"no toolset {toolset!r} with settings")
-        return opened
+        return found
 
 
 async def open_toolsets(settings: Settings) -> OpenedToolsets:

@@ -34,11 +34,10 @@ from hapi_grpc.adapters.kubernetes.credentials import load_connection  # noqa: E
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader  # noqa: E402
 from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst  # noqa: E402
 from hapi_grpc.client import load_analyze_request  # noqa: E402
-from hapi_grpc.domain.deadline import Budget  # noqa: E402
 from hapi_grpc.domain.investigation.engine import InvestigationEngine  # noqa: E402
 from hapi_grpc.domain.toolsets.jsontext import compact_json  # noqa: E402
-from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource  # noqa: E402
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope  # noqa: E402
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope  # noqa: E402
+from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource  # noqa: E402
 from hapi_grpc.domain.toolsets.tool import ToolContext  # noqa: E402
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits  # noqa: E402
 from hapi_grpc.transport.converters import incident_from_proto  # noqa: E402
@@ -122,11 +121,11 @@ async def bench_tools(
     for label, name, args, raw_paths in cases:
         tool = tools[name]
         parsed = tool.arguments.model_validate(args)
-        await tool.run(parsed, ToolContext(Budget.from_timeout(30), 5.0))  # warm discovery
+        await tool.run(parsed, ToolContext(5.0))  # warm discovery
         times, shown = [], 0
         for _ in range(runs):
             started = time.perf_counter()
-            result = await tool.run(parsed, ToolContext(Budget.from_timeout(30), 5.0))
+            result = await tool.run(parsed, ToolContext(5.0))
             times.append((time.perf_counter() - started) * 1000)
             shown = len(compact_json(result.payload))
         raw = _raw_bytes(cluster, raw_paths)

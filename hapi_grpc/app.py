@@ -7,7 +7,7 @@ depends on the ports in `hapi_grpc.domain`.
 from __future__ import annotations
 
 import asyncio
-import functools
+import importlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,23 +15,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import grpc
+from pydantic import BaseModel
 
-from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
-from hapi_grpc.adapters.kubernetes.wiring import KubernetesWiring, open_kubernetes
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator
-from hapi_grpc.domain.investigation.engine import (
-    EngineSettings,
-    InvestigationEngine,
-    ToolsetSource,
-)
+from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
+from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
+from hapi_grpc.domain.toolsets.spec import Opener, ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
+from hapi_grpc.observability.metrics import TOOLSET_ENABLED
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
@@ -231,8 +229,8 @@ def build_security(
 
 
 @dataclass
-class OptionalToolsets:
-    """The Prometheus, Alertmanager and MCP toolsets a deployment configured."""
+class OpenedToolsets:
+    """The toolsets a deployment configured: their sources and how to close them."""
 
     sources: list[ToolsetSource] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
@@ -245,105 +243,52 @@ class OptionalToolsets:
                 log.exception("closing a toolset client failed")
 
 
-async def open_optional_toolsets(settings: Settings) -> OptionalToolsets:
-    """Clients and toolset sources for HAPI_PROMETHEUS_URL, HAPI_ALERTMANAGER_URL and
-    HAPI_MCP_CONFIG (each only when set).
+@dataclass(frozen=True)
+class _OpenContext:
+    settings: Settings
 
-    A malformed setting or MCP file raises ConfigError; a source or server that
-    cannot be reached never fails startup (its tools answer "unavailable").
-    Each toolset's modules are imported only when it is configured: the MCP
-    SDK alone is tens of megabytes that a server without MCP would carry.
+    def breaker(self, dependency: str) -> RateCircuitBreaker:
+        return build_breaker(self.settings, dependency)
+
+    def settings_of(self, toolset: str) -> BaseModel:
+        spec = spec_for(toolset)
+        found = spec.settings_from(self.settings) if spec is not None else None
+        if found is None:
+            raise KeyError(f"no toolset {toolset!r} with settings")
+        return found
+
+
+async def open_toolsets(settings: Settings) -> OpenedToolsets:
+    """Every registered toolset that has an opener and is configured, in registry order.
+
+    A malformed setting or file raises ConfigError (what opened is closed first);
+    a source or server that cannot be reached never fails startup (its tools
+    answer "unavailable"). An opener's module is imported only here: the MCP SDK
+    alone is tens of megabytes that a server without MCP would carry.
     """
-    opened = OptionalToolsets()
-    if settings.prometheus_url or settings.alertmanager_url:
-        _open_metrics_toolsets(settings, opened)
-    if settings.mcp_config:
-        await _open_mcp_toolsets(settings, opened)
+    opened = OpenedToolsets()
+    context = _OpenContext(settings)
+    for spec in TOOLSETS:
+        if not spec.opener:  # built by the engine (the workflow catalog): always offered
+            TOOLSET_ENABLED.labels(spec.name).set(1)
+            continue
+        TOOLSET_ENABLED.labels(spec.name).set(0)
+        own = spec.settings_from(settings)
+        if spec.enabled_by and not getattr(own, spec.enabled_by):
+            continue  # not configured: its adapter is never imported
+        module, _, function = spec.opener.partition(":")
+        opener: Opener = getattr(importlib.import_module(module), function)
+        try:
+            toolset = await opener(own, context)
+        except ValueError as exc:
+            await opened.close()
+            raise ConfigError(" ".join(str(exc).split())) from None
+        if toolset is not None:
+            TOOLSET_ENABLED.labels(spec.name).set(1)
+            opened.sources.extend(toolset.sources)
+            if toolset.close is not None:
+                opened.closers.append(toolset.close)
     return opened
-
-
-def _open_metrics_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
-    from hapi_grpc.adapters.metrics.readers import AlertmanagerReader, PrometheusReader
-    from hapi_grpc.adapters.metrics.settings import MetricsSettings
-    from hapi_grpc.domain.toolsets.alertmanager import AlertmanagerToolsetSource
-    from hapi_grpc.domain.toolsets.prometheus import PrometheusToolsetSource
-    from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
-
-    metrics = MetricsSettings(
-        prometheus_url=settings.prometheus_url,
-        prometheus_token_file=settings.prometheus_token_file,
-        prometheus_ca_file=settings.prometheus_ca_file,
-        prometheus_headers=settings.prometheus_headers,
-        alertmanager_url=settings.alertmanager_url,
-        request_timeout_seconds=max(
-            settings.prometheus_timeout_seconds, settings.alertmanager_timeout_seconds
-        ),
-    )
-    try:
-        prometheus = metrics.prometheus_client()
-        alertmanager = metrics.alertmanager_client()
-    except ValueError as exc:
-        raise ConfigError(f"HAPI_PROMETHEUS_*: {exc}") from None
-    if prometheus is not None:
-        opened.closers.append(prometheus.close)
-        limits = ToolsetLimits(
-            max_calls=settings.prometheus_max_calls,
-            call_timeout=settings.prometheus_timeout_seconds,
-        )
-        reader = PrometheusReader(prometheus)
-        opened.sources.append(
-            PrometheusToolsetSource(reader, limits, settings.prometheus_max_series)
-        )
-    if alertmanager is not None:
-        opened.closers.append(alertmanager.close)
-        limits = ToolsetLimits(
-            max_calls=settings.alertmanager_max_calls,
-            call_timeout=settings.alertmanager_timeout_seconds,
-        )
-        opened.sources.append(AlertmanagerToolsetSource(AlertmanagerReader(alertmanager), limits))
-
-
-async def _open_mcp_toolsets(settings: Settings, opened: OptionalToolsets) -> None:
-    from hapi_grpc.adapters.mcp.errors import McpConfigError
-    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
-    from hapi_grpc.domain.toolsets.mcp import mcp_toolset_sources
-
-    mcp = McpSettings(
-        settings.mcp_config, settings.mcp_refresh_seconds, settings.mcp_connect_timeout_seconds
-    )
-    try:
-        manager = McpManager.from_settings(
-            mcp, breaker_factory=functools.partial(build_breaker, settings)
-        )
-    except McpConfigError as exc:
-        await opened.close()
-        raise ConfigError(f"HAPI_MCP_CONFIG: {' '.join(str(exc).split())}") from None
-    if manager is not None:
-        # Bounded by the connect timeout per server; never raises.
-        await manager.start()
-        opened.closers.append(manager.close)
-        opened.sources.extend(mcp_toolset_sources(manager))
-
-
-def kubernetes_settings(settings: Settings) -> KubernetesSettings:
-    """The `kubernetes` toolset's settings from the validated `HAPI_KUBERNETES*` fields."""
-    return KubernetesSettings(
-        mode=settings.kubernetes,
-        namespaces_allow=tuple(settings.kubernetes_namespaces_allow),
-        namespaces_deny=tuple(settings.kubernetes_namespaces_deny),
-        kinds=tuple(settings.kubernetes_kinds),
-        max_calls=settings.kubernetes_max_calls,
-        call_timeout=settings.kubernetes_call_timeout,
-    )
-
-
-async def open_kubernetes_toolset(settings: Settings) -> KubernetesWiring | None:
-    """The `kubernetes` toolset when enabled; `HAPI_KUBERNETES=on` without usable
-    credentials is a configuration error (exit status 2)."""
-    try:
-        return await open_kubernetes(kubernetes_settings(settings))
-    except ValueError as exc:
-        raise ConfigError(" ".join(str(exc).split())) from None
 
 
 def build_server(
@@ -392,13 +337,8 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
-    kubernetes = await open_kubernetes_toolset(settings)
-    optional = await open_optional_toolsets(settings)
-    server = build_server(
-        settings,
-        toolsets=[*([kubernetes.source] if kubernetes else []), *optional.sources],
-        policy=policy,
-    )
+    toolsets = await open_toolsets(settings)
+    server = build_server(settings, toolsets=toolsets.sources, policy=policy)
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(
@@ -417,8 +357,7 @@ async def serve(settings: Settings) -> None:
         await server.stop()
         await close_within(
             CLOSE_SECONDS,
-            *([kubernetes.close] if kubernetes is not None else []),
-            optional.close,
+            toolsets.close,
             *([metrics_runner.cleanup] if metrics_runner is not None else []),
         )
         tracing.shutdown_tracing()

@@ -13,8 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -25,6 +24,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from hapi_grpc.domain.toolsets.registry import TOOLSETS
+from hapi_grpc.domain.toolsets.settings import check_url
 
 ENV_PREFIX = "HAPI_"
 
@@ -50,13 +52,12 @@ _URL_SCHEMES: dict[str, tuple[str, ...]] = {
     "otlp_endpoint": ("http", "https"),
     # TokenReview is sent with the service-account token: TLS only.
     "tokenreview_api_url": ("https",),
-    "prometheus_url": ("http", "https"),
-    "alertmanager_url": ("http", "https"),
 }
 
 
-class Settings(BaseModel):
-    """All settings with their defaults. Env var = HAPI_ + FIELD NAME upper-cased."""
+class ServiceSettings(BaseModel):
+    """The service's own settings with their defaults. Env var = HAPI_ + FIELD NAME
+    upper-cased. `Settings` adds each registered toolset's settings."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -185,44 +186,6 @@ class Settings(BaseModel):
     # raw tool output) or none (no tool calls, no model text).
     tool_output_exposure: Literal["full", "summary", "none"] = "full"
 
-    # Investigation toolsets from monitoring systems and tool servers; each is
-    # offered only when its URL or file is set.
-    # Prometheus HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics), with a path
-    # prefix if any (Mimir: https://mimir/prometheus).
-    prometheus_url: str | None = None
-    # Bearer token file, CA bundle and extra headers (JSON object or Name=value,...;
-    # e.g. X-Scope-OrgID=tenant-a): also used for Alertmanager.
-    prometheus_token_file: str | None = None
-    prometheus_ca_file: str | None = None
-    prometheus_headers: str = ""
-    prometheus_max_calls: int = Field(10, ge=0, le=100)
-    prometheus_timeout_seconds: float = Field(10.0, gt=0, le=300)
-    prometheus_max_series: int = Field(10, ge=1, le=100)
-    alertmanager_url: str | None = None
-    alertmanager_max_calls: int = Field(3, ge=0, le=100)
-    alertmanager_timeout_seconds: float = Field(5.0, gt=0, le=300)
-    # MCP servers file ({"mcpServers": {...}}); caps and timeouts are per server in it.
-    mcp_config: str | None = None
-    mcp_refresh_seconds: float = Field(300.0, ge=0)
-    mcp_connect_timeout_seconds: float = Field(10.0, gt=0, le=300)
-
-    # Kubernetes investigation tools (read-only). Credentials come from the pod's
-    # service account, else the standard KUBECONFIG variable or ~/.kube/config.
-    # auto: on when credentials are found; on: startup fails without them.
-    kubernetes: Literal["auto", "on", "off"] = "auto"
-    # Shell patterns (prod-*); empty allow list: every namespace. Deny wins.
-    kubernetes_namespaces_allow: list[str] = Field(default_factory=list)
-    kubernetes_namespaces_deny: list[str] = Field(default_factory=list)
-    # Kind allow-list; empty: every kind the cluster serves (never Secrets).
-    kubernetes_kinds: list[str] = Field(default_factory=list)
-    kubernetes_max_calls: int = Field(20, ge=0, le=200)
-    kubernetes_call_timeout: float = Field(5.0, gt=0, le=300)
-
-    @field_validator("kubernetes", mode="before")
-    @classmethod
-    def _mode(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
-
     @field_validator("authz_verb", "authz_resource")
     @classmethod
     def _authz_word(cls, value: str) -> str:
@@ -234,45 +197,13 @@ class Settings(BaseModel):
             )
         return value
 
-    @field_validator("prometheus_headers")
-    @classmethod
-    def _headers(cls, value: str) -> str:
-        from hapi_grpc.adapters.metrics.http import parse_headers
-
-        try:
-            parse_headers(value)
-        except ValueError:
-            # Not the parser's message: it quotes the text, which may hold a credential.
-            raise ValueError(
-                'must be a JSON object of strings ({"X-Scope-OrgID": "tenant-a"}) or'
-                " Name=value pairs separated by commas"
-            ) from None
-        return value
-
     @field_validator(*_URL_SCHEMES, mode="after")
     @classmethod
     def _url(cls, value: str | None, info: Any) -> str | None:
-        if value is None:
-            return None
-        schemes = _URL_SCHEMES[info.field_name]
-        names = [f"{scheme}://" for scheme in schemes]
-        allowed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
-        try:
-            parts = urlsplit(value.strip())
-            host = parts.hostname
-        except ValueError:
-            raise ValueError(f"must be a URL with scheme {allowed} and a host") from None
-        scheme = parts.scheme.lower()
-        if scheme not in schemes:
-            # The scheme only: the URL itself may carry credentials.
-            shown = f"scheme {scheme!r}" if scheme else "no scheme"
-            raise ValueError(f"must be a URL with scheme {allowed} and a host, got {shown}")
-        if not host and scheme != "memory":
-            raise ValueError(f"must be a URL with scheme {allowed} and a host, got no host")
-        return value.strip()
+        return check_url(value, _URL_SCHEMES[info.field_name])
 
     @model_validator(mode="after")
-    def _consistent(self) -> Settings:
+    def _consistent(self) -> Self:
         def both(*fields: str) -> str:
             return " and ".join(env_name(f) for f in fields)
 
@@ -325,9 +256,10 @@ class Settings(BaseModel):
             files.append("llm_api_key_file")
         if self.auth_mode == "tokenreview":
             files += ["tokenreview_ca_file", "tokenreview_token_file"]
-        if self.prometheus_url or self.alertmanager_url:
-            files += ["prometheus_token_file", "prometheus_ca_file"]
-        files.append("mcp_config")
+        for spec in TOOLSETS:
+            toolset = spec.settings_from(self)
+            if spec.readable_files is not None and toolset is not None:
+                files += spec.readable_files(toolset)
         files.append("policy_file")
         for field in filter(None, files):
             path = getattr(self, field)
@@ -350,7 +282,7 @@ class Settings(BaseModel):
         return ""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Self:
         """Settings from the environment, then `overrides` (flags; None = not given)."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
@@ -366,6 +298,16 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(_describe(err) for err in exc.errors(include_url=False))
             raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+_TOOLSET_SETTINGS = tuple(spec.settings for spec in TOOLSETS if spec.settings is not None)
+
+
+class Settings(ServiceSettings, *_TOOLSET_SETTINGS):  # type: ignore[misc]
+    """All settings: the service's and every registered toolset's (`ToolsetSpec.settings`),
+    one flat model so each keeps its `HAPI_*` variable."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 def _describe(err: Any) -> str:
@@ -384,7 +326,7 @@ def _describe(err: Any) -> str:
         and "headers" not in field  # may carry credentials
     ):
         shown = str(value)
-        if field not in _URL_SCHEMES and len(shown) <= 60:
+        if field not in _URL_SCHEMES and not field.endswith("_url") and len(shown) <= 60:
             text += f" (got {shown!r})"
     return " ".join(text.split())
 

@@ -1,4 +1,5 @@
-"""One sentence or more per setting, keyed by `Settings` field name.
+"""One sentence or more per service setting, keyed by `ServiceSettings` field name
+(a toolset's settings are described in its settings model, `Field(description=...)`).
 
 The configuration reference (docs/configuration.md) is rendered from these
 texts and the fields' defaults by `hapi_grpc.config_reference`; a test fails when
@@ -181,44 +182,4 @@ DESCRIPTIONS: dict[str, str] = {
         "What tools read that goes back to callers: `full`, `summary` (tool results replaced "
         "by their size) or `none` (no tool-call records, no model text)."
     ),
-    "prometheus_url": (
-        "Prometheus-compatible query API (path prefix kept); enables the `prometheus` toolset."
-    ),
-    "prometheus_token_file": (
-        "Bearer token file (Prometheus and Alertmanager), re-read when it changes."
-    ),
-    "prometheus_ca_file": "CA bundle for https.",
-    "prometheus_headers": (
-        "Extra headers: `Name=value,...` or a JSON object (e.g. `X-Scope-OrgID`)."
-    ),
-    "prometheus_max_calls": "Prometheus tool calls per investigation.",
-    "prometheus_timeout_seconds": "Per call (the server's query timeout is set just below it).",
-    "prometheus_max_series": "Series shown per query answer; the rest are counted.",
-    "alertmanager_url": "Alertmanager (API v2); enables the `alertmanager` toolset.",
-    "alertmanager_max_calls": "Alertmanager tool calls per investigation.",
-    "alertmanager_timeout_seconds": "Per call.",
-    "mcp_config": (
-        "MCP servers file ([toolsets.md](toolsets.md#mcp-tool-servers)); caps and timeouts "
-        "per server are in it."
-    ),
-    "mcp_refresh_seconds": "Tool listing refresh and reconnection interval; 0 = only at startup.",
-    "mcp_connect_timeout_seconds": "Connecting and listing one server.",
-    "kubernetes": (
-        "`auto` (on when credentials are found), `on` (startup fails without usable "
-        "credentials), `off`. Credentials: the in-cluster service account, else `KUBECONFIG` "
-        "(current context) or `~/.kube/config`; see [toolsets.md](toolsets.md#kubernetes-"
-        "investigation-tools)."
-    ),
-    "kubernetes_namespaces_allow": (
-        "Comma-separated namespaces (shell patterns, e.g. `prod-*`) the tools may read; empty: all."
-    ),
-    "kubernetes_namespaces_deny": "Namespaces never read (wins over the allow list).",
-    "kubernetes_kinds": (
-        "Kind allow-list (e.g. `Pod,Deployment,Node,Event`); empty: every kind the cluster "
-        "serves except Secrets."
-    ),
-    "kubernetes_max_calls": (
-        "Kubernetes tool calls per investigation (the catalog keeps its own cap of 10)."
-    ),
-    "kubernetes_call_timeout": "Seconds per call, always within the investigation's budget.",
 }

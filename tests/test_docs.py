@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hapi_grpc.config import Settings
+from hapi_grpc.config import ServiceSettings
 from hapi_grpc.config_descriptions import DESCRIPTIONS
 from hapi_grpc.config_reference import render
 
@@ -21,7 +21,7 @@ def test_committed_configuration_reference_is_current() -> None:
 
 
 def test_every_setting_has_a_description_and_no_text_is_orphaned() -> None:
-    fields = set(Settings.model_fields)
+    fields = set(ServiceSettings.model_fields)  # toolsets: tests/toolsets/test_registry.py
     assert fields - set(DESCRIPTIONS) == set(), "settings without a description"
     assert set(DESCRIPTIONS) - fields == set(), "descriptions of settings that do not exist"
     assert all(text.strip() for text in DESCRIPTIONS.values())

@@ -42,9 +42,15 @@ TOOL_CALL_CACHE_HIT_RATE = Gauge(
 )
 
 # --- Tool calls by toolset -----------------------------------------------------
-# toolset: workflow_catalog, kubernetes, prometheus, alertmanager, mcp:<server> (servers
-# come from the configuration file), or "none" for an unknown tool. tool: our own
-# tool names, allow-listed MCP tool names, "other" for any other MCP tool, "unknown".
+# toolset: the name of a registered toolset (`domain/toolsets/registry.py`), or
+# `<name>:<instance>` for one with instances (MCP: `mcp:<server>`, servers from the
+# configuration file), or "none" for an unknown tool. tool: our own tool names,
+# allow-listed MCP tool names, "other" for any other MCP tool, "unknown".
+TOOLSET_ENABLED = Gauge(
+    "hapi_toolset_enabled",
+    "1 when the toolset is offered to investigations (configured and opened), else 0.",
+    ["toolset"],
+)
 TOOLSET_CALLS = Counter(
     "hapi_toolset_calls_total",
     "Tool calls by toolset, tool and outcome.",

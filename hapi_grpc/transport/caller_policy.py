@@ -27,7 +27,7 @@ import grpc
 from hapi.v1.outcome_pb2 import ReportRemediationOutcomeRequest
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.toolsets.kubernetes_scope import confine_to_namespace
+from hapi_grpc.domain.toolsets.kubernetes.scope import confine_to_namespace
 from hapi_grpc.security.auth import abort_unavailable, current_identity
 from hapi_grpc.security.authorization import (
     AuthorizationUnavailable,

@@ -1,5 +1,8 @@
 """Our tools' arguments as their typed `tools.proto` messages, for `ToolCallRecord`.
 
+The field holding a tool's typed arguments is the one named as the tool;
+arguments map onto the message by field name (`json_format`).
+
 The record carries the raw argument text in every case; the typed message is
 a convenience for callers, filled when the arguments fit it (best effort).
 """
@@ -17,32 +20,27 @@ from hapi_grpc.transport.json_values import json_safe
 
 __all__ = ["typed_arguments", "typed_tool"]
 
-_TOOL_ARGS: dict[str, tuple[str, type[Message]]] = {
-    "search_workflow_catalog": ("search_workflow_catalog", tools_pb2.SearchWorkflowCatalogArgs),
-    "validate_workflow_parameters": (
-        "validate_workflow_parameters",
-        tools_pb2.ValidateWorkflowParametersArgs,
-    ),
-    "kubernetes_get": ("kubernetes_get", tools_pb2.KubernetesGetArgs),
-    "kubernetes_list": ("kubernetes_list", tools_pb2.KubernetesListArgs),
-    "kubernetes_events": ("kubernetes_events", tools_pb2.KubernetesEventsArgs),
-    "kubernetes_pod_logs": ("kubernetes_pod_logs", tools_pb2.KubernetesPodLogsArgs),
-    "kubernetes_owner_chain": ("kubernetes_owner_chain", tools_pb2.KubernetesOwnerChainArgs),
-    "prometheus_query": ("prometheus_query", tools_pb2.PrometheusQueryArgs),
-    "prometheus_query_range": ("prometheus_query_range", tools_pb2.PrometheusRangeQueryArgs),
-    "prometheus_label_values": ("prometheus_label_values", tools_pb2.PrometheusLabelValuesArgs),
-    "prometheus_series": ("prometheus_series", tools_pb2.PrometheusSeriesArgs),
-    "alertmanager_active_alerts": (
-        "alertmanager_active_alerts",
-        tools_pb2.AlertmanagerActiveAlertsArgs,
-    ),
-}
+
+def _typed_fields() -> dict[str, type[Message]]:
+    """Tool name -> its arguments message: the `arguments` oneof of `ToolCallRecord` has
+    one field per tool, named as the tool, whose message is `<Tool>Args`. Found by
+    name, so a toolset adds its message and oneof entry to tools.proto and nothing
+    here (tests/toolsets/test_registry.py checks every registered tool has one that
+    matches its argument model)."""
+    oneof = tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"]
+    return {
+        field.name: getattr(tools_pb2, field.message_type.name)
+        for field in oneof.fields
+        if field.message_type is not None and field.message_type.name.endswith("Args")
+    }
+
+
+_TOOL_ARGS = _typed_fields()
 
 
 def typed_tool(name: str) -> str | None:
     """The `ToolCallRecord` field holding the typed arguments of tool `name`, if it has one."""
-    typed = _TOOL_ARGS.get(name)
-    return typed[0] if typed is not None else None
+    return name if name in _TOOL_ARGS else None
 
 
 # Typed arguments of recent tool calls, by tool and canonical argument JSON:
@@ -56,7 +54,7 @@ _REMEMBERED_ARGUMENT_CHARS = 2048
 
 def typed_arguments(name: str, arguments: dict[str, Any]) -> Message | None:
     """The arguments of a call to our tool `name` as its message; None if they do not fit."""
-    cls = _TOOL_ARGS[name][1]
+    cls = _TOOL_ARGS[name]
     key = (name, canonical_json(arguments))
     if key in _TYPED_ARGUMENTS:
         return _TYPED_ARGUMENTS[key]

@@ -9,7 +9,7 @@ import pytest
 
 from hapi_grpc.adapters.llm.builtin_evidence import _CONFIG_ERROR_RE
 from hapi_grpc.domain.answer_json import extract_json_object
-from hapi_grpc.domain.toolsets.prometheus_time import duration_seconds
+from hapi_grpc.domain.toolsets.prometheus.query_time import duration_seconds
 
 # Each input is tried at growing sizes, so that a quadratic reader fails fast.
 _SIZES = (4 * 1024, 64 * 1024)

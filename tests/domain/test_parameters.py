@@ -22,7 +22,7 @@ from hapi_grpc.domain.parameters import (
 )
 from hapi_grpc.domain.parameters import schema as params_module
 from hapi_grpc.domain.sensitive import REDACTED, is_secret_name
-from hapi_grpc.domain.toolsets.workflow_catalog import render_validation
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import render_validation
 
 Code = ParameterErrorCode
 LOGGER = "hapi_grpc.domain.parameters"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hapi_grpc.domain.catalog import ParameterSpec
 from hapi_grpc.domain.parameters import ParameterErrorCode, validate_parameters
-from hapi_grpc.domain.toolsets.workflow_catalog import render_validation
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import render_validation
 
 Code = ParameterErrorCode
 SETTINGS = settings(

@@ -23,7 +23,7 @@ from hapi.v1 import analysis_pb2, service_pb2, tools_pb2
 from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.investigation.engine import EngineSettings
-from hapi_grpc.domain.toolsets.workflow_catalog import TOOL_DEFINITIONS
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import TOOL_DEFINITIONS
 from tests.fakes.investigation import FailingCatalog, RecordingCatalog
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step, StepLike
 from tests.helpers.grpc_server import RunningServer, running_server

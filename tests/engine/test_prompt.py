@@ -24,7 +24,7 @@ from hapi_grpc.domain.prompt import (
     read_facts,
     system_prompt,
 )
-from hapi_grpc.domain.toolsets.workflow_catalog import TOOL_DEFINITIONS
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import TOOL_DEFINITIONS
 
 FULL = Incident(
     remediation_id="rr-secret-id-42",

@@ -7,17 +7,14 @@ from typing import Any
 
 import jsonschema
 import pytest
-from buf.validate import validate_pb2
-from google.protobuf import descriptor
 from pydantic import ValidationError
 
-from hapi.v1 import tools_pb2
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ValidationSource
 from hapi_grpc.domain.sensitive import REDACTED, redact_mapping
 from hapi_grpc.domain.toolsets.jsontext import with_notice
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
-from hapi_grpc.domain.toolsets.workflow_catalog import (
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import (
     SEARCH_TOOL,
     TOOL_DEFINITIONS,
     VALIDATE_TOOL,
@@ -26,10 +23,6 @@ from hapi_grpc.domain.toolsets.workflow_catalog import (
 )
 
 DEFINITIONS = {t.name: t for t in TOOL_DEFINITIONS}
-PAIRS = [
-    (SEARCH_TOOL, SearchWorkflowCatalogArgs, tools_pb2.SearchWorkflowCatalogArgs),
-    (VALIDATE_TOOL, ValidateWorkflowParametersArgs, tools_pb2.ValidateWorkflowParametersArgs),
-]
 
 
 def _walk(node: Any) -> list[dict[str, Any]]:
@@ -74,43 +67,6 @@ def test_search_schema_defaults_and_bounds_follow_the_seed() -> None:
     )
     assert props["severity"]["enum"] == ["critical", "high", "medium", "low"]
     assert "custom_labels" not in json.dumps(DEFINITIONS[SEARCH_TOOL].parameters)
-
-
-def _rules(field: descriptor.FieldDescriptor) -> Any:
-    return field.GetOptions().Extensions[validate_pb2.field]
-
-
-@pytest.mark.parametrize(("name", "model", "message"), PAIRS)
-def test_argument_models_mirror_the_proto_messages(name: str, model: Any, message: Any) -> None:
-    schema = DEFINITIONS[name].parameters
-    fields = {f.name: f for f in message.DESCRIPTOR.fields}
-    assert list(schema["properties"]) == list(fields) == list(model.model_fields)
-    required = {n for n, f in fields.items() if _rules(f).required}
-    assert set(schema["required"]) == required
-
-    for field_name, field in fields.items():
-        prop = schema["properties"][field_name]
-        rules = _rules(field)
-        if field.type == descriptor.FieldDescriptor.TYPE_STRING:
-            assert prop["type"] == "string"
-            if rules.string.HasField("min_len"):
-                assert prop["minLength"] == rules.string.min_len
-            if rules.string.HasField("max_len"):
-                assert prop["maxLength"] == rules.string.max_len
-            allowed = [v for v in getattr(rules.string, "in") if v]  # "" means unset
-            if allowed:
-                assert prop["enum"] == allowed
-            else:
-                assert "enum" not in prop
-        elif field.type == descriptor.FieldDescriptor.TYPE_DOUBLE:
-            assert prop["type"] == "number"
-            assert (prop["minimum"], prop["maximum"]) == (rules.double.gte, rules.double.lte)
-        elif field.type == descriptor.FieldDescriptor.TYPE_INT32:
-            assert prop["type"] == "integer"
-            assert (prop["minimum"], prop["maximum"]) == (rules.int32.gte, rules.int32.lte)
-        else:  # google.protobuf.Struct
-            assert field.message_type.full_name == "google.protobuf.Struct"
-            assert prop["type"] == "object"
 
 
 VALID_SEARCHES = [

@@ -6,9 +6,8 @@ from pathlib import Path
 
 from hapi_grpc.adapters.kubernetes.credentials import load_connection
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-from hapi_grpc.domain.deadline import Budget
-from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.tool import ToolContext
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from tests.fakes.kube_cluster import KubeCluster
@@ -37,4 +36,4 @@ def toolset(reader: ApiServerReader, scope: KubernetesScope | None = None, **kw:
 
 
 def context(seconds: float = 10.0) -> ToolContext:
-    return ToolContext(Budget.from_timeout(seconds), 5.0)
+    return ToolContext(min(seconds, 5.0))

@@ -1,31 +1,14 @@
-"""Argument models in step with tools.proto; records typed; kind spellings; views offline."""
+"""Records typed; kind spellings; views offline (argument models against tools.proto:
+tests/toolsets/test_registry.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hapi.v1 import tools_pb2
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus
-from hapi_grpc.domain.toolsets import kubernetes_args as a
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal, kind_key
-from hapi_grpc.domain.toolsets.kubernetes_views import object_view
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal, kind_key
+from hapi_grpc.domain.toolsets.kubernetes.views import object_view
 from hapi_grpc.transport.converters import tool_call_to_proto
-
-PAIRS = [
-    ("kubernetes_get", a.KubernetesGetArgs, tools_pb2.KubernetesGetArgs),
-    ("kubernetes_list", a.KubernetesListArgs, tools_pb2.KubernetesListArgs),
-    ("kubernetes_events", a.KubernetesEventsArgs, tools_pb2.KubernetesEventsArgs),
-    ("kubernetes_pod_logs", a.KubernetesPodLogsArgs, tools_pb2.KubernetesPodLogsArgs),
-    ("kubernetes_owner_chain", a.KubernetesOwnerChainArgs, tools_pb2.KubernetesOwnerChainArgs),
-]
-
-
-@pytest.mark.parametrize(("tool", "model", "message"), PAIRS)
-def test_models_mirror_the_proto(tool: str, model: type, message: type) -> None:
-    assert set(model.model_fields) == {f.name for f in message.DESCRIPTOR.fields}
-    assert tool in {
-        f.name for f in tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"].fields
-    }
 
 
 def test_records_are_typed() -> None:

@@ -9,23 +9,25 @@ import pytest
 
 from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
-from hapi_grpc.adapters.kubernetes.wiring import open_kubernetes
-from hapi_grpc.app import kubernetes_settings
+from hapi_grpc.adapters.kubernetes.wiring import kubernetes_settings, open_kubernetes
 from hapi_grpc.config import ConfigError, Settings
+from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC
 from tests.fakes.kube_cluster import KubeCluster
 
 
 def test_settings_from_env() -> None:
     s = kubernetes_settings(
-        Settings.from_env(
-            {
-                "HAPI_KUBERNETES": "On",
-                "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
-                "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
-                "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
-                "HAPI_KUBERNETES_MAX_CALLS": "7",
-                "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
-            }
+        SPEC.settings_from(
+            Settings.from_env(
+                {
+                    "HAPI_KUBERNETES": "On",
+                    "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
+                    "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
+                    "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
+                    "HAPI_KUBERNETES_MAX_CALLS": "7",
+                    "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
+                }
+            )
         )
     )
     assert (s.mode, s.namespaces_allow, s.namespaces_deny) == (
@@ -34,7 +36,7 @@ def test_settings_from_env() -> None:
         ("kube-system",),
     )
     assert (s.kinds, s.max_calls, s.call_timeout) == (("Pod", "Deployment"), 7, 2.5)
-    assert kubernetes_settings(Settings.from_env({})) == KubernetesSettings()
+    assert kubernetes_settings(SPEC.settings_from(Settings.from_env({}))) == KubernetesSettings()
     with pytest.raises(ConfigError, match="HAPI_KUBERNETES: Input should be 'auto'"):
         Settings.from_env({"HAPI_KUBERNETES": "maybe"})
     with pytest.raises(ConfigError, match="HAPI_KUBERNETES_MAX_CALLS"):

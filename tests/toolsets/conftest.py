@@ -2,7 +2,7 @@
 
 `serving(script, **settings)` starts a scripted OpenAI-protocol model, opens
 the optional toolsets exactly as `hapi-grpc serve` does
-(`app.open_optional_toolsets`), builds the real grpc.aio server with them and
+(`app.open_toolsets`), builds the real grpc.aio server with them and
 yields a `Served` (stub, model server, health). Prometheus and Alertmanager
 are the real ones of `tests/metrics/conftest.py` (one per session).
 """
@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import build_server, open_optional_toolsets
+from hapi_grpc.app import build_server, open_toolsets
 from hapi_grpc.client import load_analyze_request
 from hapi_grpc.config import Settings
 from tests.fakes.scripted_llm import RecordedRequest, ScriptedLLMServer, Step
@@ -73,7 +73,7 @@ async def serving(script: Sequence[Any], **settings: Any) -> AsyncIterator[Serve
     config = Settings(grpc_host="127.0.0.1", grpc_port=0, metrics_port=-1, **settings)
     async with ScriptedLLMServer("openai", list(script)) as model:
         llm = OpenAICompatibleProvider(model.base_url, "test-model", "sk-test-0000000000")
-        optional = await open_optional_toolsets(config)
+        optional = await open_toolsets(config)
         server = build_server(config, llm=llm, toolsets=optional.sources)
         await server.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from hapi_grpc.domain import sensitive
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.investigation.observer import NO_OBSERVER
 from hapi_grpc.domain.llm import ToolCall
 from hapi_grpc.domain.sensitive import REDACTED, redact
@@ -21,7 +20,7 @@ async def _result(payload: Any, cap: int) -> str:
         [PayloadTool("read_logs", "Returns log text.", lambda: payload)],
         ToolsetLimits(max_calls=3, call_timeout=30, max_output_chars=cap),
     )
-    dispatcher = ToolDispatcher([toolset], Budget.from_timeout(60), NO_OBSERVER)
+    dispatcher = ToolDispatcher([toolset], NO_OBSERVER)
     return (await dispatcher.run(ToolCall(id="1", name="read_logs", arguments="{}"))).record.result
 
 

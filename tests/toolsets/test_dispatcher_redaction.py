@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.investigation.observer import NO_OBSERVER
 from hapi_grpc.domain.llm import ToolCall
 from hapi_grpc.domain.sensitive import REDACTED
@@ -24,7 +23,7 @@ async def test_tool_output_is_redacted_before_it_is_recorded_or_shown() -> None:
         [PayloadTool("leaky_read", "Returns data that carries credentials.", lambda: LEAKY)],
         ToolsetLimits(max_calls=3, call_timeout=5),
     )
-    dispatcher = ToolDispatcher([toolset], Budget.from_timeout(30), NO_OBSERVER)
+    dispatcher = ToolDispatcher([toolset], NO_OBSERVER)
     first = await dispatcher.run(ToolCall(id="1", name="leaky_read", arguments="{}"))
     again = await dispatcher.run(ToolCall(id="2", name="leaky_read", arguments="{}"))
     for record in (first.record, again.record):

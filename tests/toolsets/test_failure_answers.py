@@ -6,14 +6,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.result import ToolCallStatus
-from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind
-from hapi_grpc.domain.toolsets.kubernetes_scope import ScopeRefusal
-from hapi_grpc.domain.toolsets.kubernetes_session import guarded as kubernetes_guarded
-from hapi_grpc.domain.toolsets.metrics_port import MetricsQueryFailure, MetricsSourceUnavailable
-from hapi_grpc.domain.toolsets.prometheus import metrics_failures
+from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind
+from hapi_grpc.domain.toolsets.kubernetes.scope import ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.session import guarded as kubernetes_guarded
+from hapi_grpc.domain.toolsets.prometheus.port import MetricsQueryFailure, MetricsSourceUnavailable
+from hapi_grpc.domain.toolsets.prometheus.tools import metrics_failures
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 
 
@@ -26,7 +25,7 @@ class Raising:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(Budget.from_timeout(5.0), 1.0)
+    return ToolContext(1.0)
 
 
 async def answer(guard: object, exc: Exception) -> ToolResult:

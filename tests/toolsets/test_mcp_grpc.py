@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2
 from prometheus_client import REGISTRY
 
 from hapi.v1 import tools_pb2
-from hapi_grpc.app import open_optional_toolsets
+from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import ConfigError, Settings
 from tests.fakes.mcp_servers import start_http_server, stdio_config
 from tests.fakes.prometheus_server import free_port
@@ -210,7 +210,7 @@ async def test_an_unreachable_server_neither_fails_startup_nor_readiness(tmp_pat
 async def test_a_malformed_config_is_a_configuration_error(tmp_path: Path) -> None:
     bad = write_mcp_config(tmp_path / "mcp.json", {"ops": {"command": "x", "alowedTools": []}})
     with pytest.raises(ConfigError, match=r"^HAPI_MCP_CONFIG: .*server 'ops', key 'alowedTools'"):
-        await open_optional_toolsets(Settings(mcp_config=bad))
+        await open_toolsets(Settings(mcp_config=bad))
 
 
 def test_serve_exits_2_with_one_line_for_a_malformed_config(tmp_path: Path) -> None:

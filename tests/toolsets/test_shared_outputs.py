@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.investigation.observer import NO_OBSERVER
 from hapi_grpc.domain.llm import ToolCall
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
@@ -25,7 +24,7 @@ def investigation() -> ToolDispatcher:
         [PayloadTool("list_workflows", "Lists workflows.", catalogue)],
         ToolsetLimits(max_calls=3, call_timeout=5),
     )
-    return ToolDispatcher([toolset], Budget.from_timeout(30), NO_OBSERVER)
+    return ToolDispatcher([toolset], NO_OBSERVER)
 
 
 async def test_investigations_that_get_the_same_output_hold_one_copy() -> None:

@@ -23,7 +23,7 @@ from hapi_grpc.adapters.kubernetes.discovery import Discovery
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
+from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
 
 __all__ = ["ApiServerReader"]
 
@@ -177,7 +177,7 @@ class ApiServerReader:
     ) -> tuple[bytes, bool]:
         """GET `path`; (body, cut). The only place a request is sent."""
         try:
-            seconds = min(timeout, request_timeout(timeout))
+            seconds = request_timeout(timeout)
         except BudgetExhaustedError:
             raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
         headers = {"Accept": accept}

@@ -1,4 +1,7 @@
-"""Builds the `kubernetes` toolset source from `KubernetesSettings`, or none."""
+"""Builds the `kubernetes` toolset source from `KubernetesSettings`, or none.
+
+`open_toolset` is the opener its spec names (`domain/toolsets/kubernetes/spec.py`).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,22 @@ from typing import TYPE_CHECKING
 
 from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
+from hapi_grpc.domain.toolsets.kubernetes.settings import KubernetesToolsetSettings
+from hapi_grpc.domain.toolsets.spec import OpenContext, Opened
 
 # The reader and the toolset (with its argument models, ~8 MB) are imported
 # only when the tools are on: a server without a cluster never needs them.
 if TYPE_CHECKING:
     from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
+    from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 
-__all__ = ["KubernetesWiring", "open_kubernetes", "toolset_source"]
+__all__ = [
+    "KubernetesWiring",
+    "kubernetes_settings",
+    "open_kubernetes",
+    "open_toolset",
+    "toolset_source",
+]
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +45,8 @@ class KubernetesWiring:
 def toolset_source(
     reader: ApiServerReader, settings: KubernetesSettings
 ) -> KubernetesToolsetSource:
-    from hapi_grpc.domain.toolsets.kubernetes import KubernetesToolsetSource
-    from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope
+    from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
+    from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
     from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 
     return KubernetesToolsetSource(
@@ -83,3 +94,22 @@ async def open_kubernetes(
     reader = ApiServerReader(connection)
     log.info("kubernetes investigation tools on", extra={"source": connection.source})
     return KubernetesWiring(reader, toolset_source(reader, settings))
+
+
+def kubernetes_settings(settings: KubernetesToolsetSettings) -> KubernetesSettings:
+    """The adapter's settings from the validated `HAPI_KUBERNETES*` fields."""
+    return KubernetesSettings(
+        mode=settings.kubernetes,
+        namespaces_allow=tuple(settings.kubernetes_namespaces_allow),
+        namespaces_deny=tuple(settings.kubernetes_namespaces_deny),
+        kinds=tuple(settings.kubernetes_kinds),
+        max_calls=settings.kubernetes_max_calls,
+        call_timeout=settings.kubernetes_call_timeout,
+    )
+
+
+async def open_toolset(settings: KubernetesToolsetSettings, context: OpenContext) -> Opened | None:
+    """The toolset when enabled; `HAPI_KUBERNETES=on` without usable credentials raises
+    ValueError (a configuration error)."""
+    wiring = await open_kubernetes(kubernetes_settings(settings))
+    return Opened([wiring.source], wiring.close) if wiring is not None else None

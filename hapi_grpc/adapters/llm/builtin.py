@@ -47,8 +47,8 @@ from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView, read_only_fall
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.prometheus import RANGE_TOOL as RANGE
-from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, VALIDATE_TOOL
+from hapi_grpc.domain.toolsets.prometheus.tools import RANGE_TOOL as RANGE
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, VALIDATE_TOOL
 
 __all__ = ["BuiltinAnalyst"]
 

@@ -22,7 +22,7 @@ from hapi_grpc.domain.catalog import TOP_K_MAX
 from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.domain.prompt import read_facts
 from hapi_grpc.domain.recovery.prompt import FailedAttempt, read_recovery
-from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL
 
 __all__ = ["RecoveryView", "read_only_fallback"]
 

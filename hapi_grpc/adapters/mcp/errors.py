@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hapi_grpc.domain.toolsets.mcp import ToolServerRefusal, ToolServerUnavailable
+from hapi_grpc.domain.toolsets.mcp.tools import ToolServerRefusal, ToolServerUnavailable
 
 
 class McpConfigError(ValueError):

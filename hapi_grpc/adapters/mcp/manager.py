@@ -46,7 +46,7 @@ from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, co
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.mcp import SEPARATOR
+from hapi_grpc.domain.toolsets.mcp.tools import SEPARATOR
 
 log = logging.getLogger(__name__)
 

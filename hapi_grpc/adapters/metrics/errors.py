@@ -4,12 +4,12 @@ A toolset shows `MetricsQueryError` to the model as an actionable tool error
 (the server's own message: fix the query and try again) and
 `MetricsUnavailableError` as "this source cannot answer now". Neither is a
 failure of the investigation. Both derive from the domain port's failures
-(`hapi_grpc.domain.toolsets.metrics_port`), which is what the toolsets catch.
+(`hapi_grpc.domain.toolsets.prometheus.port`), which is what the toolsets catch.
 """
 
 from __future__ import annotations
 
-from hapi_grpc.domain.toolsets.metrics_port import MetricsQueryFailure, MetricsSourceUnavailable
+from hapi_grpc.domain.toolsets.prometheus.port import MetricsQueryFailure, MetricsSourceUnavailable
 
 
 class MetricsQueryError(MetricsQueryFailure):

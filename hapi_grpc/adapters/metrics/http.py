@@ -31,6 +31,7 @@ from hapi_grpc.adapters.metrics.errors import MetricsUnavailableError, ResponseT
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact, register_secret
+from hapi_grpc.domain.toolsets.prometheus.settings import parse_headers
 
 __all__ = ["HttpResponse", "HttpSourceSettings", "JsonHttpClient", "parse_headers"]
 
@@ -38,31 +39,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 _READ_CHUNK = 64 * 1024
 _ERROR_SNIPPET = 300
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-
-
-def parse_headers(text: str) -> dict[str, str]:
-    """Extra headers from a setting: a JSON object, or `Name=value` pairs separated by commas.
-
-    `{"X-Scope-OrgID": "tenant-a"}` and `X-Scope-OrgID=tenant-a` are the same.
-    """
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"headers: malformed JSON object ({exc.msg})") from None
-        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise ValueError("headers: the JSON object must map header names to strings")
-        return dict(value)
-    headers: dict[str, str] = {}
-    for part in text.split(","):
-        name, sep, value = part.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"headers: expected Name=value, got {clip(part.strip(), 40)!r}")
-        headers[name.strip()] = value.strip()
-    return headers
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from hapi_grpc.adapters.metrics.errors import (
 )
 from hapi_grpc.adapters.metrics.http import HttpResponse, HttpSourceSettings, JsonHttpClient
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.prometheus_time import duration_seconds, number_seconds
+from hapi_grpc.domain.toolsets.prometheus.query_time import duration_seconds, number_seconds
 
 __all__ = [
     "LabelValues",

@@ -1,4 +1,4 @@
-"""The metrics clients behind the toolsets' ports (`domain.toolsets.metrics_port`).
+"""The metrics clients behind the toolsets' ports (`domain.toolsets.prometheus.port`).
 
 `PrometheusReader` answers with summaries (`summary.py`), never raw series;
 lookups with the values or label sets kept by the client's cap and the total.

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
@@ -38,19 +38,17 @@ from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
-from hapi_grpc.domain.toolsets.catalog_session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
-from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL, workflow_catalog_toolset
+from hapi_grpc.domain.toolsets.spec import ToolsetSource
+from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession, SearchContext
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, workflow_catalog_toolset
 
 if TYPE_CHECKING:  # the policy's CEL library is imported only when a policy is set
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
 __all__ = ["EngineSettings", "EventSink", "InvestigationEngine", "ToolsetSource"]
-
-ToolsetSource = Callable[[], Toolset]
-"""Makes one investigation's instance of an extra toolset (e.g. `kubernetes`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +185,7 @@ class InvestigationEngine:
         settings = self._settings
         budget = self._budget()
         ledger = ValidationLedger(settings.max_validation_attempts)
-        session = CatalogSession(self._catalog, SearchContext.from_incident(incident), budget)
+        session = CatalogSession(self._catalog, SearchContext.from_incident(incident))
         observed = Observed()
         # A recovery never repeats a failed execution: checked before any other.
         checks = (recovery_check, *self._checks) if incident.recovery else self._checks
@@ -208,7 +206,6 @@ class InvestigationEngine:
             tools=ToolDispatcher(
                 # A toolset with no tools (a tool server never reached) is not offered.
                 [catalog_tools, *(t for t in (make() for make in self._toolsets) if t.tools)],
-                budget,
                 self._observer,
                 observed=observed,
             ),

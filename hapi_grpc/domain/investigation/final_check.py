@@ -27,8 +27,8 @@ from hapi_grpc.domain.result import (
     SelectedWorkflow,
     ValidationSource,
 )
-from hapi_grpc.domain.toolsets.catalog_session import CatalogFailure, FailureKind
-from hapi_grpc.domain.toolsets.workflow_catalog import SEARCH_TOOL
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogFailure, FailureKind
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = ["Verdict", "check_final_answer", "normalised_version"]

@@ -25,9 +25,9 @@ from hapi_grpc.domain.result import (
     ValidationAttempt,
 )
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.domain.toolsets.catalog_session import CatalogSession
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession
 
 __all__ = ["EventSink", "InvestigationState", "Progress"]
 

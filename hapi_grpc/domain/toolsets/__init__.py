@@ -1,9 +1,10 @@
 """Toolsets: the tools an investigation offers the model.
 
-- `tool.py`: one tool (name, description, pydantic argument model, `run`).
-- `toolset.py`: a named group of tools with its own limits.
-- `dispatcher.py`: runs tool calls; owns what every tool shares.
-- `workflow_catalog.py`: the first toolset (search, validate parameters),
-  over `catalog_session.py` (search context, returned workflows, the guarded
-  catalog call) and `validation_ledger.py` (the shared validation budget).
+Shared machinery lives here: `tool.py` (one tool: name, description, pydantic
+argument model, `run`), `toolset.py` (a named group of tools with its own
+limits), `dispatcher.py` (runs tool calls; owns what every tool shares),
+`shared_texts`, `failure_answers`, `jsontext`.
+
+Each toolset is one package (`workflow_catalog`, `kubernetes`, `prometheus`,
+`alertmanager`, `mcp`) holding its tools, argument models, port and views.
 """

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.llm import ToolCall, ToolDefinition
@@ -93,7 +93,6 @@ class ToolDispatcher:
 
     __slots__ = (
         "_answers",
-        "_budget",
         "_calls",
         "_calls_by_toolset",
         "_definitions",
@@ -109,7 +108,6 @@ class ToolDispatcher:
     def __init__(
         self,
         toolsets: Sequence[Toolset],
-        budget: Budget,
         observer: InvestigationObserver,
         *,
         max_calls: int | None = None,
@@ -117,7 +115,6 @@ class ToolDispatcher:
     ) -> None:
         self._toolsets = tuple(toolsets)
         self._observed = observed
-        self._budget = budget
         self._observer = observer
         self._tools: dict[str, tuple[Tool, Toolset]] = {
             tool.name: (tool, toolset) for toolset in self._toolsets for tool in toolset.tools
@@ -247,12 +244,13 @@ class ToolDispatcher:
                 ToolCallStatus.INVALID_ARGUMENTS,
                 {"error": exc.message, "expected": tool_hint(tool)},
             )
-        timeout = min(toolset.limits.call_timeout, self._budget.remaining())
-        ctx = ToolContext(self._budget, max(timeout, 0.0), self._observed)
+        ctx = ToolContext(toolset.limits.call_timeout, self._observed)
         try:
-            # The tool keeps to `ctx.timeout` itself (and says how it failed);
-            # this only cuts one that does not.
-            async with asyncio.timeout(max(timeout, 0.0) + _BACKSTOP_GRACE):
+            # Every request under the call clips the per-call timeout to the budget
+            # itself (`request_timeout`) and says how it failed; this only cuts a
+            # tool that does not.
+            timeout = request_timeout(toolset.limits.call_timeout)
+            async with asyncio.timeout(timeout + _BACKSTOP_GRACE):
                 return await tool.run(args, ctx)
         except TimeoutError:
             return ToolResult(

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
@@ -49,10 +48,13 @@ class ToolArgs(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may spend (budget, timeout) and where it records what it read."""
+    """What a tool may spend and where it records what it read.
 
-    budget: Budget
-    timeout: float  # the toolset's per-call timeout, clipped to the budget
+    The call's deadline is the budget in scope (`deadline`); `timeout` is the
+    toolset's per-call setting, which requests clip to it (`request_timeout`).
+    """
+
+    timeout: float  # the toolset's per-call timeout (a setting, not the budget)
     observed: Observed | None = None  # the investigation's record of what tools read
 
 

@@ -11,20 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
 
 __all__ = ["Toolset", "ToolsetLimits"]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsetLimits:
-    max_calls: int  # per investigation; further calls are refused
-    call_timeout: float  # seconds, always clipped to the investigation's budget
-    max_output_chars: int = 32_000  # longer results are cut, with a marker
-
-    def __post_init__(self) -> None:
-        if self.max_calls < 0 or self.call_timeout <= 0 or self.max_output_chars < 256:
-            raise ValueError("toolset limits: max_calls >= 0, call_timeout > 0, output >= 256")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ events, pod logs and owner chain. What they share lives in
 `KubernetesSession` (one per investigation): the scope checks that run
 before any request, the per-investigation output budget, and the wrapper
 that marks every answer as data read from the cluster, never instructions.
-Views: `kubernetes_views`, `kubernetes_summaries`; the owner chain:
-`kubernetes_owners`.
+Views: `views`, `summaries`; the owner chain:
+`owners`.
 """
 
 from __future__ import annotations
@@ -17,23 +17,24 @@ from typing import Any
 import re2
 
 from hapi_grpc.domain.sensitive import redact_head
-from hapi_grpc.domain.toolsets.kubernetes_args import (
+from hapi_grpc.domain.toolsets.kubernetes.args import (
     KubernetesEventsArgs,
     KubernetesGetArgs,
     KubernetesListArgs,
     KubernetesPodLogsArgs,
 )
-from hapi_grpc.domain.toolsets.kubernetes_owners import OWNERS_TOOL, KubernetesOwnerChain
-from hapi_grpc.domain.toolsets.kubernetes_port import KubernetesReader
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal
-from hapi_grpc.domain.toolsets.kubernetes_session import (
+from hapi_grpc.domain.toolsets.kubernetes.owners import OWNERS_TOOL, KubernetesOwnerChain
+from hapi_grpc.domain.toolsets.kubernetes.port import KubernetesReader
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.session import (
     DATA_KEY,
     DEFAULT_INVESTIGATION_OUTPUT_CHARS,
     KubernetesSession,
     guarded,
 )
-from hapi_grpc.domain.toolsets.kubernetes_summaries import fold_events, list_line
-from hapi_grpc.domain.toolsets.kubernetes_views import object_view
+from hapi_grpc.domain.toolsets.kubernetes.spec import NAME, PROMPT_NOTE
+from hapi_grpc.domain.toolsets.kubernetes.summaries import fold_events, list_line
+from hapi_grpc.domain.toolsets.kubernetes.views import object_view
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -51,15 +52,10 @@ __all__ = [
     "kubernetes_toolset",
 ]
 
-NAME = "kubernetes"
 GET_TOOL = "kubernetes_get"
 LIST_TOOL = "kubernetes_list"
 EVENTS_TOOL = "kubernetes_events"
 LOGS_TOOL = "kubernetes_pod_logs"
-PROMPT_NOTE = (
-    "read-only Kubernetes tools (kubernetes_get, kubernetes_list, kubernetes_events,"
-    " kubernetes_pod_logs, kubernetes_owner_chain)"
-)
 _LOG_LINE_CHARS = 500
 _LOG_BYTES = 256 * 1024
 _EVENTS_READ = 200

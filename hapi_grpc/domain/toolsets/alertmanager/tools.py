@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
-from hapi_grpc.domain.toolsets.metrics_port import AlertsReader
-from hapi_grpc.domain.toolsets.prometheus import metrics_failures
+from hapi_grpc.domain.toolsets.alertmanager.spec import DATA_KEY, NAME, PROMPT_NOTE
+from hapi_grpc.domain.toolsets.prometheus.port import AlertsReader
+from hapi_grpc.domain.toolsets.prometheus.tools import metrics_failures
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -28,10 +29,7 @@ __all__ = [
     "AlertmanagerToolsetSource",
 ]
 
-NAME = "alertmanager"
 ACTIVE_ALERTS_TOOL = "alertmanager_active_alerts"
-DATA_KEY = "alerts_data"
-PROMPT_NOTE = "alertmanager_active_alerts (what else is firing now)"
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _MAX_LABELS = 10
 _guarded = metrics_failures(NAME)

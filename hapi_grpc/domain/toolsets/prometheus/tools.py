@@ -23,17 +23,18 @@ from pydantic import Field, field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
-from hapi_grpc.domain.toolsets.metrics_port import (
+from hapi_grpc.domain.toolsets.prometheus.port import (
     MetricsQueryFailure,
     MetricsReader,
     MetricsSourceUnavailable,
 )
-from hapi_grpc.domain.toolsets.prometheus_time import (
+from hapi_grpc.domain.toolsets.prometheus.query_time import (
     DURATION_HELP,
     TIME_HELP,
     parse_duration,
     parse_time,
 )
+from hapi_grpc.domain.toolsets.prometheus.spec import DATA_KEY, NAME, PROMPT_NOTE
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -55,16 +56,10 @@ __all__ = [
     "parse_time",
 ]
 
-NAME = "prometheus"
 QUERY_TOOL = "prometheus_query"
 RANGE_TOOL = "prometheus_query_range"
 LABEL_VALUES_TOOL = "prometheus_label_values"
 SERIES_TOOL = "prometheus_series"
-DATA_KEY = "metrics_data"
-PROMPT_NOTE = (
-    "Prometheus metrics tools (prometheus_query, prometheus_query_range; discover names with"
-    " prometheus_label_values and prometheus_series)"
-)
 DEFAULT_MAX_SERIES = 10
 # A range query without a step gets about this many points per series.
 _DEFAULT_POINTS = 120

@@ -11,7 +11,7 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from hapi_grpc.domain.toolsets.kubernetes_port import ResourceType
+from hapi_grpc.domain.toolsets.kubernetes.port import ResourceType
 
 __all__ = [
     "KubernetesScope",

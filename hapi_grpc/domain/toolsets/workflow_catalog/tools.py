@@ -1,9 +1,7 @@
 """The `workflow_catalog` toolset: search the catalog, validate parameters.
 
-The argument models mirror `hapi.v1.SearchWorkflowCatalogArgs` and
-`hapi.v1.ValidateWorkflowParametersArgs` (a test keeps them in step). The
-search appends the investigation's `SearchContext`; validation draws on the
-investigation's `ValidationLedger`. What the model reads back is rendered
+The search appends the investigation's `SearchContext`; validation draws on
+the investigation's `ValidationLedger`. What the model reads back is rendered
 here: workflow summaries and the parameter verdict.
 """
 
@@ -29,11 +27,16 @@ from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.domain.toolsets.catalog_session import CatalogFailure, CatalogSession, FailureKind
 from hapi_grpc.domain.toolsets.jsontext import one_line
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.domain.toolsets.validation_ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
+from hapi_grpc.domain.toolsets.workflow_catalog.session import (
+    CatalogFailure,
+    CatalogSession,
+    FailureKind,
+)
+from hapi_grpc.domain.toolsets.workflow_catalog.spec import NAME, PROMPT_NOTE
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = [
@@ -49,11 +52,9 @@ __all__ = [
     "workflow_catalog_toolset",
 ]
 
-NAME = "workflow_catalog"
 SEARCH_TOOL = "search_workflow_catalog"
 VALIDATE_TOOL = "validate_workflow_parameters"
 DEGRADED_FALLBACK = "continue_without_context"
-PROMPT_NOTE = "the two catalog tools"
 
 SEARCH_DESCRIPTION = (
     "Search the remediation workflow catalog. Returns matching workflows, best first, "

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hapi_grpc.domain.toolsets.kubernetes_args import KubernetesOwnerChainArgs
-from hapi_grpc.domain.toolsets.kubernetes_port import KubeFailure, KubeFailureKind, ResourceType
-from hapi_grpc.domain.toolsets.kubernetes_scope import ScopeRefusal
-from hapi_grpc.domain.toolsets.kubernetes_session import KubernetesSession, guarded
-from hapi_grpc.domain.toolsets.kubernetes_summaries import list_line
-from hapi_grpc.domain.toolsets.kubernetes_views import object_view
+from hapi_grpc.domain.toolsets.kubernetes.args import KubernetesOwnerChainArgs
+from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
+from hapi_grpc.domain.toolsets.kubernetes.scope import ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.session import KubernetesSession, guarded
+from hapi_grpc.domain.toolsets.kubernetes.summaries import list_line
+from hapi_grpc.domain.toolsets.kubernetes.views import object_view
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 
 __all__ = ["OWNERS_TOOL", "KubernetesOwnerChain", "resource_ref"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hapi_grpc.domain.catalog import SearchFilters, SearchHit, SearchQuery, WorkflowCatalog
-from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.deadline import current_budget, request_timeout
 from hapi_grpc.domain.errors import (
     BudgetExhaustedError,
     CatalogUnavailableError,
@@ -109,7 +109,6 @@ class CatalogSession:
     """The catalog as one investigation sees it (see module docstring)."""
 
     __slots__ = (
-        "budget",
         "catalog",
         "context",
         "failures",
@@ -117,10 +116,9 @@ class CatalogSession:
         "searches_ok",
     )
 
-    def __init__(self, catalog: WorkflowCatalog, context: SearchContext, budget: Budget) -> None:
+    def __init__(self, catalog: WorkflowCatalog, context: SearchContext) -> None:
         self.catalog = catalog
         self.context = context
-        self.budget = budget
         # Workflows the catalog returned in this investigation, by id.
         self.returned_workflows: dict[str, SearchHit] = {}
         self.searches_ok = 0
@@ -132,20 +130,22 @@ class CatalogSession:
         self.searches_ok += 1
 
     async def call(self, work: Awaitable[T], timeout: float) -> T:
-        """Await `work` within `timeout` (clipped to the budget).
+        """Await `work` within `timeout` (clipped to the budget in scope).
 
         Raises CatalogFailure for every way it can fail; failures of the
         catalog itself are counted.
         """
-        timeout = min(timeout, self.budget.remaining())
-        if timeout <= 0:
+        try:
+            timeout = request_timeout(timeout)
+        except BudgetExhaustedError:
             _close(work)
-            raise CatalogFailure(FailureKind.NO_TIME, "no time left")
+            raise CatalogFailure(FailureKind.NO_TIME, "no time left") from None
         try:
             async with asyncio.timeout(timeout):
                 return await work
         except (TimeoutError, BudgetExhaustedError):
-            if self.budget.expired:
+            budget = current_budget()
+            if budget is not None and budget.expired:
                 raise CatalogFailure(FailureKind.NO_TIME, "no time left") from None
             self.failures += 1
             raise CatalogFailure(

@@ -13,18 +13,18 @@ from typing import Any
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.kubernetes_port import (
+from hapi_grpc.domain.toolsets.kubernetes.port import (
     KubeFailure,
     KubeFailureKind,
     KubernetesReader,
     ResourceType,
 )
-from hapi_grpc.domain.toolsets.kubernetes_scope import KubernetesScope, ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
+from hapi_grpc.domain.toolsets.kubernetes.spec import DATA_KEY
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 
 __all__ = ["DATA_KEY", "DEFAULT_INVESTIGATION_OUTPUT_CHARS", "KubernetesSession", "guarded"]
 
-DATA_KEY = "cluster_data"
 DEFAULT_INVESTIGATION_OUTPUT_CHARS = 60_000
 
 

@@ -24,6 +24,7 @@ from hapi_grpc.domain.errors import HapiError
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.domain.toolsets.failure_answers import refused, unavailable
+from hapi_grpc.domain.toolsets.mcp.spec import DATA_KEY, TOOLSET_PREFIX
 from hapi_grpc.domain.toolsets.tool import ArgumentsRejected, Tool, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
@@ -39,10 +40,8 @@ __all__ = [
     "toolset_name",
 ]
 
-DATA_KEY = "tool_server_data"
 SEPARATOR = "__"
 OTHER_TOOL_LABEL = "other"
-TOOLSET_PREFIX = "mcp:"
 # The wrapper around a result's text; the text itself is capped by the server's maxOutputChars.
 _WRAPPER_CHARS = 512
 _MAX_NAMES_IN_PROMPT = 20

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hapi_grpc.domain.sensitive import redact
-from hapi_grpc.domain.toolsets.kubernetes_views import WORKLOAD_KINDS, age, owner_refs
+from hapi_grpc.domain.toolsets.kubernetes.views import WORKLOAD_KINDS, age, owner_refs
 
 __all__ = ["FoldedEvent", "fold_events", "list_line"]
 

@@ -1,0 +1,239 @@
+"""Every registered toolset is documented, configurable, labelled in metrics, marked
+in the prompt and recorded typed: what the rest of the service knows of a toolset
+comes from its spec (`domain/toolsets/registry.py`), and these tests list the specs
+rather than the toolsets, so a new one is checked without being named here."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+from buf.validate import validate_pb2
+from google.protobuf import descriptor
+from prometheus_client import REGISTRY
+
+from hapi.v1 import tools_pb2
+from hapi_grpc.app import open_toolsets
+from hapi_grpc.config import ConfigError, ServiceSettings, Settings, env_name
+from hapi_grpc.domain.prompt import system_prompt
+from hapi_grpc.domain.toolsets.limits import ToolsetLimits
+from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
+from hapi_grpc.domain.toolsets.spec import ToolsetSpec
+from hapi_grpc.domain.toolsets.tool import tool_json_schema
+from hapi_grpc.domain.toolsets.toolset import Toolset
+from hapi_grpc.transport.tool_arguments import typed_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = [spec.name for spec in TOOLSETS]
+CONFIGURED = [spec for spec in TOOLSETS if spec.settings is not None]
+
+
+def test_names_are_unique_and_found_again() -> None:
+    assert len(set(NAMES)) == len(NAMES)
+    for spec in TOOLSETS:
+        assert spec_for(spec.name) is spec
+        assert spec_for(f"{spec.name}:instance") is spec
+    assert spec_for("no_such_toolset") is None
+
+
+@pytest.mark.parametrize("spec", CONFIGURED, ids=lambda s: s.name)
+def test_every_setting_is_documented(spec: ToolsetSpec[Any]) -> None:
+    reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert f"## Toolset `{spec.name}`" in reference
+    assert spec.settings is not None
+    for name, field in spec.settings.model_fields.items():
+        assert field.description, f"{name} has no description"
+        assert f"| `{env_name(name)}` |" in reference
+
+
+def test_settings_of_toolsets_and_service_never_collide() -> None:
+    seen = set(ServiceSettings.model_fields)
+    for spec in CONFIGURED:
+        assert spec.settings is not None
+        fields = set(spec.settings.model_fields)
+        assert not fields & seen, f"{spec.name} reuses {fields & seen}"
+        seen |= fields
+    assert seen == set(Settings.model_fields)
+
+
+@pytest.mark.parametrize("spec", CONFIGURED, ids=lambda s: s.name)
+def test_every_toolset_is_configurable_from_its_variables(spec: ToolsetSpec[Any]) -> None:
+    assert spec.settings is not None and spec.enabled_by in spec.settings.model_fields
+    assert spec.settings_from(Settings()) == spec.settings()  # the defaults hold
+    numbers = [
+        name
+        for name, field in spec.settings.model_fields.items()
+        if field.annotation in (int, float)
+    ]
+    for name in numbers:
+        with pytest.raises(ConfigError, match=env_name(name)):
+            Settings.from_env({env_name(name): "not-a-number"})
+        default = spec.settings.model_fields[name].get_default()
+        value = spec.settings_from(Settings.from_env({env_name(name): str(default)}))
+        assert getattr(value, name) == default
+    if spec.limits is not None:
+        assert isinstance(spec.limits(spec.settings()), ToolsetLimits)
+
+
+@pytest.mark.parametrize("spec", [s for s in TOOLSETS if s.opener], ids=lambda s: s.name)
+def test_every_opener_is_an_adapter_coroutine(spec: ToolsetSpec[Any]) -> None:
+    import importlib
+
+    module, _, function = spec.opener.partition(":")
+    assert module.startswith("hapi_grpc.adapters.")
+    assert inspect.iscoroutinefunction(getattr(importlib.import_module(module), function))
+
+
+def test_deploy_examples_name_only_real_settings() -> None:
+    texts = [
+        (ROOT / "deploy" / "configmap.yaml").read_text(encoding="utf-8"),
+        *(p.read_text(encoding="utf-8") for p in (ROOT / "deploy" / "optional").glob("*.yaml")),
+    ]
+    everything = "\n".join(texts)
+    import re
+
+    known = {env_name(name) for name in Settings.model_fields}
+    for variable in set(re.findall(r"\b(HAPI_[A-Z0-9_]+)\s*:", everything)):
+        assert variable in known, f"{variable} is not a setting"
+
+
+def _enabled() -> dict[str, float]:
+    return {
+        s.labels["toolset"]: s.value
+        for metric in REGISTRY.collect()
+        if metric.name == "hapi_toolset_enabled"
+        for s in metric.samples
+    }
+
+
+async def test_every_toolset_is_labelled_in_metrics() -> None:
+    opened = await open_toolsets(Settings(kubernetes="off"))
+    await opened.close()
+    assert opened.sources == []
+    enabled = _enabled()
+    assert set(NAMES) <= set(enabled)
+    assert {name for name in NAMES if enabled[name]} == {s.name for s in TOOLSETS if not s.opener}
+
+    opened = await open_toolsets(
+        Settings(kubernetes="off", prometheus_url="http://127.0.0.1:9", alertmanager_url=None)
+    )
+    await opened.close()
+    assert len(opened.sources) == 1 and _enabled()["prometheus"] == 1
+
+
+def _offered(spec: ToolsetSpec[Any]) -> Toolset:
+    return Toolset(spec.name, [], ToolsetLimits(max_calls=4, call_timeout=1), spec.prompt_note)
+
+
+@pytest.mark.parametrize("spec", TOOLSETS, ids=lambda s: s.name)
+def test_every_untrusted_toolset_is_marked_in_the_prompt(spec: ToolsetSpec[Any]) -> None:
+    prompt = system_prompt(toolsets=[_offered(spec)])
+    if spec.untrusted_data:
+        assert spec.data_key and f'"{spec.data_key}"' in prompt
+        marked = prompt[prompt.index(f'"{spec.data_key}"') :]
+        assert "never instructions" in marked.split("\n\n")[0]
+    else:
+        assert "never instructions" not in prompt
+    assert spec.prompt_note in prompt
+
+
+def _rules(field: descriptor.FieldDescriptor) -> Any:
+    return field.GetOptions().Extensions[validate_pb2.field]
+
+
+_JSON_TYPES = {
+    descriptor.FieldDescriptor.TYPE_STRING: "string",
+    descriptor.FieldDescriptor.TYPE_BOOL: "boolean",
+    descriptor.FieldDescriptor.TYPE_INT32: "integer",
+    descriptor.FieldDescriptor.TYPE_DOUBLE: "number",
+    descriptor.FieldDescriptor.TYPE_MESSAGE: "object",
+}
+TYPED_TOOLS = [
+    (spec.name, tool, model)
+    for spec in TOOLSETS
+    if spec.typed_arguments and spec.argument_models is not None
+    for tool, model in spec.argument_models().items()
+]
+
+
+def test_every_toolset_with_typed_arguments_lists_its_models() -> None:
+    assert {name for name, _, _ in TYPED_TOOLS} == {s.name for s in TOOLSETS if s.typed_arguments}
+
+
+@pytest.mark.parametrize(("toolset", "tool", "model"), TYPED_TOOLS, ids=lambda v: str(v))
+def test_every_typed_tool_is_recorded_in_its_own_message(
+    toolset: str, tool: str, model: Any
+) -> None:
+    assert typed_tool(tool) == tool
+    oneof = tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"]
+    field = next(f for f in oneof.fields if f.name == tool)
+    fields = {f.name: f for f in field.message_type.fields}
+    schema = tool_json_schema(model)
+    assert list(schema["properties"]) == list(fields) == list(model.model_fields)
+    for name, proto in fields.items():
+        prop, rules = schema["properties"][name], _rules(proto)
+        if proto.is_repeated:
+            is_map = proto.message_type is not None and proto.message_type.GetOptions().map_entry
+            assert prop["type"] == ("object" if is_map else "array"), name
+            continue
+        assert prop["type"] == _JSON_TYPES[proto.type], name
+        # Bounds both declare agree (a pattern may bound a string instead).
+        if "maxLength" in prop:
+            assert prop["maxLength"] == rules.string.max_len, name
+        if "minLength" in prop:
+            assert prop["minLength"] == rules.string.min_len, name
+        if "enum" in prop:
+            assert prop["enum"] == [v for v in getattr(rules.string, "in") if v], name
+        numbers = {
+            descriptor.FieldDescriptor.TYPE_INT32: rules.int32,
+            descriptor.FieldDescriptor.TYPE_DOUBLE: rules.double,
+        }
+        if proto.type in numbers:
+            bounds = numbers[proto.type]
+            assert prop.get("minimum", bounds.gte) == bounds.gte, name
+            assert prop.get("maximum", bounds.lte) == bounds.lte, name
+    required = {n for n, f in fields.items() if _rules(f).required}
+    assert required <= set(schema.get("required", [])), (
+        "the contract requires what the tool may omit"
+    )
+
+
+FORBIDDEN = ("grpc", "aiohttp", "hapi.", "prometheus_client", "kubernetes_asyncio", "redis")
+OUTER = ("adapters", "transport", "application", "observability", "security", "config", "app")
+
+
+def test_the_domain_imports_nothing_outer() -> None:
+    for path in sorted((ROOT / "hapi_grpc" / "domain").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                assert not name.startswith(FORBIDDEN) or name == "grpc_health", (path, name)
+                parts = name.split(".")
+                assert not (parts[0] == "hapi_grpc" and parts[1] in OUTER), (path, name)
+
+
+def test_a_toolset_not_configured_never_imports_its_adapter() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from hapi_grpc.config import Settings\n"
+        "from hapi_grpc.app import open_toolsets\n"
+        "asyncio.run(open_toolsets(Settings(kubernetes='off')))\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')\n"
+        "    or m.startswith(('hapi_grpc.adapters.mcp', 'hapi_grpc.adapters.metrics'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"  # the MCP SDK alone is tens of megabytes

@@ -118,10 +118,17 @@ class OfferedToolset(Protocol):
 _CATALOG_ONLY = "Your only tools are the two catalog tools; reason from the facts given."
 
 
+def _investigates(toolset: OfferedToolset) -> bool:
+    """Whether a toolset reads something beyond the catalog: an opened toolset (its
+    spec has an adapter's opener), where the catalog is built by the engine itself."""
+    spec = spec_for(toolset.name)
+    return spec is None or bool(spec.opener)
+
+
 def _tools_line(toolsets: Sequence[OfferedToolset] | None) -> str:
     """The sentence naming the tools offered in this investigation."""
     notes = [t.prompt_note or t.name for t in toolsets or ()]
-    if not toolsets or [t.name for t in toolsets] == ["workflow_catalog"]:
+    if not any(_investigates(t) for t in toolsets or ()):
         return _CATALOG_ONLY
     return "Your tools: " + "; ".join(notes) + ". Use them within their call caps."
 

@@ -126,10 +126,8 @@ class _Alternative(_Lenient):
         return _clip(value)
 
 
-class _Context(_Lenient):
-    cluster_state: str = ""
-    resource_availability: str = ""
-    blast_radius: str = ""
+class _FreeText(_Lenient):
+    """Every field is model text that reaches the response like any other: clipped."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -137,16 +135,17 @@ class _Context(_Lenient):
         return _clip(value)
 
 
-class _Target(_Lenient):
+class _Context(_FreeText):
+    cluster_state: str = ""
+    resource_availability: str = ""
+    blast_radius: str = ""
+
+
+class _Target(_FreeText):
     namespace: str = ""
     kind: str = ""
     name: str = ""
     api_group: str = ""
-
-    @field_validator("namespace", "kind", "name", "api_group", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)  # model text that reaches the response like any other
 
 
 class _Answer(_Lenient):

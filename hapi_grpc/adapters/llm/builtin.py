@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
+from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, exchanges, plan
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
@@ -56,15 +54,6 @@ _SEVERITIES = frozenset(Severity)
 _RISKS = frozenset(RiskLevel)
 _MAX_ALTERNATIVES = 3
 _APPS_KINDS = frozenset({"deployment", "statefulset", "daemonset", "replicaset"})
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """One tool call of the conversation and its parsed result."""
-
-    name: str
-    arguments: dict[str, Any]
-    result: dict[str, Any]
 
 
 class BuiltinAnalyst:
@@ -105,7 +94,7 @@ class _Turn:
         self.facts = Facts.read(users[0].content if users else "")
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
-        self.exchanges = _exchanges(messages)
+        self.exchanges = exchanges(messages)
         self.step = sum(1 for m in messages if m.role == "assistant") + 1
         self.observed = observed
         self.findings: Findings | None = None
@@ -368,29 +357,6 @@ def _with_findings(facts: Facts, findings: Findings) -> Facts:
         component=target["kind"].lower(),
         error_text=text,
     )
-
-
-def _exchanges(messages: Iterable[ChatMessage]) -> list[_Exchange]:
-    calls: dict[str, ToolCall] = {}
-    exchanges: list[_Exchange] = []
-    for message in messages:
-        if message.role == "assistant":
-            calls.update((call.id, call) for call in message.tool_calls)
-        elif message.role == "tool":
-            call = calls.get(message.tool_call_id)
-            if call is not None:
-                exchanges.append(
-                    _Exchange(call.name, _object(call.arguments), _object(message.content))
-                )
-    return exchanges
-
-
-def _object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _confidence(hit: dict[str, Any]) -> float:

@@ -29,10 +29,11 @@ from hapi_grpc.adapters.llm.builtin_reads import (
     Reads,
     Step,
     condition_text,
+    exchanges,
 )
 from hapi_grpc.domain.observed import Observed
 
-__all__ = ["GET", "Findings", "plan"]
+__all__ = ["GET", "Findings", "exchanges", "plan"]
 
 _WORKLOADS = frozenset({"deployment", "statefulset", "daemonset", "replicaset"})
 # Labels and annotations Argo CD and Flux put on the objects they sync.

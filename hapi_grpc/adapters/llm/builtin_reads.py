@@ -11,10 +11,12 @@ read they still need (a `Step`) or the `Findings` of their part.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from hapi_grpc.domain.llm import ChatMessage, ToolCall
 from hapi_grpc.domain.observed import Observed
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "Reads",
     "Step",
     "condition_text",
+    "exchanges",
 ]
 
 GET, LIST, EVENTS, LOGS, OWNERS = (
@@ -37,19 +40,6 @@ GET, LIST, EVENTS, LOGS, OWNERS = (
     "kubernetes_pod_logs",
     "kubernetes_owner_chain",
 )
-
-
-class Exchange(Protocol):
-    """One tool call of the conversation and its parsed JSON result."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def arguments(self) -> dict[str, Any]: ...
-
-    @property
-    def result(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -87,6 +77,37 @@ class Findings:
 
 
 Step = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One tool call of the conversation and its parsed JSON arguments and result."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: dict[str, Any]
+
+
+def exchanges(messages: Iterable[ChatMessage]) -> list[Exchange]:
+    """The conversation's tool calls, each with its parsed arguments and result."""
+    calls: dict[str, ToolCall] = {}
+    found: list[Exchange] = []
+    for message in messages:
+        if message.role == "assistant":
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif message.role == "tool":
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                found.append(Exchange(call.name, _object(call.arguments), _object(message.content)))
+    return found
+
+
+def _object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hapi_grpc.domain.answer_json import extract_json_object
 from hapi_grpc.domain.levels import RiskLevel, Severity
-from hapi_grpc.domain.result import AlternativeWorkflow, ContextUsed, TargetResource
+from hapi_grpc.domain.result import (
+    AlternativeWorkflow,
+    ContextUsed,
+    TargetResource,
+    WorkflowSelection,
+)
 from hapi_grpc.domain.sensitive import redact
 
 __all__ = [
     "AnswerFormatError",
     "FinalAnswer",
-    "ProposedSelection",
     "extract_json_object",
     "parse_final_answer",
 ]
@@ -47,23 +51,11 @@ class AnswerFormatError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class ProposedSelection:
-    """The model's selection, not yet checked against the catalog."""
-
-    workflow_id: str
-    version: str
-    confidence: float
-    rationale: str
-    estimated_risk: RiskLevel
-    parameters: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class FinalAnswer:
     analysis_summary: str
     root_cause_assessment: str
     rca_severity: Severity
-    selected: ProposedSelection | None
+    selected: WorkflowSelection | None  # proposed: the engine checks it (`final_check`)
     alternatives: tuple[AlternativeWorkflow, ...] = ()
     warnings: tuple[str, ...] = ()
     context_used: ContextUsed | None = None
@@ -134,10 +126,8 @@ class _Alternative(_Lenient):
         return _clip(value)
 
 
-class _Context(_Lenient):
-    cluster_state: str = ""
-    resource_availability: str = ""
-    blast_radius: str = ""
+class _FreeText(_Lenient):
+    """Every field is model text that reaches the response like any other: clipped."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -145,16 +135,17 @@ class _Context(_Lenient):
         return _clip(value)
 
 
-class _Target(_Lenient):
+class _Context(_FreeText):
+    cluster_state: str = ""
+    resource_availability: str = ""
+    blast_radius: str = ""
+
+
+class _Target(_FreeText):
     namespace: str = ""
     kind: str = ""
     name: str = ""
     api_group: str = ""
-
-    @field_validator("namespace", "kind", "name", "api_group", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)  # model text that reaches the response like any other
 
 
 class _Answer(_Lenient):
@@ -241,22 +232,12 @@ def parse_final_answer(text: str) -> FinalAnswer:
         parsed = _Answer.model_validate(obj)
     except ValidationError as exc:
         raise AnswerFormatError(_problems(exc)) from None
-    selected = None
-    if parsed.selected_workflow is not None:
-        s = parsed.selected_workflow
-        selected = ProposedSelection(
-            workflow_id=s.workflow_id,
-            version=s.version,
-            confidence=s.confidence,
-            rationale=s.rationale,
-            estimated_risk=s.estimated_risk,
-            parameters=dict(s.parameters),
-        )
+    s = parsed.selected_workflow
     return FinalAnswer(
         analysis_summary=parsed.analysis_summary,
         root_cause_assessment=parsed.root_cause_assessment,
         rca_severity=parsed.rca_severity,
-        selected=selected,
+        selected=WorkflowSelection(**s.model_dump()) if s is not None else None,
         alternatives=tuple(
             AlternativeWorkflow(a.workflow_id, a.confidence, a.rationale)
             for a in parsed.alternative_workflows[:_MAX_ALTERNATIVES]

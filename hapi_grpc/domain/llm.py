@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from hapi_grpc.domain.observed import Observed
 
 Role = Literal["system", "user", "assistant", "tool"]
 # "auto": the model may call the offered tools or answer; "none": it must
@@ -135,3 +138,13 @@ class LLMProvider(Protocol):
     ) -> LLMResponse: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ReadsObserved(Protocol):
+    """A provider that decides from the service's own record of what its tool calls
+    read (the built-in analyst): the engine hands it each investigation's record."""
+
+    def reading(self, observed: Observed) -> LLMProvider:
+        """This provider for one investigation whose tools fill `observed`."""
+        ...

@@ -60,13 +60,35 @@ class TargetResource:
 
 
 @dataclass(frozen=True, slots=True)
-class SelectedWorkflow:
+class WorkflowSelection:
+    """A workflow chosen with its parameters: as the model proposed it, unchecked."""
+
     workflow_id: str
     version: str
     confidence: float
     rationale: str
     estimated_risk: RiskLevel
     parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedWorkflow(WorkflowSelection):
+    """A selection the final-answer check accepted: the catalog's id and version, the
+    validator's parameters. Only a `SelectedWorkflow` reaches a result."""
+
+    @classmethod
+    def accepted(
+        cls, proposed: WorkflowSelection, version: str, parameters: dict[str, Any]
+    ) -> SelectedWorkflow:
+        """`proposed` as checked: the catalog's `version`, the validated `parameters`."""
+        return cls(
+            proposed.workflow_id,
+            version,
+            proposed.confidence,
+            proposed.rationale,
+            proposed.estimated_risk,
+            parameters,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,15 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import aiohttp
-
-from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.security.auth import Identity
-from hapi_grpc.security.kube_api import (
-    create_review,
-    open_session,
-    read_service_account_token,
-)
+from hapi_grpc.security.kube_api import ReviewClient
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +126,15 @@ class SubjectAccessReviewAuthorizer:
         max_cache_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._url = api_server_url.rstrip("/") + SAR_PATH
-        self._ca_file = ca_file
-        self._sa_token_file = sa_token_file
+        self._api = ReviewClient(
+            api_server_url.rstrip("/") + SAR_PATH, ca_file, sa_token_file, timeout
+        )
         self.check = check or ResourceCheck()
         self._ttl = cache_ttl
-        self._timeout = timeout
         self._max_entries = max_cache_entries
         self._clock = clock
         self._cache: dict[_Key, tuple[float, bool]] = {}
         self._pending: dict[_Key, asyncio.Task[bool]] = {}
-        self._session: aiohttp.ClientSession | None = None
 
     async def allowed(self, identity: Identity, namespace: str) -> bool:
         key = (identity, namespace)
@@ -189,14 +180,6 @@ class SubjectAccessReviewAuthorizer:
         self._cache.pop(key, None)
         self._cache[key] = (self._clock() + self._ttl, verdict)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = open_session(self._ca_file, self._timeout)
-        return self._session
-
-    def _service_account_token(self) -> str:
-        return read_service_account_token(self._sa_token_file)
-
     async def _review(self, identity: Identity, namespace: str) -> bool:
         spec: dict[str, Any] = {
             "user": identity.subject,
@@ -212,22 +195,13 @@ class SubjectAccessReviewAuthorizer:
             "kind": "SubjectAccessReview",
             "spec": spec,
         }
-        status = await create_review(
-            self._client(),
-            self._url,
-            self._service_account_token(),
-            body,
-            request_timeout(self._timeout),
-            AuthorizationError,
-        )
+        status = await self._api.create(body, AuthorizationError)
         # An evaluationError without `allowed` is a refusal, as the API server
         # itself treats it (a binding to a missing role must not look like an outage).
         return status.get("allowed") is True and status.get("denied") is not True
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._api.close()
 
 
 class AuthorizationError(Exception):

@@ -9,9 +9,10 @@ from typing import Any
 
 import aiohttp
 
+from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.sensitive import register_secret
 
-__all__ = ["create_review", "open_session", "read_service_account_token"]
+__all__ = ["ReviewClient", "create_review", "open_session", "read_service_account_token"]
 
 
 def open_session(ca_file: str | None, timeout: float) -> aiohttp.ClientSession:
@@ -62,3 +63,34 @@ async def create_review(
     if not isinstance(status, dict):
         raise error(f"{kind} answer has no status")
     return status
+
+
+class ReviewClient:
+    """Creates review objects at one API path as the service account, over one
+    session opened on first use; each request's timeout is `timeout` clipped to
+    the caller's deadline."""
+
+    def __init__(self, url: str, ca_file: str | None, sa_token_file: str, timeout: float) -> None:
+        self.url = url
+        self._ca_file = ca_file
+        self._sa_token_file = sa_token_file
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def create(self, body: dict[str, Any], error: type[Exception]) -> dict[str, Any]:
+        """The status the API server filled into `body`; anything else raises `error`."""
+        if self._session is None or self._session.closed:
+            self._session = open_session(self._ca_file, self._timeout)
+        return await create_review(
+            self._session,
+            self.url,
+            read_service_account_token(self._sa_token_file),
+            body,
+            request_timeout(self._timeout),
+            error,
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -16,15 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
-from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.security.auth import AuthenticationUnavailable, Identity, token_digest
-from hapi_grpc.security.kube_api import (
-    create_review,
-    open_session,
-    read_service_account_token,
-)
+from hapi_grpc.security.kube_api import ReviewClient
 
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
@@ -65,16 +58,17 @@ class TokenReviewAuthenticator:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
-        self._url = api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews"
-        self._ca_file = ca_file
-        self._sa_token_file = sa_token_file
+        self._api = ReviewClient(
+            api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews",
+            ca_file,
+            sa_token_file,
+            timeout,
+        )
         self._audiences = list(audiences or ())
         self._cache_ttl = cache_ttl
         self._negative_ttl = negative_cache_ttl
-        self._timeout = timeout
         self._max_entries = max_cache_entries
         self._cache: dict[bytes, _CacheEntry] = {}
-        self._session: aiohttp.ClientSession | None = None
 
     @classmethod
     def in_cluster(
@@ -94,14 +88,6 @@ class TokenReviewAuthenticator:
             audiences=audiences,
             cache_ttl=cache_ttl,
         )
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = open_session(self._ca_file, self._timeout)
-        return self._session
-
-    def _service_account_token(self) -> str:
-        return read_service_account_token(self._sa_token_file)
 
     async def authenticate(self, token: str) -> Identity | None:
         key = token_digest(token)
@@ -138,14 +124,7 @@ class TokenReviewAuthenticator:
         if self._audiences:
             spec["audiences"] = self._audiences
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
-        status = await create_review(
-            self._client(),
-            self._url,
-            self._service_account_token(),
-            body,
-            request_timeout(self._timeout),
-            TokenReviewError,
-        )
+        status = await self._api.create(body, TokenReviewError)
         if status.get("authenticated") is not True:
             return None
         if self._audiences:
@@ -161,9 +140,7 @@ class TokenReviewAuthenticator:
         return Identity(username, groups, uid if isinstance(uid, str) else "", _extra(user))
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._api.close()
 
 
 def _extra(user: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from hapi_grpc.adapters.llm.builtin_evidence import _CONFIG_ERROR_RE
 from hapi_grpc.domain.answer_json import extract_json_object
+from hapi_grpc.domain.observed.record import _CONFIG_ERROR
 from hapi_grpc.domain.toolsets.prometheus.query_time import duration_seconds
 
 # Each input is tried at growing sizes, so that a quadratic reader fails fast.
@@ -53,5 +53,5 @@ def test_fenced_reply_still_read() -> None:
 
 @pytest.mark.parametrize("unit", ["config ", "env var ", "missing ", "settings bad "])
 def test_config_error_lines(unit: str) -> None:
-    _assert_linear(_CONFIG_ERROR_RE.search, unit)
-    assert _CONFIG_ERROR_RE.search("FATAL: Configuration key DB_HOST missing") is not None
+    _assert_linear(_CONFIG_ERROR.search, unit)
+    assert _CONFIG_ERROR.search("FATAL: Configuration key DB_HOST missing") is not None

@@ -171,4 +171,4 @@ def test_in_cluster_needs_the_kubernetes_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     reviewer = TokenReviewAuthenticator.in_cluster(audiences=["hapi-grpc"])
-    assert reviewer._url == "https://10.0.0.1:6443" + TOKEN_REVIEW_PATH
+    assert reviewer._api.url == "https://10.0.0.1:6443" + TOKEN_REVIEW_PATH

@@ -1,10 +1,10 @@
 """The built-in analyst: a deterministic stand-in for a language model.
 
 It is the default when no LLM is configured. It drives the same loop through
-the same tools as a model would, working only from the conversation it is
-given: the facts in the user message (`prompt.read_facts`) and the tools'
-JSON results. Each call looks at the conversation so far and takes the next
-step:
+the same tools as a model would, working only from what it is given: the
+facts in the user message (`prompt.read_facts`), the tools' JSON results and
+the service's record of what they read (`domain.observed`). Each call looks
+at these and takes the next step:
 
 1. search the catalog with "<signal_type> <severity>" and the component;
 2. take the best match whose required parameters it can fill from the facts
@@ -37,15 +37,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, plan
+from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, exchanges, plan
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
 from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView, read_only_fallback
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
+from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.toolsets.jsontext import compact_json
 from hapi_grpc.domain.toolsets.prometheus.tools import RANGE_TOOL as RANGE
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, VALIDATE_TOOL
@@ -58,21 +57,19 @@ _MAX_ALTERNATIVES = 3
 _APPS_KINDS = frozenset({"deployment", "statefulset", "daemonset", "replicaset"})
 
 
-@dataclass(frozen=True)
-class _Exchange:
-    """One tool call of the conversation and its parsed result."""
-
-    name: str
-    arguments: dict[str, Any]
-    result: dict[str, Any]
-
-
 class BuiltinAnalyst:
     """`LLMProvider` that matches the signal to a catalog workflow by rules."""
 
     name = "builtin"
     model = "builtin"
     uses_language_model = False
+
+    def __init__(self, observed: Observed | None = None) -> None:
+        self._observed = observed if observed is not None else Observed()
+
+    def reading(self, observed: Observed) -> BuiltinAnalyst:
+        """The analyst for one investigation: it reads what its tool calls recorded."""
+        return BuiltinAnalyst(observed)
 
     async def complete(
         self,
@@ -84,7 +81,7 @@ class BuiltinAnalyst:
         """The next step; instant, so it needs no timeout and cannot be cancelled midway."""
         # tool_choice "none" (the last turn): answer with what is known.
         offered = set() if tool_choice == "none" else {tool.name for tool in tools}
-        return _Turn(messages, offered).next()
+        return _Turn(messages, offered, self._observed).next()
 
     async def close(self) -> None:
         """Nothing to release."""
@@ -93,14 +90,15 @@ class BuiltinAnalyst:
 class _Turn:
     """Decides the next step from the conversation so far."""
 
-    def __init__(self, messages: list[ChatMessage], offered: set[str]) -> None:
+    def __init__(self, messages: list[ChatMessage], offered: set[str], observed: Observed) -> None:
         users = [m for m in messages if m.role == "user"]
         self.facts = Facts.read(users[0].content if users else "")
         self.recovery = RecoveryView.read(users[0].content) if users else None
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
-        self.exchanges = _exchanges(messages)
+        self.exchanges = exchanges(messages)
         self.step = sum(1 for m in messages if m.role == "assistant") + 1
+        self.observed = observed
         self.findings: Findings | None = None
         self.objections: list[str] = []  # why candidate workflows were not selected
 
@@ -114,6 +112,7 @@ class _Turn:
                 self.facts.name,
                 self.facts.signal_type,
                 self.exchanges,
+                self.observed,
             )
             if isinstance(read, tuple):
                 return self._call(*read)
@@ -290,7 +289,7 @@ class _Turn:
             selected = None
         if found:
             support = [s for s in (found.config_error, found.probe_failure) if s]
-            cited = found.evidence + [s for s in support if s not in found.evidence]
+            cited = [*found.evidence, *(s for s in support if s not in found.evidence)]
             assessment = (
                 "Evidence read from the cluster (rule-based, no language model was used): "
                 + "; ".join(cited)
@@ -367,29 +366,6 @@ def _with_findings(facts: Facts, findings: Findings) -> Facts:
         component=target["kind"].lower(),
         error_text=text,
     )
-
-
-def _exchanges(messages: Iterable[ChatMessage]) -> list[_Exchange]:
-    calls: dict[str, ToolCall] = {}
-    exchanges: list[_Exchange] = []
-    for message in messages:
-        if message.role == "assistant":
-            calls.update((call.id, call) for call in message.tool_calls)
-        elif message.role == "tool":
-            call = calls.get(message.tool_call_id)
-            if call is not None:
-                exchanges.append(
-                    _Exchange(call.name, _object(call.arguments), _object(message.content))
-                )
-    return exchanges
-
-
-def _object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _confidence(hit: dict[str, Any]) -> float:

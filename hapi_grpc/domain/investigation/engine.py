@@ -32,7 +32,7 @@ from hapi_grpc.domain.investigation.observer import (
 from hapi_grpc.domain.investigation.outcome import partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
-from hapi_grpc.domain.llm import LLMProvider
+from hapi_grpc.domain.llm import LLMProvider, ReadsObserved
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
@@ -169,7 +169,7 @@ class InvestigationEngine:
         self._running.add(running)
         try:
             async with cutoff:
-                return await converse(state, self._llm)
+                return await converse(state, self._provider(state))
         except TimeoutError:
             if not cutoff.expired():
                 raise
@@ -180,6 +180,12 @@ class InvestigationEngine:
     async def close(self) -> None:
         if self._policy is not None:
             await self._policy.close()
+
+    def _provider(self, state: InvestigationState) -> LLMProvider:
+        """The model for this investigation (one that reads the observed record gets it)."""
+        if isinstance(self._llm, ReadsObserved):
+            return self._llm.reading(state.selection_gate.observed)
+        return self._llm
 
     def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:
         settings = self._settings

@@ -214,14 +214,7 @@ def _accept(
     proposed = answer.selected
     assert proposed is not None
     state.last_candidate = None
-    selection = SelectedWorkflow(
-        workflow_id=hit.workflow_id,
-        version=hit.version,
-        confidence=proposed.confidence,
-        rationale=proposed.rationale,
-        estimated_risk=proposed.estimated_risk,
-        parameters=parameters,
-    )
+    selection = SelectedWorkflow.accepted(proposed, hit.version, parameters)
     return Verdict(answer, accepted=True, selection=selection)
 
 

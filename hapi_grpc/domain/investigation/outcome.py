@@ -9,7 +9,7 @@ catalog could not be consulted at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hapi_grpc.domain.answer import FinalAnswer
 from hapi_grpc.domain.investigation.final_check import Verdict
@@ -18,7 +18,6 @@ from hapi_grpc.domain.result import (
     AlternativeWorkflow,
     AnalysisResult,
     HumanReviewReason,
-    SelectedWorkflow,
 )
 from hapi_grpc.domain.sensitive import redact
 
@@ -239,15 +238,10 @@ def _lower_confidence(result: AnalysisResult) -> None:
         )
         for a in result.alternative_workflows
     ]
-    if result.selected_workflow is not None:
-        s = result.selected_workflow
-        result.selected_workflow = SelectedWorkflow(
-            s.workflow_id,
-            s.version,
-            round(s.confidence * DEGRADED_CONFIDENCE_FACTOR, 4),
-            s.rationale,
-            s.estimated_risk,
-            s.parameters,
+    s = result.selected_workflow
+    if s is not None:
+        result.selected_workflow = replace(
+            s, confidence=round(s.confidence * DEGRADED_CONFIDENCE_FACTOR, 4)
         )
 
 

@@ -201,6 +201,7 @@ def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
         "available": int(status.get("availableReplicas", status.get("numberAvailable", 0)) or 0),
     }
     out["paused"] = bool(spec.get("paused"))
+    out["selector"] = _strings(_map(spec, "selector").get("matchLabels"))
     out["template_containers"] = _containers(template, None, "containers")
     out["config_refs"] = _config_refs(template)
 

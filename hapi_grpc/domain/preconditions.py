@@ -34,7 +34,7 @@ from cel_expr_python.ext.ext_strings import ExtStrings
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import EMPTY_VIEW
 from hapi_grpc.domain.quantity import QuantityError, parse_quantity
-from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.sensitive import redact, redaction_generation
 
 __all__ = [
     "Bound",
@@ -141,6 +141,23 @@ def _shown(value: Any) -> str:
 def _one(
     declared: Declared, kind: str, bound: Bound, only_false: bool = False
 ) -> ConditionResult | None:
+    if bound.empty and _observed_only(declared.expression) and _observed_only(declared.show):
+        return _one_on_empty(declared, kind, only_false, redaction_generation())
+    return _evaluated(declared, kind, bound, only_false)
+
+
+@lru_cache(maxsize=4096)
+def _one_on_empty(
+    declared: Declared, kind: str, only_false: bool, generation: int
+) -> ConditionResult | None:
+    """`_evaluated` on the empty record; `generation` (of the registered secrets the
+    value shown was redacted with) is part of the key, so a new secret is applied."""
+    return _evaluated(declared, kind, Bound({}, EMPTY_VIEW, {}), only_false)
+
+
+def _evaluated(
+    declared: Declared, kind: str, bound: Bound, only_false: bool
+) -> ConditionResult | None:
     ok, value = bound.value(declared.expression)
     if ok and value is True:
         return (
@@ -172,6 +189,7 @@ def bind(
     )
 
 
+@lru_cache(maxsize=4096)
 def _observed_only(expression: str) -> bool:
     # By text, so a doubt (the word in a string literal) only means evaluating.
     return "incident" not in expression and "params" not in expression

@@ -84,3 +84,24 @@ def test_an_empty_record_refutes_without_building_an_activation() -> None:
         bound=bound,
     )
     assert "container_oomkilled" in [r.name for r in found]
+
+
+def test_a_secret_registered_later_is_hidden_in_what_an_empty_record_shows() -> None:
+    from hapi_grpc.domain.sensitive import register_secret, replace_secrets
+
+    secret = "s3cr3t-empty-record-0123456789"
+    declared = Declared("evidence", "observed.evidence", show=f'"labels: {secret}"')
+
+    def shown() -> str:
+        bound = Bound({}, EMPTY_VIEW, {})
+        [result] = evaluate([declared], (), incident={}, observed={}, params={}, bound=bound)
+        assert result.holds is False
+        return result.detail
+
+    assert secret in shown()  # remembered for the empty record from here on
+    register_secret(secret, owner="test-empty-record")
+    try:
+        assert secret not in shown()
+    finally:
+        replace_secrets("test-empty-record", [])
+    assert secret in shown()

@@ -13,13 +13,17 @@ An expression that cannot be evaluated (a field that was not observed, a
 quantity that does not parse) is *unknown*, and unknown counts as not
 holding: a premise nobody saw is no premise.
 
+On an empty record (nothing read: every investigation without a cluster) an
+expression that names neither `incident` nor `params` has one value, computed
+once per process; the others are evaluated as always.
+
 Runtime: Google's CEL C++ runtime through `cel-expr-python` (measured against
 `cel-python` and `common-expression-language`; see docs/policy.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -28,10 +32,12 @@ from cel_expr_python import cel
 from cel_expr_python.ext.ext_strings import ExtStrings
 
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.observed import EMPTY_VIEW
 from hapi_grpc.domain.quantity import QuantityError, parse_quantity
-from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.sensitive import redact, redaction_generation
 
 __all__ = [
+    "Bound",
     "ConditionResult",
     "Declared",
     "bind",
@@ -133,9 +139,26 @@ def _shown(value: Any) -> str:
 
 
 def _one(
-    declared: Declared, kind: str, activation: Any, only_false: bool = False
+    declared: Declared, kind: str, bound: Bound, only_false: bool = False
 ) -> ConditionResult | None:
-    ok, value = _value(compile_expression(declared.expression).eval(activation))
+    if bound.empty and _observed_only(declared.expression) and _observed_only(declared.show):
+        return _one_on_empty(declared, kind, only_false, redaction_generation())
+    return _evaluated(declared, kind, bound, only_false)
+
+
+@lru_cache(maxsize=4096)
+def _one_on_empty(
+    declared: Declared, kind: str, only_false: bool, generation: int
+) -> ConditionResult | None:
+    """`_evaluated` on the empty record; `generation` (of the registered secrets the
+    value shown was redacted with) is part of the key, so a new secret is applied."""
+    return _evaluated(declared, kind, Bound({}, EMPTY_VIEW, {}), only_false)
+
+
+def _evaluated(
+    declared: Declared, kind: str, bound: Bound, only_false: bool
+) -> ConditionResult | None:
+    ok, value = bound.value(declared.expression)
     if ok and value is True:
         return (
             None if only_false else ConditionResult(declared.name, kind, True, "", declared.message)
@@ -144,7 +167,7 @@ def _one(
         return None  # unknown: not a refutation, so its `show` is not worth evaluating
     detail = ""
     if declared.show:
-        shown_ok, shown = _value(compile_expression(declared.show).eval(activation))
+        shown_ok, shown = bound.value(declared.show)
         detail = _shown(shown) if shown_ok else "nothing"
     if not ok:
         return ConditionResult(
@@ -166,6 +189,50 @@ def bind(
     )
 
 
+@lru_cache(maxsize=4096)
+def _observed_only(expression: str) -> bool:
+    # By text, so a doubt (the word in a string literal) only means evaluating.
+    return "incident" not in expression and "params" not in expression
+
+
+@lru_cache(maxsize=4096)  # bounded like the compiled programs
+def _on_empty(expression: str) -> tuple[bool, Any]:
+    """The value of an expression over `observed` alone on the empty record."""
+    empty = bind(incident={}, observed=EMPTY_VIEW, params={})
+    return _value(compile_expression(expression).eval(empty))
+
+
+class Bound:
+    """The three variables of one evaluation; their CEL activation is built on first
+    need, and not at all when every expression evaluated has its empty-record value."""
+
+    __slots__ = ("_activation", "_incident", "empty", "observed", "params")
+
+    def __init__(
+        self,
+        incident: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        observed: Mapping[str, Any],
+        params: Mapping[str, Any],
+    ) -> None:
+        self._incident = incident  # or what builds it, called only if needed
+        self.observed = observed
+        self.params = params
+        self.empty = observed is EMPTY_VIEW
+        self._activation: Any = None
+
+    def activation(self) -> Any:
+        if self._activation is None:
+            incident = self._incident() if callable(self._incident) else self._incident
+            self._activation = bind(incident=incident, observed=self.observed, params=self.params)
+        return self._activation
+
+    def value(self, expression: str) -> tuple[bool, Any]:
+        """(ok, plain value) of `expression` on these variables."""
+        if self.empty and _observed_only(expression):
+            return _on_empty(expression)
+        return _value(compile_expression(expression).eval(self.activation()))
+
+
 def evaluate(
     preconditions: Sequence[Declared],
     invariants: Sequence[Declared],
@@ -174,18 +241,18 @@ def evaluate(
     observed: Mapping[str, Any],
     params: Mapping[str, Any],
     only_false: bool = False,
-    bound: Any = None,
+    bound: Bound | None = None,
 ) -> list[ConditionResult]:
     """Every declared condition evaluated on one activation, preconditions first.
 
     `only_false` keeps just the conditions observed to be false (a refutation),
-    and explains (`show`) only those. `bound` is an activation from `bind` over
-    the same three variables, reused instead of a new one.
+    and explains (`show`) only those. `bound` is a `Bound` over the same three
+    variables, reused (with its activation) instead of a new one.
     """
     if not preconditions and not invariants:
         return []
     if bound is None:
-        bound = bind(incident=incident, observed=observed, params=params)
+        bound = Bound(incident, observed, params)
     results = [_one(d, "precondition", bound, only_false) for d in preconditions] + [
         _one(d, "invariant", bound, only_false) for d in invariants
     ]

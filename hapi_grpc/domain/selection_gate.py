@@ -25,13 +25,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from hapi_grpc.domain.catalog import Declarations, SearchHit
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.domain.preconditions import ConditionResult, bind, evaluate, incident_activation
+from hapi_grpc.domain.preconditions import (
+    Bound,
+    ConditionResult,
+    evaluate,
+    incident_activation,
+)
 from hapi_grpc.domain.result import HumanReviewReason
+from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
 
 __all__ = ["Candidate", "SelectionCheck", "SelectionGate", "Veto"]
 
@@ -57,11 +64,15 @@ class Veto:
     source: str = ""  # e.g. "precondition:container_oomkilled", "policy:<rule>"
 
 
+# An alert storm's investigations refute the same search results and veto the same
+# selection in the same words: held once (~2.7 kB per investigation otherwise).
+_SHARED_REASONS = SharedTexts(max_chars=1 << 18, min_chars=128)
+
 SelectionCheck = Callable[[Candidate], Awaitable[Veto | None]]
 """An extra check: None lets the selection through; a `Veto` sends it to review."""
 
 
-@dataclass
+@dataclass(slots=True)
 class SelectionGate:
     """One investigation's gate (see module docstring)."""
 
@@ -70,12 +81,12 @@ class SelectionGate:
     checks: Sequence[SelectionCheck] = ()
     vetoes: list[Veto] = field(default_factory=list)
     refutations: dict[str, str] = field(default_factory=dict)  # workflow id -> why
-    _incident_view: dict[str, Any] | None = None
-    # Inside `reusing()`: the last activation, with the record view and parameters
-    # it was bound to. Not kept beyond it: a converted record costs memory
-    # (~6 kB empty, ~120 kB for a few pods) for every investigation in flight.
+    # Inside `reusing()`: the last variables bound (and their activation, once built),
+    # with the record view and parameters they hold. Nothing converted is kept beyond
+    # it, nor the incident's view: that would cost memory (~6 kB for an empty record,
+    # ~120 kB for a few pods) for every investigation in flight.
     _reuse: bool = False
-    _bound: tuple[Any, dict[str, Any], Any] | None = None
+    _bound: tuple[dict[str, Any], dict[str, Any], Bound] | None = None
 
     @contextmanager
     def reusing(self) -> Iterator[None]:
@@ -89,29 +100,27 @@ class SelectionGate:
             self._reuse = False
             self._bound = None
 
-    def _activation(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:
-        """(incident, observed, activation); a changed record has a new view object."""
-        if self._incident_view is None:
-            self._incident_view = incident_activation(self.incident)
+    def _activation(self, params: Mapping[str, Any]) -> Bound:
+        """The variables bound for `params`; a changed record has a new view object."""
         view = self.observed.activation()
         last = self._bound
         if last is None or last[0] is not view or last[1] != params:
             plain = dict(params)
-            last = (view, plain, bind(incident=self._incident_view, observed=view, params=plain))
+            last = (view, plain, Bound(partial(incident_activation, self.incident), view, plain))
             if self._reuse:
                 self._bound = last
-        return self._incident_view, view, last[2]
+        return last[2]
 
     def conditions(
         self, declared: Declarations, params: Mapping[str, Any]
     ) -> list[ConditionResult]:
         """Every declared condition evaluated on what was observed so far."""
-        incident, observed, bound = self._activation(params)
+        bound = self._activation(params)
         return evaluate(
             [c.declared() for c in declared.preconditions],
             [c.declared() for c in declared.invariants],
-            incident=incident,
-            observed=observed,
+            incident={},
+            observed=bound.observed,
             params=params,
             bound=bound,
         )
@@ -128,19 +137,19 @@ class SelectionGate:
         """Preconditions that do not hold on what was read so far (no parameters needed)."""
         # Runs for every search hit: invariants (which need parameters) and unknown
         # preconditions are not evaluated or explained, as none of them is reported.
-        incident, observed, bound = self._activation({})
+        bound = self._activation({})
         found = evaluate(
             [c.declared() for c in declared.preconditions],
             (),
-            incident=incident,
-            observed=observed,
+            incident={},
+            observed=bound.observed,
             params={},
             only_false=True,
             bound=bound,
         )
         if found:
-            self.refutations[workflow_id] = f"{workflow_id}: " + "; ".join(
-                r.describe() for r in found[:3]
+            self.refutations[workflow_id] = _SHARED_REASONS.share(
+                f"{workflow_id}: " + "; ".join(r.describe() for r in found[:3])
             )
         else:
             self.refutations.pop(workflow_id, None)
@@ -159,7 +168,9 @@ class SelectionGate:
         if failed:
             veto = Veto(
                 HumanReviewReason.PRECONDITION_NOT_MET,
-                f"{workflow_id}: " + "; ".join(r.describe() for r in failed[:5]),
+                _SHARED_REASONS.share(
+                    f"{workflow_id}: " + "; ".join(r.describe() for r in failed[:5])
+                ),
                 f"{failed[0].kind}:{failed[0].name}",
             )
         else:

@@ -41,6 +41,7 @@ __all__ = [
     "redact",
     "redact_head",
     "redact_mapping",
+    "redaction_generation",
     "register_secret",
     "registered_count",
     "replace_secrets",
@@ -82,6 +83,7 @@ _PATTERN_VALUE_CHARS = 256
 _registered: Shape | None = None  # the shorter registered values, in one pattern
 _registered_long: tuple[str, ...] = ()  # the longer ones, longest first
 _longest_registered = 0
+_generation = 0  # changes whenever the registered values do
 
 
 def register_secret(value: str, *, owner: str | None = None) -> None:
@@ -139,9 +141,15 @@ def _all_registered() -> set[str]:
     return every
 
 
+def redaction_generation() -> int:
+    """A number that changes whenever the registered secrets do: what `redact` gave a
+    text may be kept and reused while it stays the same."""
+    return _generation
+
+
 def _recompile() -> None:
     """Rebuild the one pattern of registered values; the caller holds the lock."""
-    global _registered, _registered_long, _longest_registered
+    global _registered, _registered_long, _longest_registered, _generation
     # Longest first, so a secret that contains another is removed whole.
     ordered = sorted(_all_registered(), key=len, reverse=True)
     short = [s for s in ordered if len(s) <= _PATTERN_VALUE_CHARS]
@@ -149,6 +157,7 @@ def _recompile() -> None:
     _registered = Shape(re2.compile(source)) if short else None
     _registered_long = tuple(s for s in ordered if len(s) > _PATTERN_VALUE_CHARS)
     _longest_registered = len(ordered[0]) if ordered else 0
+    _generation += 1
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

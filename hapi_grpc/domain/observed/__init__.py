@@ -7,6 +7,6 @@ this record (`observed` in CEL), so a premise is checked against the cluster
 as read, never against prose. Shapes: `docs/preconditions.md`.
 """
 
-from hapi_grpc.domain.observed.record import Observed
+from hapi_grpc.domain.observed.record import EMPTY_VIEW, Observed
 
-__all__ = ["Observed"]
+__all__ = ["EMPTY_VIEW", "Observed"]

@@ -10,7 +10,7 @@ import re2
 from hapi_grpc.domain.observed.kubernetes import object_facts, object_key
 from hapi_grpc.domain.sensitive import redact
 
-__all__ = ["Observed"]
+__all__ = ["EMPTY_VIEW", "Observed"]
 
 # Bounds: the record never outgrows what the tools' own output caps allow.
 _MAX_OBJECTS = 200
@@ -162,18 +162,38 @@ class Observed:
         return bool(self.objects)
 
     def activation(self) -> dict[str, Any]:
-        """The record as CEL's `observed` (built once per change)."""
+        """The record as CEL's `observed` (built once per change; `EMPTY_VIEW` when empty)."""
         if self._view is None:
-            objects = list(self.objects.values())
-            self._view = {
-                "evidence": bool(objects),
-                "objects": objects,
-                "pods": [o for o in objects if o["kind"] == "Pod"],
-                "nodes": [o for o in objects if o["kind"] == "Node"],
-                "workloads": [o for o in objects if "template_containers" in o],
-                "events": list(self.events),
-                "logs": list(self.logs),
-                "metrics": list(self.metrics),
-                "alerts": list(self.alerts),
-            }
+            if self.objects or self.events or self.logs or self.metrics or self.alerts:
+                self._view = _view_of(
+                    list(self.objects.values()), self.events, self.logs, self.metrics, self.alerts
+                )
+            else:
+                self._view = EMPTY_VIEW
         return self._view
+
+
+def _view_of(
+    objects: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    logs: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    alerts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "evidence": bool(objects),
+        "objects": objects,
+        "pods": [o for o in objects if o["kind"] == "Pod"],
+        "nodes": [o for o in objects if o["kind"] == "Node"],
+        "workloads": [o for o in objects if "template_containers" in o],
+        "events": list(events),
+        "logs": list(logs),
+        "metrics": list(metrics),
+        "alerts": list(alerts),
+    }
+
+
+# The view of every empty record: one object shared by all (never mutated), so an
+# investigation that read nothing holds no view of its own, and the conditions that
+# depend on `observed` alone have one value on it (`domain.preconditions`).
+EMPTY_VIEW: dict[str, Any] = _view_of([], [], [], [], [])

@@ -10,15 +10,15 @@ what validates its calls). Run by scripts/gen_python.sh; the output is pure
 pydantic so the domain imports no protobuf.
 
 Mapping (a rule the generator does not know is an error, never skipped):
-- types: string -> str, int32/int64 -> int, double/float -> float, bool ->
-  bool, repeated string -> list[str], map<string, string> -> dict[str, str],
+- types: string -> str, int32 -> int, double -> float, bool -> bool,
+  repeated string -> list[str], map<string, string> -> dict[str, str],
   google.protobuf.Struct -> dict[str, Any];
 - protovalidate rules -> Field constraints: string min_len/max_len/pattern,
   string `in` (the empty string dropped) -> Literal, int/double gte/lte,
   repeated min_items/max_items and item rules, map max_pairs and key/value
   rules;
-- required: `required`, a non-optional string with min_len >= 1, or a
-  repeated field with min_items >= 1; otherwise optional: the comment's
+- required: `required`, a non-optional string with min_len >= 1 (unless
+  IGNORE_IF_ZERO_VALUE), or a repeated field with min_items >= 1; otherwise optional: the comment's
   "Default X." sentence gives the default, else bool -> False, repeated ->
   [], map/Struct -> {}, others -> None;
 - the field's leading comment -> the description.
@@ -110,6 +110,26 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+_KNOWN = {
+    "FieldRules": {"required", "ignore", "string", "int32", "double", "repeated", "map"},
+    "StringRules": {"min_len", "max_len", "pattern", "in"},
+    "Int32Rules": {"gte", "lte", "gt", "lt"},
+    "DoubleRules": {"gte", "lte", "gt", "lt"},
+    "RepeatedRules": {"min_items", "max_items", "items"},
+    "MapRules": {"max_pairs", "keys", "values"},
+}
+
+
+def _check_known(rules: Any, where: str) -> None:
+    """Stops on a rule the mapping does not know, at any depth: never dropped."""
+    known = _KNOWN.get(rules.DESCRIPTOR.name, set())
+    for field, value in rules.ListFields():
+        if field.name not in known:
+            raise SystemExit(f"gen_tool_args: {where}: rule {field.full_name} not mapped")
+        if field.message_type is not None:
+            _check_known(value, where)
+
+
 def _string_rules(rules: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     s = rules.string
@@ -125,11 +145,7 @@ def _field(field: Any, validate: Any, descriptor: Any, comment: str, messages: A
     """(name, annotation, Field kwargs, blank-is-unset) of one proto field."""
     fdp = descriptor.FieldDescriptorProto
     rules = field.options.Extensions[validate.field]
-    unknown = {f.name for f, _ in rules.ListFields()} - {
-        "required", "string", "int32", "double", "repeated", "map", "ignore"
-    }  # fmt: skip
-    if unknown:
-        raise SystemExit(f"gen_tool_args: {field.name}: rules not mapped: {sorted(unknown)}")
+    _check_known(rules, field.name)
     kw: dict[str, Any] = {}
     required = rules.required
     optional = field.proto3_optional
@@ -171,17 +187,18 @@ def _field(field: Any, validate: Any, descriptor: Any, comment: str, messages: A
             kw = {}
         else:
             annotation = "str"
-        required = required or (not optional and kw.get("min_length", 0) >= 1)
+        ignored_if_empty = rules.ignore == validate.IGNORE_IF_ZERO_VALUE
+        required = required or (
+            not optional and not ignored_if_empty and kw.get("min_length", 0) >= 1
+        )
         blank_is_unset = not required
         empty = None
-    elif field.type in (fdp.TYPE_INT32, fdp.TYPE_INT64, fdp.TYPE_DOUBLE, fdp.TYPE_FLOAT):
+    elif field.type in (fdp.TYPE_INT32, fdp.TYPE_DOUBLE):
         number = rules.int32 if field.type == fdp.TYPE_INT32 else rules.double
-        if field.type == fdp.TYPE_INT64:
-            raise SystemExit(f"gen_tool_args: {field.name}: int64 rules not mapped")
         for proto_name, name in (("gte", "ge"), ("lte", "le"), ("gt", "gt"), ("lt", "lt")):
             if number.HasField(proto_name):
                 kw[name] = getattr(number, proto_name)
-        annotation = "int" if field.type in (fdp.TYPE_INT32, fdp.TYPE_INT64) else "float"
+        annotation = "int" if field.type == fdp.TYPE_INT32 else "float"
         empty = None
     elif field.type == fdp.TYPE_BOOL:
         annotation, empty = "bool", "False"

@@ -88,6 +88,18 @@ def test_a_bound_written_in_tools_proto_reaches_the_schema_and_the_validation(
     )
 
 
+def test_a_rule_the_generator_does_not_map_stops_generation(tmp_path: Path) -> None:
+    protos = tmp_path / "protos"
+    (protos / "hapi/v1").mkdir(parents=True)
+    text = (ROOT / "protos/hapi/v1/tools.proto").read_text()
+    rule = "  string filter = 6 [(buf.validate.field).string.max_len = 256];\n"
+    assert rule in text
+    unmapped = rule.replace("string.max_len = 256", 'string.prefix = "x"')
+    (protos / "hapi/v1/tools.proto").write_text(text.replace(rule, unmapped))
+    with pytest.raises(subprocess.CalledProcessError):
+        _generate(protos, tmp_path)
+
+
 def test_a_blank_optional_string_is_unset_and_takes_its_default() -> None:
     assert KubernetesOwnerChainArgs.model_validate({"name": "api-1", "kind": " "}).kind == "Pod"
     assert PrometheusRangeQueryArgs.model_validate({"query": "up", "range": ""}).range == "1h"

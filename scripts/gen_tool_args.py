@@ -289,8 +289,8 @@ def generate(descriptor_set: Path, generated: Path) -> str:
             comment = comments.get((4, index[name], 2, j), "")
             fname, annotation, kw, blank = _field(field, validate, descriptor, comment, messages)
             uses_annotated = uses_annotated or "Annotated[" in annotation
-            args = "".join(f"        {part},\n" for part in _kwargs(kw))
-            fields.append(f"    {fname}: {annotation} = Field(\n{args}    )\n")
+            args = ", ".join(_kwargs(kw))  # one line: ruff format folds what is long
+            fields.append(f"    {fname}: {annotation} = Field({args})\n")
             if blank:
                 blanks.append(fname)
         doc = f'    """Arguments of `{_tool_of(record, name)}` (proto `{name}`)."""\n'

@@ -88,8 +88,7 @@ class SearchWorkflowCatalogArgs(ProtoArgs):
         description="Signal type your investigation identified (may differ from the input signal).",
     )
     severity: Literal["critical", "high", "medium", "low"] | None = Field(
-        default=None,
-        description="Severity you assessed: critical, high, medium or low.",
+        default=None, description="Severity you assessed: critical, high, medium or low."
     )
     component: str | None = Field(
         default=None,
@@ -107,7 +106,7 @@ class ValidateWorkflowParametersArgs(ProtoArgs):
         description="Workflow id exactly as returned by search_workflow_catalog.",
     )
     parameters: dict[str, Any] = Field(
-        description="Parameters you intend to use, name to value, with the schema's types.",
+        description="Parameters you intend to use, name to value, with the schema's types."
     )
 
 
@@ -170,12 +169,7 @@ class KubernetesListArgs(ProtoArgs):
         pattern=r"^[-A-Za-z0-9_./=!,() ]{0,512}$",
         description='Field selector, e.g. "spec.nodeName=worker-3".',
     )
-    limit: int = Field(
-        default=30,
-        ge=1,
-        le=100,
-        description="Maximum objects, 1-100. Default 30.",
-    )
+    limit: int = Field(default=30, ge=1, le=100, description="Maximum objects, 1-100. Default 30.")
 
 
 class KubernetesEventsArgs(ProtoArgs):
@@ -202,10 +196,7 @@ class KubernetesEventsArgs(ProtoArgs):
         description="Name of the object; empty for the whole namespace.",
     )
     limit: int = Field(
-        default=20,
-        ge=1,
-        le=50,
-        description="Maximum folded events, 1-50. Default 20.",
+        default=20, ge=1, le=50, description="Maximum folded events, 1-50. Default 20."
     )
 
 
@@ -232,26 +223,15 @@ class KubernetesPodLogsArgs(ProtoArgs):
         pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
         description="Container; empty when the pod has one.",
     )
-    previous: bool = Field(
-        default=False,
-        description="The previous (crashed) container instance.",
-    )
+    previous: bool = Field(default=False, description="The previous (crashed) container instance.")
     tail_lines: int = Field(
-        default=100,
-        ge=1,
-        le=500,
-        description="Last N lines, 1-500. Default 100.",
+        default=100, ge=1, le=500, description="Last N lines, 1-500. Default 100."
     )
     filter: str | None = Field(
-        default=None,
-        max_length=256,
-        description="RE2 pattern: only matching lines are shown.",
+        default=None, max_length=256, description="RE2 pattern: only matching lines are shown."
     )
     since_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=604800,
-        description="Only lines from the last N seconds.",
+        default=None, ge=1, le=604800, description="Only lines from the last N seconds."
     )
 
 
@@ -285,11 +265,7 @@ class PrometheusQueryArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"time"})
 
-    query: str = Field(
-        min_length=1,
-        max_length=4000,
-        description="PromQL expression.",
-    )
+    query: str = Field(min_length=1, max_length=4000, description="PromQL expression.")
     time: str | None = Field(
         default=None,
         max_length=64,
@@ -305,11 +281,7 @@ class PrometheusRangeQueryArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"range", "end", "step"})
 
-    query: str = Field(
-        min_length=1,
-        max_length=4000,
-        description="PromQL expression.",
-    )
+    query: str = Field(min_length=1, max_length=4000, description="PromQL expression.")
     range: str = Field(
         default="1h",
         max_length=32,

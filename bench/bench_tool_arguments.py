@@ -5,8 +5,10 @@ Run: python bench/bench_tool_arguments.py [--calls 20000]
 Converts recorded calls of every typed tool to `hapi.v1.ToolCallRecord` the way
 every response does (`converters.tool_call_to_proto`): once with arguments
 seen before (the storm's case: the same calls across investigations) and once
-with arguments never seen (each call new). Prints microseconds per call and
-exits non-zero when either misses its target.
+with arguments never seen (each call new). Also times validating the same
+arguments with each tool's argument model (the models generated from
+tools.proto), which every call pays before it runs. Prints microseconds per
+call and exits non-zero when any misses its target.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus  # noqa: E402
+from hapi_grpc.domain.toolsets.registry import TOOLSETS  # noqa: E402
 from hapi_grpc.transport.converters import tool_call_to_proto  # noqa: E402
 
 TARGET_SEEN_US = 60.0  # per call, arguments seen before
 TARGET_NEW_US = 250.0  # per call, arguments never seen
+TARGET_VALIDATE_US = 50.0  # per call, validating with the tool's model (5-28 on a busy host)
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_workflow_catalog", {"query": "OOMKilled critical", "limit": 5}),
@@ -60,6 +64,23 @@ def _per_call_us(records: list[ToolCallRecord]) -> float:
     return (time.perf_counter() - started) / len(records) * 1e6
 
 
+def _validate_us(calls: int) -> float:
+    models = {
+        tool: model
+        for spec in TOOLSETS
+        if spec.argument_models is not None
+        for tool, model in spec.argument_models().items()
+    }
+    work = [(models[name], arguments) for name, arguments in CALLS]
+    for model, arguments in work:
+        model.model_validate(arguments)  # warm up; fails loudly on a bad example
+    started = time.perf_counter()
+    for i in range(calls):
+        model, arguments = work[i % len(work)]
+        model.model_validate(arguments)
+    return (time.perf_counter() - started) / calls * 1e6
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
@@ -75,7 +96,10 @@ def main() -> int:
     print(f"typed tools recorded: {typed}/{len(CALLS)}")
     print(f"arguments seen before: {seen_us:.1f} us per call (target < {TARGET_SEEN_US})")
     print(f"arguments never seen:  {new_us:.1f} us per call (target < {TARGET_NEW_US})")
+    validate_us = _validate_us(calls)
+    print(f"argument validation:   {validate_us:.1f} us per call (target < {TARGET_VALIDATE_US})")
     ok = typed == len(CALLS) and seen_us < TARGET_SEEN_US and new_us < TARGET_NEW_US
+    ok = ok and validate_us < TARGET_VALIDATE_US
     return 0 if ok else 1
 
 

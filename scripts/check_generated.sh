@@ -2,7 +2,8 @@
 # Fails (exit 1) when the generated code in the work tree is stale: regenerates
 # the Python (scripts/gen_python.sh) and Go (scripts/gen_go.sh) stubs in a
 # temporary copy of the inputs and compares the results with
-#   generated/python/hapi/   and   generated/go/
+#   generated/python/hapi/, generated/go/ and the tools' argument models
+#   (hapi_grpc/domain/toolsets/arguments_gen.py)
 # of the work tree, listing every file that differs, is missing or is extra.
 set -euo pipefail
 
@@ -18,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 # that is incomplete or has stale lines shows up as a difference.
 mkdir -p "$tmp/generated"
 cp -R "$root/scripts" "$root/protos" "$root/third_party" "$tmp/"
-cp "$root/buf.yaml" "$root/buf.gen.go.yaml" "$tmp/"
+cp "$root/buf.yaml" "$root/buf.gen.go.yaml" "$root/pyproject.toml" "$tmp/"
 [ -f "$root/buf.lock" ] && cp "$root/buf.lock" "$tmp/"
 ln -s "$root/.tools" "$tmp/.tools"
 
@@ -47,9 +48,14 @@ if [ ! -d "$root/generated/python/hapi" ] || [ ! -d "$root/generated/go" ]; then
 fi
 compare generated/python/hapi
 compare generated/go
+args=hapi_grpc/domain/toolsets/arguments_gen.py
+if ! diff -q "$root/$args" "$tmp/$args" >/dev/null 2>&1; then
+  status=1
+  echo "  (work tree) $args differs from the one tools.proto generates" >&2
+fi
 
 if [ "$status" -ne 0 ]; then
   echo "check_generated: generated code is stale (files listed above); run scripts/gen_python.sh and scripts/gen_go.sh and commit the result" >&2
   exit 1
 fi
-echo "check_generated: generated/python/hapi and generated/go are up to date"
+echo "check_generated: generated/python/hapi, generated/go and $args are up to date"

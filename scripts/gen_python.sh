@@ -19,3 +19,12 @@ cd "$root"
 for d in hapi hapi/v1 buf buf/validate; do
   printf '"""Generated protobuf modules; do not edit (make generate)."""\n' > "$out/$d/__init__.py"
 done
+# The tools' pydantic argument models, generated from tools.proto (pure pydantic,
+# imported by the domain), formatted as the rest of hapi_grpc. The image build
+# copies only what the stubs need (no generator, no ruff) and uses the
+# committed models, which scripts/check_generated.sh keeps fresh.
+if [ -f "$root/scripts/gen_tool_args.py" ]; then
+  args="$root/hapi_grpc/domain/toolsets/arguments_gen.py"
+  "$py" "$root/scripts/gen_tool_args.py" "$out/hapi/v1/descriptor_set.pb" "$out" "$args"
+  "$py" -m ruff format -q --config "$root/pyproject.toml" "$args"
+fi

@@ -25,8 +25,7 @@ def _typed_fields() -> dict[str, type[Message]]:
     """Tool name -> its arguments message: the `arguments` oneof of `ToolCallRecord` has
     one field per tool, named as the tool, whose message is `<Tool>Args`. Found by
     name, so a toolset adds its message and oneof entry to tools.proto and nothing
-    here (tests/toolsets/test_registry.py checks every registered tool has one that
-    matches its argument model)."""
+    here (its argument model is generated from the same message)."""
     oneof = tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"]
     return {
         field.name: getattr(tools_pb2, field.message_type.name)

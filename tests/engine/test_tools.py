@@ -1,4 +1,4 @@
-"""Tool definitions: valid JSON Schema, one source of truth, in step with the proto."""
+"""Tool definitions: valid JSON Schema, generated from the proto, lenient where models slip."""
 
 from __future__ import annotations
 

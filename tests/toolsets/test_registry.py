@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from buf.validate import validate_pb2
-from google.protobuf import descriptor
 from prometheus_client import REGISTRY
 
 from hapi.v1 import tools_pb2
 from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import ConfigError, ServiceSettings, Settings, env_name
 from hapi_grpc.domain.prompt import system_prompt
+from hapi_grpc.domain.toolsets import arguments_gen
 from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
@@ -140,17 +139,6 @@ def test_every_untrusted_toolset_is_marked_in_the_prompt(spec: ToolsetSpec[Any])
     assert spec.prompt_note in prompt
 
 
-def _rules(field: descriptor.FieldDescriptor) -> Any:
-    return field.GetOptions().Extensions[validate_pb2.field]
-
-
-_JSON_TYPES = {
-    descriptor.FieldDescriptor.TYPE_STRING: "string",
-    descriptor.FieldDescriptor.TYPE_BOOL: "boolean",
-    descriptor.FieldDescriptor.TYPE_INT32: "integer",
-    descriptor.FieldDescriptor.TYPE_DOUBLE: "number",
-    descriptor.FieldDescriptor.TYPE_MESSAGE: "object",
-}
 TYPED_TOOLS = [
     (spec.name, tool, model)
     for spec in TOOLSETS
@@ -164,41 +152,20 @@ def test_every_toolset_with_typed_arguments_lists_its_models() -> None:
 
 
 @pytest.mark.parametrize(("toolset", "tool", "model"), TYPED_TOOLS, ids=lambda v: str(v))
-def test_every_typed_tool_is_recorded_in_its_own_message(
+def test_every_typed_tool_validates_with_the_model_generated_from_its_message(
     toolset: str, tool: str, model: Any
 ) -> None:
+    """The tool's arguments message in `ToolCallRecord` is the one source: the model
+    is the one generated from it, or a subclass adding checks but no fields."""
     assert typed_tool(tool) == tool
     oneof = tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"]
-    field = next(f for f in oneof.fields if f.name == tool)
-    fields = {f.name: f for f in field.message_type.fields}
-    schema = tool_json_schema(model)
-    assert list(schema["properties"]) == list(fields) == list(model.model_fields)
-    for name, proto in fields.items():
-        prop, rules = schema["properties"][name], _rules(proto)
-        if proto.is_repeated:
-            is_map = proto.message_type is not None and proto.message_type.GetOptions().map_entry
-            assert prop["type"] == ("object" if is_map else "array"), name
-            continue
-        assert prop["type"] == _JSON_TYPES[proto.type], name
-        # Bounds both declare agree (a pattern may bound a string instead).
-        if "maxLength" in prop:
-            assert prop["maxLength"] == rules.string.max_len, name
-        if "minLength" in prop:
-            assert prop["minLength"] == rules.string.min_len, name
-        if "enum" in prop:
-            assert prop["enum"] == [v for v in getattr(rules.string, "in") if v], name
-        numbers = {
-            descriptor.FieldDescriptor.TYPE_INT32: rules.int32,
-            descriptor.FieldDescriptor.TYPE_DOUBLE: rules.double,
-        }
-        if proto.type in numbers:
-            bounds = numbers[proto.type]
-            assert prop.get("minimum", bounds.gte) == bounds.gte, name
-            assert prop.get("maximum", bounds.lte) == bounds.lte, name
-    required = {n for n, f in fields.items() if _rules(f).required}
-    assert required <= set(schema.get("required", [])), (
-        "the contract requires what the tool may omit"
-    )
+    message = next(f for f in oneof.fields if f.name == tool).message_type
+    generated = getattr(arguments_gen, message.name)
+    assert issubclass(model, generated)
+    fields = {name: repr(info) for name, info in model.model_fields.items()}
+    assert fields == {name: repr(info) for name, info in generated.model_fields.items()}
+    assert tool_json_schema(model) == tool_json_schema(generated)
+    assert list(model.model_fields) == [f.name for f in message.fields]
 
 
 FORBIDDEN = ("grpc", "aiohttp", "hapi.", "prometheus_client", "kubernetes_asyncio", "redis")

@@ -1,9 +1,10 @@
 """One tool: a name, a description, an argument model and `run`.
 
-The pydantic argument model is the single source of truth for a tool's
-arguments: it produces the JSON Schema the model is shown and validates what
-the model sends. `run` receives validated arguments and a `ToolContext`, and
-returns a `ToolResult`; the dispatcher does everything tools have in common.
+The pydantic argument model produces the JSON Schema the model is shown and
+validates what the model sends; for a tool with typed arguments it is
+generated from its tools.proto message (`arguments_gen`). `run` receives
+validated arguments and a `ToolContext`, and returns a `ToolResult`; the
+dispatcher does everything tools have in common.
 A tool whose schema is written by someone else (an MCP server's tool) has no
 argument model: it brings its own `json_schema` and `parse` (`OwnSchema`).
 """

@@ -632,7 +632,8 @@ type PrometheusQueryArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// PromQL expression.
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
-	// Evaluation time: "now", "now-30m", unix seconds or RFC 3339; empty means now.
+	// Evaluation time: now, now-30m, unix seconds or an RFC 3339 time
+	// (2026-01-01T10:00:00Z); empty means now.
 	Time          string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -688,11 +689,12 @@ type PrometheusRangeQueryArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// PromQL expression.
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
-	// Window ending at `end`, a duration such as "1h". Default 1h.
+	// Window ending at `end`, a duration such as 30s, 15m, 1h or 2d. Default 1h.
 	Range string `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
-	// End of the window: "now", "now-30m", unix seconds or RFC 3339; empty means now.
+	// End of the window: now, now-30m, unix seconds or an RFC 3339 time
+	// (2026-01-01T10:00:00Z); empty means now.
 	End string `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
-	// Resolution, a duration such as "30s"; empty gives about 120 points.
+	// Resolution, a duration such as 30s, 15m, 1h or 2d; empty gives about 120 points.
 	Step          string `protobuf:"bytes,4,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -759,7 +761,7 @@ func (x *PrometheusRangeQueryArgs) GetStep() string {
 // Arguments of the prometheus_label_values tool: the values of one label.
 type PrometheusLabelValuesArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Label name; "__name__" lists metric names.
+	// Label name; "__name__" lists metric names. Default __name__.
 	Label string `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
 	// Series selectors to narrow by, e.g. {namespace="payments"}.
 	Match         []string `protobuf:"bytes,2,rep,name=match,proto3" json:"match,omitempty"`
@@ -814,7 +816,7 @@ func (x *PrometheusLabelValuesArgs) GetMatch() []string {
 // Arguments of the prometheus_series tool: label sets of matching series.
 type PrometheusSeriesArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Series selectors (at least one).
+	// Series selectors (at least one), e.g. container_memory_working_set_bytes{pod=~"api-.*"}.
 	Match         []string `protobuf:"bytes,1,rep,name=match,proto3" json:"match,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -862,7 +864,7 @@ type AlertmanagerActiveAlertsArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only alerts with this namespace label.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Only alerts carrying all these labels.
+	// Only alerts carrying all these labels, e.g. {"service": "payment-api"}.
 	Labels        map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1318,32 +1320,28 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"workflowId\x12?\n" +
 	"\n" +
 	"parameters\x18\x02 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01R\n" +
-	"parameters\"z\n" +
-	"\x11KubernetesGetArgs\x12\x1e\n" +
-	"\x04kind\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12%\n" +
-	"\tnamespace\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\"\xed\x01\n" +
-	"\x12KubernetesListArgs\x12\x1e\n" +
-	"\x04kind\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04kind\x12%\n" +
-	"\tnamespace\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12/\n" +
-	"\x0elabel_selector\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\rlabelSelector\x12/\n" +
-	"\x0efield_selector\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\rfieldSelector\x12$\n" +
+	"parameters\"\xfb\x01\n" +
+	"\x11KubernetesGetArgs\x12C\n" +
+	"\x04kind\x18\x01 \x01(\tB/\xbaH,r*\x10\x01\x18\x80\x012#^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$R\x04kind\x12Q\n" +
+	"\x04name\x18\x02 \x01(\tB=\xbaH:r8\x10\x01\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x04name\x12N\n" +
+	"\tnamespace\x18\x03 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\"\xfb\x02\n" +
+	"\x12KubernetesListArgs\x12C\n" +
+	"\x04kind\x18\x01 \x01(\tB/\xbaH,r*\x10\x01\x18\x80\x012#^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$R\x04kind\x12N\n" +
+	"\tnamespace\x18\x02 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12O\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tB(\xbaH%r#\x18\x80\x042\x1e^[-A-Za-z0-9_./=!,() ]{0,512}$R\rlabelSelector\x12O\n" +
+	"\x0efield_selector\x18\x04 \x01(\tB(\xbaH%r#\x18\x80\x042\x1e^[-A-Za-z0-9_./=!,() ]{0,512}$R\rfieldSelector\x12$\n" +
 	"\x05limit\x18\x05 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\x05limit\x88\x01\x01B\b\n" +
-	"\x06_limit\"\xa9\x01\n" +
-	"\x14KubernetesEventsArgs\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1c\n" +
-	"\x04kind\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04kind\x12\x1c\n" +
-	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x04name\x12$\n" +
+	"\x06_limit\"\xb0\x02\n" +
+	"\x14KubernetesEventsArgs\x12N\n" +
+	"\tnamespace\x18\x01 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12D\n" +
+	"\x04kind\x18\x02 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18\x80\x012#^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$R\x04kind\x12R\n" +
+	"\x04name\x18\x03 \x01(\tB>\xbaH;\xd8\x01\x01r6\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x04name\x12$\n" +
 	"\x05limit\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x182(\x01H\x00R\x05limit\x88\x01\x01B\b\n" +
-	"\x06_limit\"\xcc\x02\n" +
-	"\x15KubernetesPodLogsArgs\x12'\n" +
-	"\tnamespace\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\tnamespace\x12\x1c\n" +
-	"\x03pod\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x03pod\x12&\n" +
-	"\tcontainer\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\tcontainer\x12\x1a\n" +
+	"\x06_limit\"\xdb\x03\n" +
+	"\x15KubernetesPodLogsArgs\x12M\n" +
+	"\tnamespace\x18\x01 \x01(\tB/\xbaH,r*\x10\x01\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12O\n" +
+	"\x03pod\x18\x02 \x01(\tB=\xbaH:r8\x10\x01\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x03pod\x12\\\n" +
+	"\tcontainer\x18\x03 \x01(\tB>\xbaH;\xd8\x01\x01r6\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\tcontainer\x12\x1a\n" +
 	"\bprevious\x18\x04 \x01(\bR\bprevious\x12.\n" +
 	"\n" +
 	"tail_lines\x18\x05 \x01(\x05B\n" +
@@ -1351,12 +1349,11 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\x06filter\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x06filter\x125\n" +
 	"\rsince_seconds\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xf5$(\x01H\x01R\fsinceSeconds\x88\x01\x01B\r\n" +
 	"\v_tail_linesB\x10\n" +
-	"\x0e_since_seconds\"\x7f\n" +
-	"\x18KubernetesOwnerChainArgs\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1c\n" +
-	"\x04kind\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"T\n" +
+	"\x0e_since_seconds\"\x83\x02\n" +
+	"\x18KubernetesOwnerChainArgs\x12N\n" +
+	"\tnamespace\x18\x01 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12D\n" +
+	"\x04kind\x18\x02 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18\x80\x012#^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$R\x04kind\x12Q\n" +
+	"\x04name\x18\x03 \x01(\tB=\xbaH:r8\x10\x01\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x04name\"T\n" +
 	"\x13PrometheusQueryArgs\x12 \n" +
 	"\x05query\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xa0\x1fR\x05query\x12\x1b\n" +
@@ -1366,16 +1363,16 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\xbaH\ar\x05\x10\x01\x18\xa0\x1fR\x05query\x12\x1d\n" +
 	"\x05range\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18 R\x05range\x12\x19\n" +
 	"\x03end\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18@R\x03end\x12\x1b\n" +
-	"\x04step\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18 R\x04step\"b\n" +
-	"\x19PrometheusLabelValuesArgs\x12\x1e\n" +
-	"\x05label\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x05label\x12%\n" +
-	"\x05match\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"=\n" +
-	"\x14PrometheusSeriesArgs\x12%\n" +
-	"\x05match\x18\x01 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"\xd5\x01\n" +
-	"\x1cAlertmanagerActiveAlertsArgs\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12S\n" +
-	"\x06labels\x18\x02 \x03(\v21.hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10\n" +
-	"R\x06labels\x1a9\n" +
+	"\x04step\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18 R\x04step\"\x7f\n" +
+	"\x19PrometheusLabelValuesArgs\x12;\n" +
+	"\x05label\x18\x01 \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d\x18\x80\x012\x18^[a-zA-Z_][a-zA-Z0-9_]*$R\x05label\x12%\n" +
+	"\x05match\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"?\n" +
+	"\x14PrometheusSeriesArgs\x12'\n" +
+	"\x05match\x18\x01 \x03(\tB\x11\xbaH\x0e\x92\x01\v\b\x01\x10\x05\"\x05r\x03\x18\xa0\x1fR\x05match\"\xa3\x02\n" +
+	"\x1cAlertmanagerActiveAlertsArgs\x12N\n" +
+	"\tnamespace\x18\x01 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12x\n" +
+	"\x06labels\x18\x02 \x03(\v21.hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntryB-\xbaH*\x9a\x01'\x10\n" +
+	"\"\x1cr\x1a2\x18^[a-zA-Z_][a-zA-Z0-9_]*$*\x05r\x03\x18\x80\x02R\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +

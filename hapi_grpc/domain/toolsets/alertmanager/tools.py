@@ -9,16 +9,14 @@ toolset's; answers are wrapped under `DATA_KEY`, data and never instructions.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from pydantic import Field, field_validator
-
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.alertmanager.spec import DATA_KEY, NAME, PROMPT_NOTE
 from hapi_grpc.domain.toolsets.prometheus.port import AlertsReader
 from hapi_grpc.domain.toolsets.prometheus.tools import metrics_failures
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
 __all__ = [
@@ -30,34 +28,12 @@ __all__ = [
 ]
 
 ACTIVE_ALERTS_TOOL = "alertmanager_active_alerts"
-_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_MAX_LABELS = 10
 _guarded = metrics_failures(NAME)
 
 
-class AlertmanagerActiveAlertsArgs(ToolArgs):
-    """Arguments of `alertmanager_active_alerts` (proto `AlertmanagerActiveAlertsArgs`)."""
-
-    namespace: str | None = Field(
-        default=None,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Only alerts with this namespace label",
-    )
-    labels: dict[str, str] = Field(
-        default_factory=dict,
-        max_length=_MAX_LABELS,
-        description='Only alerts with all these labels, e.g. {"service": "payment-api"}',
-    )
-
-    @field_validator("labels")
-    @classmethod
-    def _names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, text in value.items():
-            if not _LABEL.match(name):
-                raise ValueError(f"{name[:60]!r} is not a label name")
-            if len(text) > 256:
-                raise ValueError(f"the value of {name!r} is longer than 256 characters")
-        return value
+# The generated model as it is: tools.proto says all it checks (label names
+# by pattern, at most 10 labels, values up to 256 characters).
+AlertmanagerActiveAlertsArgs = proto.AlertmanagerActiveAlertsArgs
 
 
 @dataclass(frozen=True)

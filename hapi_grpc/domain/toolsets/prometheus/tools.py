@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
 from hapi_grpc.domain.toolsets.prometheus.port import (
     MetricsQueryFailure,
@@ -29,13 +30,11 @@ from hapi_grpc.domain.toolsets.prometheus.port import (
     MetricsSourceUnavailable,
 )
 from hapi_grpc.domain.toolsets.prometheus.query_time import (
-    DURATION_HELP,
-    TIME_HELP,
     parse_duration,
     parse_time,
 )
 from hapi_grpc.domain.toolsets.prometheus.spec import DATA_KEY, NAME, PROMPT_NOTE
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 
 __all__ = [
@@ -63,9 +62,6 @@ SERIES_TOOL = "prometheus_series"
 DEFAULT_MAX_SERIES = 10
 # A range query without a step gets about this many points per series.
 _DEFAULT_POINTS = 120
-_MAX_QUERY = 4000
-_MAX_SELECTORS = 5
-_LABEL = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 
 
 def _check_time(value: str | None) -> str | None:
@@ -74,11 +70,8 @@ def _check_time(value: str | None) -> str | None:
     return value
 
 
-class PrometheusQueryArgs(ToolArgs):
-    """Arguments of `prometheus_query` (proto `PrometheusQueryArgs`)."""
-
-    query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
-    time: str | None = Field(default=None, description=f"Evaluation time: {TIME_HELP}; default now")
+class PrometheusQueryArgs(proto.PrometheusQueryArgs):
+    """`hapi.v1.PrometheusQueryArgs`, and the time must parse."""
 
     @field_validator("time")
     @classmethod
@@ -86,15 +79,8 @@ class PrometheusQueryArgs(ToolArgs):
         return _check_time(value)
 
 
-class PrometheusRangeQueryArgs(ToolArgs):
-    """Arguments of `prometheus_query_range` (proto `PrometheusRangeQueryArgs`)."""
-
-    query: str = Field(min_length=1, max_length=_MAX_QUERY, description="PromQL expression")
-    range: str = Field(default="1h", description=f"Window ending at `end`: {DURATION_HELP}")
-    end: str | None = Field(default=None, description=f"End of the window: {TIME_HELP}")
-    step: str | None = Field(
-        default=None, description=f"Resolution: {DURATION_HELP}; default about 120 points"
-    )
+class PrometheusRangeQueryArgs(proto.PrometheusRangeQueryArgs):
+    """`hapi.v1.PrometheusRangeQueryArgs`, and the end and durations must parse."""
 
     @field_validator("end")
     @classmethod
@@ -109,30 +95,9 @@ class PrometheusRangeQueryArgs(ToolArgs):
         return value
 
 
-class PrometheusLabelValuesArgs(ToolArgs):
-    """Arguments of `prometheus_label_values` (proto `PrometheusLabelValuesArgs`)."""
-
-    label: str = Field(
-        default="__name__",
-        pattern=_LABEL,
-        max_length=128,
-        description="Label name; __name__ lists metric names",
-    )
-    match: list[str] = Field(
-        default_factory=list,
-        max_length=_MAX_SELECTORS,
-        description='Series selectors to narrow by, e.g. {namespace="payments"}',
-    )
-
-
-class PrometheusSeriesArgs(ToolArgs):
-    """Arguments of `prometheus_series` (proto `PrometheusSeriesArgs`)."""
-
-    match: list[str] = Field(
-        min_length=1,
-        max_length=_MAX_SELECTORS,
-        description='Series selectors, e.g. container_memory_working_set_bytes{pod=~"api-.*"}',
-    )
+# The generated models as they are: tools.proto says all they check.
+PrometheusLabelValuesArgs = proto.PrometheusLabelValuesArgs
+PrometheusSeriesArgs = proto.PrometheusSeriesArgs
 
 
 def metrics_answer(data: dict[str, Any]) -> ToolResult:

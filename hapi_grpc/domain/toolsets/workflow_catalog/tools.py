@@ -11,13 +11,11 @@ import asyncio
 import json
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from hapi_grpc.domain.catalog import (
-    MIN_SCORE_DEFAULT,
-    TOP_K_DEFAULT,
     TOP_K_MAX,
     ParameterSpec,
     SearchHit,
@@ -27,8 +25,9 @@ from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
+from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.jsontext import one_line
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult, tool_json_schema
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
 from hapi_grpc.domain.toolsets.workflow_catalog.session import (
@@ -70,60 +69,18 @@ _DESCRIPTION_CHARS = 160
 _PARAM_DESCRIPTION_CHARS = 80
 
 
-class SearchWorkflowCatalogArgs(ToolArgs):
-    """Arguments of `search_workflow_catalog` (proto `SearchWorkflowCatalogArgs`)."""
-
-    query: str = Field(
-        min_length=1,
-        max_length=512,
-        description="'<signal_type> <severity> [keywords]', e.g. 'OOMKilled critical memory limit'",
-    )
-    similarity_threshold: float = Field(
-        default=MIN_SCORE_DEFAULT, ge=0.0, le=1.0, description="Minimum match score (0-1)"
-    )
-    limit: int = Field(
-        default=TOP_K_DEFAULT, ge=1, le=TOP_K_MAX, description="Maximum number of workflows"
-    )
-    signal_type: str | None = Field(
-        default=None, max_length=128, description="Signal type your RCA identified"
-    )
-    # A Literal rather than `Severity`: an enum would put a `$ref` in the
-    # schema, which some providers reject (a test keeps the two in step).
-    severity: Literal["critical", "high", "medium", "low"] | None = Field(
-        default=None, description="Severity you assessed"
-    )
-    component: str | None = Field(
-        default=None,
-        max_length=128,
-        description="Resource type to remediate, e.g. deployment, node",
-    )
+class SearchWorkflowCatalogArgs(proto.SearchWorkflowCatalogArgs):
+    """`hapi.v1.SearchWorkflowCatalogArgs`, with the severity's case folded."""
 
     @field_validator("severity", mode="before")
     @classmethod
     def _fold_severity(cls, value: Any) -> Any:
-        # Models often capitalise; "" means "not set" as in the proto.
-        if isinstance(value, str):
-            value = value.strip().lower()
-            return value or None
-        return value
-
-    @field_validator("signal_type", "component", mode="before")
-    @classmethod
-    def _empty_is_unset(cls, value: Any) -> Any:
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
+        # Models often capitalise ("" is already unset, as in the proto).
+        return value.strip().lower() if isinstance(value, str) else value
 
 
-class ValidateWorkflowParametersArgs(ToolArgs):
-    """Arguments of `validate_workflow_parameters` (proto `ValidateWorkflowParametersArgs`)."""
-
-    workflow_id: str = Field(
-        min_length=1, max_length=128, description="Workflow id exactly as returned by the search"
-    )
-    parameters: dict[str, Any] = Field(
-        description="Parameter name to value, with the schema's types"
-    )
+class ValidateWorkflowParametersArgs(proto.ValidateWorkflowParametersArgs):
+    """`hapi.v1.ValidateWorkflowParametersArgs`; parameters sent as JSON text are accepted."""
 
     @field_validator("parameters", mode="before")
     @classmethod

@@ -126,6 +126,8 @@ class ToolCallRecord:
     result: str
     status: ToolCallStatus
     duration_seconds: float
+    # (server, tool) for a tool another server declares and serves (see `served_by`).
+    served_by: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,6 @@ from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
-from hapi_grpc.domain.toolsets.mcp.tools import SEPARATOR as MCP_SEPARATOR
 from hapi_grpc.transport.json_values import json_safe
 from hapi_grpc.transport.recovery_converters import recovery_from_proto
 from hapi_grpc.transport.tool_arguments import typed_arguments, typed_tool
@@ -232,10 +231,8 @@ def tool_call_to_proto(call: r.ToolCallRecord) -> tools_pb2.ToolCallRecord:
         duration_seconds=call.duration_seconds,
     )
     typed = typed_tool(call.name)
-    # MCP tools are named "<server>__<tool>"; none of our own tools has the separator.
-    server, sep, tool = call.name.partition(MCP_SEPARATOR)
-    if typed is None and sep and call.status is not r.ToolCallStatus.UNKNOWN_TOOL:
-        msg.mcp_tool.server, msg.mcp_tool.tool = server, tool
+    if call.served_by is not None:  # a tool server's tool: its own arguments, untyped
+        msg.mcp_tool.server, msg.mcp_tool.tool = call.served_by
         if isinstance(call.arguments, dict):
             try:
                 msg.mcp_tool.arguments.CopyFrom(dict_to_struct(call.arguments))

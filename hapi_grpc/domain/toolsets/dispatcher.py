@@ -43,6 +43,7 @@ from hapi_grpc.domain.toolsets.tool import (
     ToolContext,
     ToolResult,
     metric_label,
+    served_by,
     tool_hint,
     validate_arguments,
 )
@@ -182,6 +183,7 @@ class ToolDispatcher:
             result=text,
             status=outcome.status,
             duration_seconds=time.perf_counter() - started,
+            served_by=_served_by(entry[0]) if entry is not None else None,
         )
         self._records.append(record)
         self._observer.tool_call_finished(label, toolset, record)
@@ -322,3 +324,11 @@ def _log(label: str, record: ToolCallRecord) -> None:
             label,
             clip(record.raw_arguments, _LOGGED_ARGUMENT_CHARS),
         )
+
+
+def _served_by(tool: Tool) -> tuple[str, str] | None:
+    """The (server, tool) a tool server declared, shown like the call's name is."""
+    origin = served_by(tool)
+    if origin is None:
+        return None
+    return clip(redact(origin[0]), 128), clip(redact(origin[1]), 128)

@@ -148,6 +148,13 @@ def metric_label(tool: Tool) -> str:
     return label if isinstance(label, str) else tool.name
 
 
+def served_by(tool: Tool) -> tuple[str, str] | None:
+    """(server, tool name there) for a tool another server declares and runs (an
+    MCP server's tool), recorded as such in the call's record; None for our own."""
+    origin = getattr(tool, "served_by", None)
+    return origin if isinstance(origin, tuple) else None
+
+
 def tool_definition(tool: Tool) -> ToolDefinition:
     return ToolDefinition(
         name=tool.name, description=tool.description, parameters=tool_parameters(tool)

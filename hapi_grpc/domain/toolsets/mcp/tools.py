@@ -140,6 +140,10 @@ class McpServerTool:
         return dict(self.info.input_schema)
 
     @property
+    def served_by(self) -> tuple[str, str]:
+        return (self.info.server, self.info.tool)
+
+    @property
     def metric_label(self) -> str:
         """The tool's name on metrics: only names the operator allow-listed."""
         return self.info.name if self.allow_listed else OTHER_TOOL_LABEL

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
+from hapi_grpc.domain.history import RemediationHistory
+from hapi_grpc.domain.history.gate import HistoryCheck
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
 from hapi_grpc.domain.investigation.observer import (
@@ -87,10 +89,13 @@ class InvestigationEngine:
         toolsets: Sequence[ToolsetSource] = (),
         policy: DecisionPolicy | None = None,
         selection_checks: Sequence[SelectionCheck] = (),
+        history: RemediationHistory | None = None,
     ) -> None:
         """`selection_checks` run after a selection's declared preconditions hold; any
-        may veto its automation (`domain.selection_gate`)."""
+        may veto its automation (`domain.selection_gate`); with `history`, the
+        target's remediation history is checked too (`domain.history.gate`)."""
         self._catalog = catalog
+        self._history = history
         self._policy = policy
         self._checks = tuple(selection_checks)
         self._toolsets = tuple(toolsets)
@@ -134,6 +139,7 @@ class InvestigationEngine:
                     result = await self._run(state)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
+            result.warnings.extend(_history_notes(state))
             result.duration_seconds = time.perf_counter() - started
             reason = (
                 result.human_review_reason.value.lower() if result.human_review_reason else "none"
@@ -189,6 +195,8 @@ class InvestigationEngine:
         observed = Observed()
         # A recovery never repeats a failed execution: checked before any other.
         checks = (recovery_check, *self._checks) if incident.recovery else self._checks
+        if self._history is not None:  # read by the service itself, whatever the model reads
+            checks = (*checks[:1], HistoryCheck(self._history), *checks[1:])
         gate = SelectionGate(incident, observed, checks)
         catalog_tools = workflow_catalog_toolset(
             session,
@@ -227,6 +235,16 @@ class InvestigationEngine:
         if self._drain_until is not None:
             budget.end_within(self._drain_until - time.monotonic())
         return budget
+
+
+def _history_notes(state: InvestigationState) -> list[str]:
+    """The history check's warnings (history it could not read)."""
+    return [
+        note
+        for check in state.selection_gate.checks
+        if isinstance(check, HistoryCheck)
+        for note in check.notes
+    ]
 
 
 def _hit_of(state: InvestigationState, result: AnalysisResult) -> SearchHit | None:

@@ -10,6 +10,7 @@ decides.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -156,3 +157,21 @@ async def test_an_old_success_outside_the_window_does_not_stop_automation(
         decided = (await only.stub.AnalyzeIncident(request("rr-old-3"), timeout=20)).result
     assert not decided.needs_human_review
     assert decided.selected_workflow.workflow_id == OOM_ID
+
+
+async def test_a_recovery_decision_keeps_its_attempt_number() -> None:
+    from tests.e2e.test_recovery import recovery_request
+
+    async with (
+        ScriptedLLMServer("openai", [search(), answer()]) as llm,
+        replicas(llm, 1) as (only,),
+    ):
+        req = recovery_request("Forbidden", attempt=2, remediation_id="rr-recovering")
+        await only.stub.AnalyzeIncident(req, timeout=20)
+        history = only.server.history
+        for _ in range(100):  # the decision is kept on its own, after the answer
+            record = await history.by_remediation_id("rr-recovering")
+            if record.decision is not None:
+                break
+            await asyncio.sleep(0.02)
+    assert record.decision is not None and record.decision.recovery_attempt == 2

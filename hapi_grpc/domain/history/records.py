@@ -70,6 +70,7 @@ class Decision:
     confidence: float | None
     automated: bool  # False: the decision asked for human review
     decided_at: float  # seconds since the epoch
+    recovery_attempt: int = 0  # the recovery request's attempt_number; 0: not a recovery
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,3 +176,31 @@ async def test_the_tool_caps_its_entries_and_compares_the_spec_read() -> None:
     assert data["current_spec_hash"] == spec_hash(BEFORE)
     unread = await tool.run(args, ToolContext(timeout=2.0, observed=Observed()))
     assert unread.payload["history_data"]["current_spec_hash"].startswith("unknown")
+
+
+async def test_a_decider_that_stood_down_for_the_history_gets_its_reason() -> None:
+    from hapi_grpc.domain.catalog import SearchHit
+    from hapi_grpc.domain.history.gate import stood_down_because
+    from hapi_grpc.domain.result import AlternativeWorkflow, AnalysisResult
+
+    history = build_embedded_history(None)
+    await history.record_outcome(outcome("rr-1", HOUR, Outcome.FAILED, failure_reason="Forbidden"))
+    hits = {
+        wid: SearchHit(workflow_id=wid, version="1", confidence=0.9, read_only=wid != OOM)
+        for wid in ("diagnostics-v1", OOM)
+    }
+    result = AnalysisResult(
+        remediation_id="rr-now",
+        needs_human_review=True,
+        human_review_reason=HumanReviewReason.PRECONDITION_NOT_MET,
+        alternative_workflows=[AlternativeWorkflow("diagnostics-v1", 0.9),
+                               AlternativeWorkflow(OOM, 0.8)],
+    )  # fmt: skip
+    found = await stood_down_because(HistoryCheck(history), incident(), Observed(), result, hits)
+    assert found is not None and found.reason is HumanReviewReason.REPEATS_FAILED_REMEDIATION
+    # A reason of its own (the catalog was down, the budget ran out) is kept.
+    result.human_review_reason = HumanReviewReason.DATA_STORAGE_UNAVAILABLE
+    assert (
+        await stood_down_because(HistoryCheck(history), incident(), Observed(), result, hits)
+        is None
+    )

@@ -26,8 +26,9 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from hapi_grpc.domain.catalog import SearchHit
 from hapi_grpc.domain.deadline import request_timeout
-from hapi_grpc.domain.errors import HistoryUnavailableError
+from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.history.port import RemediationHistory
 from hapi_grpc.domain.history.records import (
     HashMatch,
@@ -40,15 +41,21 @@ from hapi_grpc.domain.history.records import (
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.recovery.failures import classify
-from hapi_grpc.domain.result import HumanReviewReason, TargetResource
+from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, TargetResource
 from hapi_grpc.domain.selection_gate import Candidate, Veto
 
-__all__ = ["RECURRENCE", "HistoryCheck", "history_veto"]
+__all__ = ["RECURRENCE", "HistoryCheck", "history_veto", "stood_down_because"]
 
 SOURCE = "history"
 RECURRENCE = 2  # successes of the same workflow in the window before the signal came back
 READ_TIMEOUT = 2.0  # one target's read, at most (and within the budget)
 _MAX_TARGETS = 3  # the incident's resource and up to two owners
+# A decider that stood down gets one of these from the engine; when the history
+# refuses its top candidate, that is the more precise reason.
+_STOOD_DOWN = frozenset(
+    {HumanReviewReason.NO_MATCHING_WORKFLOWS, HumanReviewReason.PRECONDITION_NOT_MET}
+)
+_ALTERNATIVES_CHECKED = 3
 
 
 def _at(entry: HistoryEntry) -> str:
@@ -172,3 +179,29 @@ class HistoryCheck:
             if veto is not None:
                 return veto
         return None
+
+
+async def stood_down_because(
+    check: HistoryCheck,
+    incident: Incident,
+    observed: Observed,
+    result: AnalysisResult,
+    returned: dict[str, SearchHit],
+) -> Veto | None:
+    """When the decider selected nothing and named catalog alternatives, the history
+    veto of the first one it refuses (the decider read the same history and stood
+    down for it); None otherwise. Never raises for a spent budget."""
+    if result.selected_workflow is not None or result.human_review_reason not in _STOOD_DOWN:
+        return None
+    for alternative in result.alternative_workflows[:_ALTERNATIVES_CHECKED]:
+        hit = returned.get(alternative.workflow_id)
+        if hit is None:
+            continue
+        candidate = Candidate(incident, observed, hit, hit.workflow_id, hit, {})
+        try:
+            veto = await check(candidate)
+        except BudgetExhaustedError:
+            return None
+        if veto is not None:
+            return veto
+    return None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
 from hapi_grpc.domain.history import RemediationHistory
-from hapi_grpc.domain.history.gate import HistoryCheck
+from hapi_grpc.domain.history.gate import HistoryCheck, stood_down_because
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
 from hapi_grpc.domain.investigation.observer import (
@@ -137,6 +137,7 @@ class InvestigationEngine:
             else:
                 with budget_scope(state.budget):
                     result = await self._run(state)
+                    await _history_reason(state, result)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
             result.warnings.extend(_history_notes(state))
@@ -235,6 +236,18 @@ class InvestigationEngine:
         if self._drain_until is not None:
             budget.end_within(self._drain_until - time.monotonic())
         return budget
+
+
+async def _history_reason(state: InvestigationState, result: AnalysisResult) -> None:
+    """A decider that stood down because of the target's history gets its reason."""
+    gate = state.selection_gate
+    for check in gate.checks:
+        if isinstance(check, HistoryCheck):
+            returned = state.catalog.returned_workflows
+            veto = await stood_down_because(check, state.incident, gate.observed, result, returned)
+            if veto is not None:
+                result.human_review_reason = veto.reason
+                result.warnings.append(f"Not automated: {veto.message}.")
 
 
 def _history_notes(state: InvestigationState) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 
 from hapi_grpc.adapters.history.embedded import build_embedded_history
 from hapi_grpc.domain.catalog import Declarations
+from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.history import Outcome, OutcomeReport, spec_hash
 from hapi_grpc.domain.history.gate import HistoryCheck
 from hapi_grpc.domain.incident import Incident, SignalInfo
@@ -36,13 +37,16 @@ def incident(kind: str = "Deployment", name: str = "payment-api") -> Incident:
 
 
 def outcome(rid: str, ago: float, result: Outcome = Outcome.SUCCESS, **extra: Any) -> OutcomeReport:
+    reason = extra.pop("failure_reason", "")
     return OutcomeReport(
         remediation_id=rid,
         attempt=1,
         target=TARGET,
         outcome=result,
-        workflow_id=extra.pop("workflow_id", OOM),
-        parameters={"MEMORY_LIMIT_NEW": "1Gi"},
+        executed=ExecutedWorkflow(
+            extra.pop("workflow_id", OOM), "1.0.0", {"MEMORY_LIMIT_NEW": "1Gi"}
+        ),
+        failure=ExecutionFailure(reason) if reason else None,
         completed_at=time.time() - ago,
         **extra,
     )

@@ -195,9 +195,11 @@ class InvestigationEngine:
         session = CatalogSession(self._catalog, SearchContext.from_incident(incident))
         observed = Observed()
         # A recovery never repeats a failed execution: checked before any other.
-        checks = (recovery_check, *self._checks) if incident.recovery else self._checks
-        if self._history is not None:  # read by the service itself, whatever the model reads
-            checks = (*checks[:1], HistoryCheck(self._history), *checks[1:])
+        # Then the target's history, read by the service itself whatever the model reads.
+        own: tuple[SelectionCheck, ...] = (recovery_check,) if incident.recovery else ()
+        if self._history is not None:
+            own += (HistoryCheck(self._history),)
+        checks = (*own, *self._checks)
         gate = SelectionGate(incident, observed, checks)
         catalog_tools = workflow_catalog_toolset(
             session,

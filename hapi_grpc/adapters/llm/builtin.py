@@ -96,10 +96,10 @@ class _Turn:
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
         self.exchanges = _exchanges(messages)
-        self.history = HistoryView.read(self.exchanges)  # the target's past remediations
         self.step = sum(1 for m in messages if m.role == "assistant") + 1
         self.findings: Findings | None = None
         self.objections: list[str] = []  # why candidate workflows were not selected
+        self.history = HistoryView.read(self.exchanges)  # the target's past remediations
 
     def next(self) -> LLMResponse:
         if self.corrected:

@@ -241,8 +241,11 @@ class InvestigationEngine:
 
 
 async def _history_reason(state: InvestigationState, result: AnalysisResult) -> None:
-    """A decider that stood down because of the target's history gets its reason."""
+    """A decider that stood down because of the target's history gets its reason
+    (not one whose selection the gate refused: that veto is the reason)."""
     gate = state.selection_gate
+    if gate.vetoes:
+        return
     for check in gate.checks:
         if isinstance(check, HistoryCheck):
             returned = state.catalog.returned_workflows

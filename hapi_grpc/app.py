@@ -246,6 +246,7 @@ class OpenedToolsets:
 @dataclass(frozen=True)
 class _OpenContext:
     settings: Settings
+    shared_history: RemediationHistory | None = None
 
     def breaker(self, dependency: str) -> RateCircuitBreaker:
         return build_breaker(self.settings, dependency)
@@ -257,8 +258,13 @@ class _OpenContext:
             raise KeyError(f"no toolset {toolset!r} with settings")
         return found
 
+    def history(self) -> RemediationHistory | None:
+        return self.shared_history
 
-async def open_toolsets(settings: Settings) -> OpenedToolsets:
+
+async def open_toolsets(
+    settings: Settings, history: RemediationHistory | None = None
+) -> OpenedToolsets:
     """Every registered toolset that has an opener and is configured, in registry order.
 
     A malformed setting or file raises ConfigError (what opened is closed first);
@@ -267,7 +273,7 @@ async def open_toolsets(settings: Settings) -> OpenedToolsets:
     alone is tens of megabytes that a server without MCP would carry.
     """
     opened = OpenedToolsets()
-    context = _OpenContext(settings)
+    context = _OpenContext(settings, history)
     for spec in TOOLSETS:
         if not spec.opener:  # built by the engine (the workflow catalog): always offered
             TOOLSET_ENABLED.labels(spec.name).set(1)
@@ -308,6 +314,7 @@ def build_server(
     policy = policy if policy is not None else build_policy(settings)
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
+    history = history if history is not None else build_history(settings)
     engine = InvestigationEngine(
         catalog,
         llm,
@@ -315,6 +322,7 @@ def build_server(
         observer=MetricsObserver(),
         toolsets=toolsets,
         policy=policy,
+        history=history,
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -329,7 +337,7 @@ def build_server(
         extra_interceptors=[*interceptors, *extra_interceptors],
         inner_interceptors=caller_policy(settings),
         server_credentials=credentials,
-        history=history if history is not None else build_history(settings),
+        history=history,
     )
 
 
@@ -337,8 +345,9 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
-    toolsets = await open_toolsets(settings)
-    server = build_server(settings, toolsets=toolsets.sources, policy=policy)
+    history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
+    toolsets = await open_toolsets(settings, history)
+    server = build_server(settings, toolsets=toolsets.sources, policy=policy, history=history)
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(

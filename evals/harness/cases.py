@@ -24,6 +24,11 @@ A case directory holds:
   seconds relative to the start of the run (`-600` = ten minutes before).
 - `alerts.yaml` (optional): alerts posted to Alertmanager
   (`[{labels: {...}, annotations: {...}}]`).
+- `history.yaml` (optional): the target's past remediations, each a
+  ReportRemediationOutcomeRequest (proto JSON mapping) with `minutesAgo`
+  instead of `completedAt`; reported to the server before each run (with a
+  remediation id of that run's own), so its history tool and history check
+  read them. A case with history gets a server of its own.
 
 Objects are created in the order the API server requires, whatever their
 order in the file (documents of one step keep theirs):
@@ -79,6 +84,7 @@ ReviewReason = Literal[
     "policy_requires_review",
     "recovery_attempts_exhausted",
     "repeats_failed_remediation",
+    "recurring_remediation",
 ]
 REVIEW_REASONS: tuple[str, ...] = get_args(ReviewReason)
 
@@ -207,6 +213,7 @@ class Case(_Strict):
     logs: tuple[LogFile, ...] = ()
     metrics: str | None = None
     alerts: tuple[dict[str, Any], ...] = ()
+    history: tuple[dict[str, Any], ...] = ()  # outcome reports, `minutesAgo` each
 
     @property
     def catalog_file(self) -> Path | None:
@@ -337,6 +344,7 @@ def load_case(directory: Path, served: KindIndex | None = None) -> Case:
         logs=_logs(directory / "logs") if (directory / "logs").is_dir() else (),
         metrics=metrics_path.read_text(encoding="utf-8") if metrics_path.exists() else None,
         alerts=tuple(alerts),
+        history=_history(directory / "history.yaml"),
     )
     if served is not None:
         check_kinds(case, served)
@@ -352,6 +360,29 @@ def _check_request(request: dict[str, Any], path: Path) -> None:
         json_format.ParseDict(request, service_pb2.AnalyzeIncidentRequest())
     except json_format.ParseError as exc:
         raise CaseError(f"{path}: not an AnalyzeIncidentRequest: {exc}") from None
+
+
+def _history(path: Path) -> tuple[dict[str, Any], ...]:
+    """The outcome reports of `history.yaml`, each checked as a request."""
+    if not path.exists():
+        return ()
+    from google.protobuf import json_format
+
+    from hapi.v1 import outcome_pb2
+
+    reports = _read_yaml(path)
+    if not isinstance(reports, list):
+        raise CaseError(f"{path}: a list of outcome reports")
+    for index, report in enumerate(reports):
+        ago = report.get("minutesAgo") if isinstance(report, dict) else None
+        if isinstance(ago, bool) or not isinstance(ago, int | float) or ago < 0:
+            raise CaseError(f"{path}: report {index} needs `minutesAgo` (a number >= 0)")
+        body = {k: v for k, v in report.items() if k != "minutesAgo"}
+        try:
+            json_format.ParseDict(body, outcome_pb2.ReportRemediationOutcomeRequest())
+        except json_format.ParseError as exc:
+            raise CaseError(f"{path}: report {index}: {exc}") from None
+    return tuple(reports)
 
 
 def _check_catalog(path: Path) -> None:

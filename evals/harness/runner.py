@@ -68,7 +68,7 @@ def model_name(environ: dict[str, str]) -> str:
 
 
 def _group_key(case: Case) -> tuple[Any, ...]:
-    alone = bool(case.meta.datastorage_fault or case.metrics or case.alerts)
+    alone = bool(case.meta.datastorage_fault or case.metrics or case.alerts or case.history)
     return (str(case.catalog_file or ""), case.name if alone else "")
 
 
@@ -126,6 +126,8 @@ def _server_settings(
             "HAPI_RESULT_TTL_SECONDS": "0",
             "HAPI_LOG_LEVEL": "WARNING",
             "HAPI_KUBERNETES": "on" if cluster else "off",
+            # The fake Data Storage serves no history: the server's own records.
+            "HAPI_HISTORY_DATA_STORAGE": "false",
             # An empty value: nothing from the caller's shell points elsewhere.
             "KUBECONFIG": str(cluster.kubeconfig) if cluster else "",
             **extra,
@@ -193,10 +195,27 @@ async def _run_cases_on(
     return scores
 
 
+def history_requests(case: Case, run: str, now: float) -> list[Any]:
+    """The case's history as outcome reports of this run (`run` suffixes their ids)."""
+    from hapi.v1 import outcome_pb2
+
+    requests = []
+    for report in case.history:
+        body = {k: v for k, v in report.items() if k != "minutesAgo"}
+        request = json_format.ParseDict(body, outcome_pb2.ReportRemediationOutcomeRequest())
+        request.remediation_id = f"{request.remediation_id}-{run}"
+        request.completed_at.FromSeconds(int(now - 60 * float(report["minutesAgo"])))
+        requests.append(request)
+    return requests
+
+
 async def _one_run(stub: Any, case: Case, repeat: int, timeout: float) -> RunScore:
     request = run_request(case, repeat)
+    run = request.incident.remediation_id.rpartition("-eval-")[2]
     started = time.monotonic()
     try:
+        for report in history_requests(case, run, time.time()):
+            await stub.ReportRemediationOutcome(report, timeout=timeout)
         response = await stub.AnalyzeIncident(request, timeout=timeout)
     except grpc.aio.AioRpcError as exc:
         error = f"{exc.code().name}: {exc.details()}"

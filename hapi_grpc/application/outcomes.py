@@ -115,6 +115,7 @@ def decision_of(incident: Incident, result: r.AnalysisResult, now: float) -> Dec
         confidence=selected.confidence if selected else None,
         automated=selected is not None and not result.needs_human_review,
         decided_at=now,
+        recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
     )
 
 

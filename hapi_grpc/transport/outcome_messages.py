@@ -5,11 +5,9 @@ from __future__ import annotations
 from google.protobuf import timestamp_pb2
 
 from hapi.v1 import outcome_pb2
-from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.history import Outcome, OutcomeAck, OutcomeReport
 from hapi_grpc.domain.result import TargetResource
-from hapi_grpc.domain.workflow_validation import MAX_PROPOSED_PARAMETERS
-from hapi_grpc.transport.converters import struct_to_dict
+from hapi_grpc.transport.recovery_converters import executed_workflow, execution_failure
 
 __all__ = ["ack_to_proto", "report_from_proto"]
 
@@ -21,32 +19,21 @@ _OUTCOMES = {
 
 
 def report_from_proto(msg: outcome_pb2.ReportRemediationOutcomeRequest) -> OutcomeReport:
-    """The domain's report; the proto's rules have already been checked."""
+    """The domain's report; the proto's rules have already been checked. What was
+    executed and how it failed are read as a recovery request's are (same bounds)."""
     outcome = _OUTCOMES[msg.WhichOneof("result") or "declined"]
-    executed = msg.executed if outcome is not Outcome.ESCALATED else None
-    parameters = struct_to_dict(executed.parameters) if executed is not None else {}
-    if len(parameters) > MAX_PROPOSED_PARAMETERS:
-        raise InvalidRequestError(
-            f"{len(parameters)} parameters were reported; at most {MAX_PROPOSED_PARAMETERS}",
-            [
-                FieldViolation(
-                    "executed.parameters",
-                    f"at most {MAX_PROPOSED_PARAMETERS} parameters may be reported",
-                    "parameters.max_fields",
-                )
-            ],
-        )
+    executed = None
+    if outcome is not Outcome.ESCALATED:
+        executed = executed_workflow(msg.executed, "executed")
+    failure = execution_failure(msg.failed, "failed") if outcome is Outcome.FAILED else None
     target = msg.target
     return OutcomeReport(
         remediation_id=msg.remediation_id,
         attempt=msg.attempt,
         target=TargetResource(target.namespace, target.kind, target.name, target.api_group),
         outcome=outcome,
-        workflow_id=executed.workflow_id if executed is not None else None,
-        workflow_version=executed.version if executed is not None else "",
-        parameters=parameters,
-        failure_reason=msg.failed.reason if outcome is Outcome.FAILED else "",
-        failure_message=msg.failed.message if outcome is Outcome.FAILED else "",
+        executed=executed,
+        failure=failure,
         declined_reason=msg.declined.reason if outcome is Outcome.ESCALATED else "",
         signal_cleared=msg.signal_cleared if msg.HasField("signal_cleared") else None,
         completed_at=_seconds(msg.completed_at) if msg.HasField("completed_at") else None,

@@ -20,7 +20,7 @@ from hapi_grpc.domain.levels import Severity
 from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
 from hapi_grpc.domain.workflow_validation import MAX_PROPOSED_PARAMETERS
 
-__all__ = ["MAX_PARAMETER_VALUES", "recovery_from_proto"]
+__all__ = ["MAX_PARAMETER_VALUES", "executed_workflow", "execution_failure", "recovery_from_proto"]
 
 MAX_PARAMETER_VALUES = 256
 """JSON values (nested ones included) in one executed workflow's parameters."""
@@ -51,8 +51,8 @@ def recovery_from_proto(incident: incident_pb2.Incident) -> RecoveryContext | No
 def _execution(msg: recovery_pb2.PreviousExecution, path: str) -> PreviousExecution:
     rca = msg.original_analysis
     return PreviousExecution(
-        workflow=_workflow(msg.workflow, f"{path}.workflow"),
-        failure=_failure(msg.failure, f"{path}.failure"),
+        workflow=executed_workflow(msg.workflow, f"{path}.workflow"),
+        failure=execution_failure(msg.failure, f"{path}.failure"),
         rationale=msg.rationale,
         original_analysis=OriginalAnalysis(
             summary=rca.summary,
@@ -65,7 +65,7 @@ def _execution(msg: recovery_pb2.PreviousExecution, path: str) -> PreviousExecut
     )
 
 
-def _workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> ExecutedWorkflow:
+def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> ExecutedWorkflow:
     fields = msg.parameters.fields
     where = f"{path}.parameters"
     if len(fields) > MAX_PROPOSED_PARAMETERS:
@@ -103,7 +103,7 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str) -> Any:
     return None
 
 
-def _failure(msg: execution_pb2.ExecutionFailure, path: str) -> ExecutionFailure:
+def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> ExecutionFailure:
     failed_at: datetime | None = None
     if msg.HasField("failed_at"):
         try:

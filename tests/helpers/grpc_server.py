@@ -18,6 +18,7 @@ from hapi.v1 import service_pb2_grpc
 from hapi_grpc.app import build_server
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.investigation.engine import EngineSettings, ToolsetSource
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.transport.server import HapiServer
@@ -41,6 +42,7 @@ async def running_server(
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     toolsets: Sequence[ToolsetSource] = (),
     stop_grace: float = 0.0,
+    history: RemediationHistory | None = None,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """Start a server on a free loopback port; `settings` override Settings fields,
@@ -53,6 +55,7 @@ async def running_server(
         engine_config=engine_settings,
         extra_interceptors=extra_interceptors,
         toolsets=toolsets,
+        history=history,
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"

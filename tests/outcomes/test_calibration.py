@@ -15,6 +15,7 @@ from hapi_grpc.adapters.history.embedded import EmbeddedHistory
 from hapi_grpc.application.outcomes import OutcomeService, confidence_bucket
 from hapi_grpc.cli import main
 from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.domain.execution import ExecutedWorkflow
 from hapi_grpc.domain.history import Decision, Outcome, OutcomeReport
 from hapi_grpc.domain.result import TargetResource
 from hapi_grpc.observability.metrics_server import start_metrics_server
@@ -40,7 +41,10 @@ async def decide_and_report(service: OutcomeService, history: EmbeddedHistory) -
         await history.record_decision(decision(rid, confidence, automated))
         workflow = None if outcome is Outcome.ESCALATED else "wf"
         await service.report(
-            OutcomeReport(rid, 1, TARGET, outcome, workflow), Budget.from_timeout(5)
+            OutcomeReport(
+                rid, 1, TARGET, outcome, ExecutedWorkflow(workflow) if workflow else None
+            ),
+            Budget.from_timeout(5),
         )
 
 

@@ -17,6 +17,7 @@ from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
+from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.history import HashMatch, Outcome, OutcomeReport, spec_hash
 from hapi_grpc.domain.result import TargetResource
 from tests.outcomes.history_server import HistoryServer
@@ -178,8 +179,8 @@ async def test_answers_are_reused_for_seconds_and_a_report_refreshes_them(
             1,
             TARGET,
             Outcome.FAILED,
-            "oomkill-increase-memory-v1",
-            failure_reason="Forbidden",
+            ExecutedWorkflow("oomkill-increase-memory-v1"),
+            ExecutionFailure("Forbidden"),
             pre_spec_hash=NOW_SPEC,
         )
         await history.record_outcome(report)
@@ -226,7 +227,14 @@ async def test_the_settings_choose_where_history_is_read(ds: HistoryServer) -> N
     ds.entries = [entry("rr-ds", 2)]
     try:
         await remote.record_outcome(
-            OutcomeReport("rr-mine", 1, TARGET, Outcome.SUCCESS, "wf", post_spec_hash=NOW_SPEC)
+            OutcomeReport(
+                "rr-mine",
+                1,
+                TARGET,
+                Outcome.SUCCESS,
+                ExecutedWorkflow("wf"),
+                post_spec_hash=NOW_SPEC,
+            )
         )
         context = await remote.context(TARGET, NOW_SPEC)
     finally:

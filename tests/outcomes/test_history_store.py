@@ -16,6 +16,7 @@ from hapi_grpc.adapters.history.backends import (
     RedisHistoryBackend,
 )
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.domain.execution import ExecutedWorkflow
 from hapi_grpc.domain.history import (
     HashMatch,
     HistoryEntry,
@@ -80,14 +81,28 @@ async def test_the_store_keeps_the_newest_per_target_and_in_all(backend: History
     history = EmbeddedHistory(backend, clock=lambda: NOW)
     for i in range(5):
         await history.record_outcome(
-            OutcomeReport(f"rr-{i}", 1, TARGET, Outcome.SUCCESS, "wf", completed_at=NOW - 10 + i)
+            OutcomeReport(
+                f"rr-{i}",
+                1,
+                TARGET,
+                Outcome.SUCCESS,
+                ExecutedWorkflow("wf"),
+                completed_at=NOW - 10 + i,
+            )
         )
     context = await history.context(TARGET, "")
     assert [e.remediation_uid for e in context.tier1] == ["rr-2", "rr-3", "rr-4"]
     other = TargetResource("payments", "Deployment", "other")
     for i in range(3):
         await history.record_outcome(
-            OutcomeReport(f"rr-o{i}", 1, other, Outcome.FAILED, "wf", completed_at=NOW - 5 + i)
+            OutcomeReport(
+                f"rr-o{i}",
+                1,
+                other,
+                Outcome.FAILED,
+                ExecutedWorkflow("wf"),
+                completed_at=NOW - 5 + i,
+            )
         )
     # At most 5 in all: the oldest of every target went first.
     assert (await history.by_remediation_id("rr-0")).outcomes == ()
@@ -103,7 +118,7 @@ async def test_secret_named_parameters_are_not_kept(backend: HistoryBackend) -> 
     history = EmbeddedHistory(backend, clock=lambda: NOW)
     params = {"MEMORY_LIMIT_NEW": "1Gi", "API_TOKEN": "tok-9f8e7d6c5b4a"}
     await history.record_outcome(
-        OutcomeReport("rr-s", 1, TARGET, Outcome.SUCCESS, "wf", parameters=params)
+        OutcomeReport("rr-s", 1, TARGET, Outcome.SUCCESS, ExecutedWorkflow("wf", parameters=params))
     )
     (entry,) = (await history.by_remediation_id("rr-s")).outcomes
     assert entry.parameters["MEMORY_LIMIT_NEW"] == "1Gi"

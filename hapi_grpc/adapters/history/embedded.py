@@ -145,14 +145,14 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
         signal_type=decision.signal_type if decision else "",
         signal_fingerprint=decision.signal_fingerprint if decision else "",
         action_type=report.workflow_id,
-        workflow_version=report.workflow_version,
-        parameters=redact_mapping(report.parameters),
+        workflow_version=report.executed.version if report.executed else "",
+        parameters=redact_mapping(report.executed.parameters) if report.executed else {},
         confidence=decision.confidence if decision else None,
         automated=decision.automated if decision else None,
         signal_resolved=report.signal_cleared,
         pre_spec_hash=report.pre_spec_hash,
         post_spec_hash=report.post_spec_hash,
-        failure_reason=report.failure_reason,
+        failure_reason=report.failure.reason if report.failure else "",
     )
 
 

@@ -21,16 +21,11 @@ tool refuses to automate (a precondition or invariant failed) too, and a
 workflow that changes the cluster is never selected without evidence read
 from the cluster: then only a `read_only` workflow may be selected, or none.
 
-Reading the facts, filling parameters and applying the validator's hints
-live in `builtin_parameters`.
-
-It is honest about what it is: the answer says that no language model was
-used, and its confidence is the catalog's match confidence. Without cluster
-tools it makes no root cause analysis. When the read-only `kubernetes` tools
-are offered it reads the evidence first (`builtin_evidence`), targets the
-resource the owner chain names (the Deployment, or the Node), fills
-parameters from what it read (the memory limit hit -> twice that) and cites
-the evidence (object, field, value) in `root_cause_assessment`.
+It says no language model was used; its confidence is the catalog's. With
+cluster tools it reads the evidence first (`builtin_evidence`), targets what
+the owner chain names, fills parameters from what it read (`builtin_parameters`)
+and cites it in `root_cause_assessment`; it consults the target's remediation
+history (`builtin_history`) and handles recovery (`builtin_recovery`).
 """
 
 from __future__ import annotations
@@ -40,6 +35,7 @@ import json
 from typing import Any
 
 from hapi_grpc.adapters.llm.builtin_evidence import GET, Findings, exchanges, plan
+from hapi_grpc.adapters.llm.builtin_history import HistoryView, history_step
 from hapi_grpc.adapters.llm.builtin_parameters import Facts, fix_parameters
 from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView, read_only_fallback
 from hapi_grpc.domain.levels import RiskLevel, Severity
@@ -101,6 +97,7 @@ class _Turn:
         self.observed = observed
         self.findings: Findings | None = None
         self.objections: list[str] = []  # why candidate workflows were not selected
+        self.history = HistoryView.read(self.exchanges)  # the target's past remediations
 
     def next(self) -> LLMResponse:
         if self.corrected:
@@ -122,6 +119,8 @@ class _Turn:
                 usage = self._memory_usage(read)
                 if usage is not None:
                     return usage
+        if (step := history_step(self)) is not None:  # the target's history, read once
+            return step
         searches = [e for e in self.exchanges if e.name == SEARCH_TOOL]
         if not searches:
             if SEARCH_TOOL not in self.offered or not self.facts.signal_type:
@@ -175,6 +174,7 @@ class _Turn:
         """Why `hit` is passed over before validation: its declarations, not its prose."""
         workflow = str(hit.get("workflow_id", ""))
         failed = self.recovery.objection(workflow) if self.recovery else None
+        failed = failed or self.history.objection(hit, self.facts.signal_type)
         if failed is not None:  # a recovery does not repeat a failed approach
             return failed
         unmet = hit.get("premise_not_met")

@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.result import TargetResource
 
 __all__ = [
@@ -70,6 +71,7 @@ class Decision:
     confidence: float | None
     automated: bool  # False: the decision asked for human review
     decided_at: float  # seconds since the epoch
+    recovery_attempt: int = 0  # the recovery request's attempt_number; 0: not a recovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +82,38 @@ class OutcomeReport:
     attempt: int
     target: TargetResource
     outcome: Outcome
-    workflow_id: str | None  # None when a human declined
-    workflow_version: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
-    failure_reason: str = ""  # Kubernetes reason code of a failure
-    failure_message: str = ""
+    executed: ExecutedWorkflow | None  # None when a human declined
+    failure: ExecutionFailure | None = None  # set when the outcome is FAILED
     declined_reason: str = ""
     signal_cleared: bool | None = None
     completed_at: float | None = None  # seconds since the epoch; None: when it arrives
     pre_spec_hash: str = ""
     post_spec_hash: str = ""
 
+    @property
+    def workflow_id(self) -> str | None:
+        return self.executed.workflow_id if self.executed else None
+
     def fingerprint(self) -> str:
-        """Digest of the report's content: a retry carries the same one."""
-        text = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+        """Digest of what is kept of the report: a retry carries the same one."""
+        executed, failure = self.executed, self.failure
+        kept = {
+            "remediation_id": self.remediation_id,
+            "attempt": self.attempt,
+            "target": asdict(self.target),
+            "outcome": self.outcome.value,
+            "workflow_id": self.workflow_id,
+            "workflow_version": executed.version if executed else "",
+            "parameters": executed.parameters if executed else {},
+            "failure_reason": failure.reason if failure else "",
+            "failure_message": failure.message if failure else "",
+            "declined_reason": self.declined_reason,
+            "signal_cleared": self.signal_cleared,
+            "completed_at": self.completed_at,
+            "pre_spec_hash": self.pre_spec_hash,
+            "post_spec_hash": self.post_spec_hash,
+        }
+        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
 from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
+from hapi_grpc.domain.history import RemediationHistory
+from hapi_grpc.domain.history.gate import HistoryCheck, stood_down_because
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
 from hapi_grpc.domain.investigation.observer import (
@@ -87,10 +89,13 @@ class InvestigationEngine:
         toolsets: Sequence[ToolsetSource] = (),
         policy: DecisionPolicy | None = None,
         selection_checks: Sequence[SelectionCheck] = (),
+        history: RemediationHistory | None = None,
     ) -> None:
         """`selection_checks` run after a selection's declared preconditions hold; any
-        may veto its automation (`domain.selection_gate`)."""
+        may veto its automation (`domain.selection_gate`); with `history`, the
+        target's remediation history is checked too (`domain.history.gate`)."""
         self._catalog = catalog
+        self._history = history
         self._policy = policy
         self._checks = tuple(selection_checks)
         self._toolsets = tuple(toolsets)
@@ -132,8 +137,10 @@ class InvestigationEngine:
             else:
                 with budget_scope(state.budget):
                     result = await self._run(state)
+                    await _history_reason(state, result)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
+            result.warnings.extend(_history_notes(state))
             result.duration_seconds = time.perf_counter() - started
             reason = (
                 result.human_review_reason.value.lower() if result.human_review_reason else "none"
@@ -194,7 +201,11 @@ class InvestigationEngine:
         session = CatalogSession(self._catalog, SearchContext.from_incident(incident))
         observed = Observed()
         # A recovery never repeats a failed execution: checked before any other.
-        checks = (recovery_check, *self._checks) if incident.recovery else self._checks
+        # Then the target's history, read by the service itself whatever the model reads.
+        own: tuple[SelectionCheck, ...] = (recovery_check,) if incident.recovery else ()
+        if self._history is not None:
+            own += (HistoryCheck(self._history),)
+        checks = (*own, *self._checks)
         gate = SelectionGate(incident, observed, checks)
         catalog_tools = workflow_catalog_toolset(
             session,
@@ -233,6 +244,31 @@ class InvestigationEngine:
         if self._drain_until is not None:
             budget.end_within(self._drain_until - time.monotonic())
         return budget
+
+
+async def _history_reason(state: InvestigationState, result: AnalysisResult) -> None:
+    """A decider that stood down because of the target's history gets its reason
+    (not one whose selection the gate refused: that veto is the reason)."""
+    gate = state.selection_gate
+    if gate.vetoes:
+        return
+    for check in gate.checks:
+        if isinstance(check, HistoryCheck):
+            returned = state.catalog.returned_workflows
+            veto = await stood_down_because(check, state.incident, gate.observed, result, returned)
+            if veto is not None:
+                result.human_review_reason = veto.reason
+                result.warnings.append(f"Not automated: {veto.message}.")
+
+
+def _history_notes(state: InvestigationState) -> list[str]:
+    """The history check's warnings (history it could not read)."""
+    return [
+        note
+        for check in state.selection_gate.checks
+        if isinstance(check, HistoryCheck)
+        for note in check.notes
+    ]
 
 
 def _hit_of(state: InvestigationState, result: AnalysisResult) -> SearchHit | None:

@@ -39,12 +39,14 @@ _REJECTION_TEXT = {
     HumanReviewReason.POLICY_REQUIRES_REVIEW: "an operator policy requires review",
     HumanReviewReason.REPEATS_FAILED_REMEDIATION: "it repeats a failed execution with the"
     " same parameters",
+    HumanReviewReason.RECURRING_REMEDIATION: "the target's history shows it recurring or undone",
 }
 _VETO_REASONS = frozenset(
     {
         HumanReviewReason.PRECONDITION_NOT_MET,
         HumanReviewReason.POLICY_REQUIRES_REVIEW,
         HumanReviewReason.REPEATS_FAILED_REMEDIATION,
+        HumanReviewReason.RECURRING_REMEDIATION,
     }
 )
 _VETOES_SHOWN = 3

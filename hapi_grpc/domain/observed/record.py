@@ -7,6 +7,7 @@ from typing import Any
 
 import re2
 
+from hapi_grpc.domain.history.spec_hash import spec_hash
 from hapi_grpc.domain.observed.kubernetes import object_facts, object_key
 from hapi_grpc.domain.sensitive import redact
 
@@ -51,6 +52,8 @@ class Observed:
     logs: list[dict[str, Any]] = field(default_factory=list)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    # `spec_hash` of each recorded object's spec: what remediation history compares.
+    spec_hashes: dict[str, str] = field(default_factory=dict)
     _view: dict[str, Any] | None = field(default=None, repr=False)
 
     # --- recording (the tools) -----------------------------------------------------
@@ -69,6 +72,9 @@ class Observed:
         if old and old.get("owner_chain") and not facts["owner_chain"]:
             facts["owner_chain"] = old["owner_chain"]
         self.objects[key] = facts
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            self.spec_hashes[key] = spec_hash(spec)
         self._view = None
 
     def record_owner_chain(
@@ -155,6 +161,16 @@ class Observed:
         self._view = None
 
     # --- reading (the checks) ------------------------------------------------------
+
+    def spec_hash_of(self, kind: str, namespace: str | None, name: str) -> str:
+        """The spec hash of `kind/name` as read in this investigation; "" when not read."""
+        return self.spec_hashes.get(object_key(kind, namespace, name), "")
+
+    def owners_of(self, kind: str, namespace: str | None, name: str) -> list[str]:
+        """The owner chain read from `kind/name` up (`namespace/group/Kind/name` refs)."""
+        found = self.objects.get(object_key(kind, namespace, name)) or {}
+        chain = found.get("owner_chain")
+        return [str(ref) for ref in chain] if isinstance(chain, list) else []
 
     @property
     def cluster_evidence(self) -> bool:

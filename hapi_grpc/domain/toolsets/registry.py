@@ -13,6 +13,7 @@ from hapi_grpc.domain.toolsets.alertmanager.spec import SPEC as ALERTMANAGER
 from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC as KUBERNETES
 from hapi_grpc.domain.toolsets.mcp.spec import SPEC as MCP
 from hapi_grpc.domain.toolsets.prometheus.spec import SPEC as PROMETHEUS
+from hapi_grpc.domain.toolsets.remediation_history.spec import SPEC as REMEDIATION_HISTORY
 from hapi_grpc.domain.toolsets.spec import ToolsetSpec
 from hapi_grpc.domain.toolsets.workflow_catalog.spec import SPEC as WORKFLOW_CATALOG
 
@@ -23,6 +24,7 @@ TOOLSETS: tuple[ToolsetSpec[Any], ...] = (
     KUBERNETES,
     PROMETHEUS,
     ALERTMANAGER,
+    REMEDIATION_HISTORY,
     MCP,
 )
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 
 if TYPE_CHECKING:
+    from hapi_grpc.domain.history import RemediationHistory
     from hapi_grpc.domain.toolsets.toolset import Toolset
 
 __all__ = ["OpenContext", "Opened", "Opener", "ToolsetSource", "ToolsetSpec"]
@@ -49,6 +50,11 @@ class OpenContext(Protocol):
 
     def settings_of(self, toolset: str) -> BaseModel:
         """Another toolset's settings (e.g. shared credentials)."""
+        ...
+
+    def history(self) -> RemediationHistory | None:
+        """The service's own remediation history (the one outcomes are recorded in);
+        None when the composition root lent none."""
         ...
 
 

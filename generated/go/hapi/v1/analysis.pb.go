@@ -62,8 +62,15 @@ const (
 	HumanReviewReason_HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED HumanReviewReason = 13
 	// The selection repeats a workflow, with the same parameters, whose
 	// execution failed in a way a repeat would not fix (see Incident.recovery);
-	// the warnings name the attempt.
+	// the warnings name the attempt. Also: a state-changing workflow that
+	// failed on the same target inside the remediation history's window
+	// (any parameters); the warnings name the history entry.
 	HumanReviewReason_HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION HumanReviewReason = 14
+	// The target's remediation history shows a pattern for a human: the same
+	// state-changing workflow succeeded on it at least twice inside the window
+	// and the signal is back, or its current spec is the one a successful
+	// remediation replaced (the fix was undone). The warnings name the entries.
+	HumanReviewReason_HUMAN_REVIEW_REASON_RECURRING_REMEDIATION HumanReviewReason = 15
 )
 
 // Enum value maps for HumanReviewReason.
@@ -84,6 +91,7 @@ var (
 		12: "HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW",
 		13: "HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED",
 		14: "HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION",
+		15: "HUMAN_REVIEW_REASON_RECURRING_REMEDIATION",
 	}
 	HumanReviewReason_value = map[string]int32{
 		"HUMAN_REVIEW_REASON_UNSPECIFIED":                 0,
@@ -101,6 +109,7 @@ var (
 		"HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW":      12,
 		"HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED": 13,
 		"HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION":  14,
+		"HUMAN_REVIEW_REASON_RECURRING_REMEDIATION":       15,
 	}
 )
 
@@ -1002,7 +1011,7 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\tR\ttoolCalls\x124\n" +
 	"\vtoken_usage\x18\x04 \x01(\v2\x13.hapi.v1.TokenUsageR\n" +
-	"tokenUsage*\xd1\x05\n" +
+	"tokenUsage*\x80\x06\n" +
 	"\x11HumanReviewReason\x12#\n" +
 	"\x1fHUMAN_REVIEW_REASON_UNSPECIFIED\x10\x00\x12-\n" +
 	")HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS\x10\x01\x12*\n" +
@@ -1019,7 +1028,8 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"(HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET\x10\v\x12.\n" +
 	"*HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW\x10\f\x123\n" +
 	"/HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED\x10\r\x122\n" +
-	".HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION\x10\x0e*u\n" +
+	".HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION\x10\x0e\x12-\n" +
+	")HUMAN_REVIEW_REASON_RECURRING_REMEDIATION\x10\x0f*u\n" +
 	"\x10ValidationSource\x12!\n" +
 	"\x1dVALIDATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16VALIDATION_SOURCE_TOOL\x10\x01\x12\"\n" +

@@ -31,6 +31,7 @@ class HumanReviewReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED: _ClassVar[HumanReviewReason]
     HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION: _ClassVar[HumanReviewReason]
+    HUMAN_REVIEW_REASON_RECURRING_REMEDIATION: _ClassVar[HumanReviewReason]
 
 class ValidationSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -52,6 +53,7 @@ HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET: HumanReviewReason
 HUMAN_REVIEW_REASON_POLICY_REQUIRES_REVIEW: HumanReviewReason
 HUMAN_REVIEW_REASON_RECOVERY_ATTEMPTS_EXHAUSTED: HumanReviewReason
 HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION: HumanReviewReason
+HUMAN_REVIEW_REASON_RECURRING_REMEDIATION: HumanReviewReason
 VALIDATION_SOURCE_UNSPECIFIED: ValidationSource
 VALIDATION_SOURCE_TOOL: ValidationSource
 VALIDATION_SOURCE_FINAL_ANSWER: ValidationSource

@@ -1,0 +1,128 @@
+"""The built-in analyst's reading of the target's remediation history.
+
+When `get_remediation_history` is offered, the analyst reads the history of
+the remediation target once, after the cluster evidence names it (the
+Deployment of a Pod) and before it searches the catalog. From the answer, as
+a language model would read it:
+
+- a workflow that failed on this target inside the window, with a failure a
+  repeat would not fix (`domain.recovery.failures`), is passed over;
+- when the same state-changing workflow already succeeded on this target at
+  least twice in the window for this signal, or the current spec is one a
+  successful remediation replaced (the fix was undone), no state-changing
+  workflow is taken: the recurrence is a pattern for a human.
+
+The service's own history check (`domain.history.gate`) enforces the same
+whatever the decider does; this makes the analyst's answer say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hapi_grpc.domain.history.gate import RECURRENCE
+from hapi_grpc.domain.llm import LLMResponse
+from hapi_grpc.domain.recovery.failures import classify
+from hapi_grpc.domain.toolsets.remediation_history.spec import DATA_KEY
+from hapi_grpc.domain.toolsets.remediation_history.tools import HISTORY_TOOL
+
+__all__ = ["HistoryView", "history_step"]
+
+
+class _Exchange(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def result(self) -> dict[str, Any]: ...
+
+
+class _Turn(Protocol):
+    """What the history read needs of the analyst's turn."""
+
+    offered: set[str]
+
+    @property
+    def exchanges(self) -> Sequence[_Exchange]: ...
+
+    @property
+    def findings(self) -> Any: ...  # builtin_evidence.Findings | None
+
+    @property
+    def facts(self) -> Any: ...  # builtin_parameters.Facts
+
+    def _call(self, tool: str, arguments: dict[str, Any]) -> LLMResponse: ...
+
+
+def history_step(turn: _Turn) -> LLMResponse | None:
+    """The history read, once: of the target the evidence named
+    (`namespace/group/Kind/name`), else of the reported resource."""
+    if HISTORY_TOOL not in turn.offered or any(e.name == HISTORY_TOOL for e in turn.exchanges):
+        return None
+    parts = (turn.findings.target if turn.findings else "").split("/")
+    facts = turn.facts
+    kind, namespace, name = (
+        (parts[-2], parts[0], parts[-1])
+        if len(parts) >= 4
+        else (facts.kind, facts.namespace, facts.name)
+    )
+    if not (kind and name):
+        return None
+    return turn._call(HISTORY_TOOL, {"kind": kind, "namespace": namespace, "name": name})
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryView:
+    """What the history answer says (empty when it was not read or not answered)."""
+
+    target: str = ""
+    recent: tuple[dict[str, Any], ...] = ()
+    regression: bool = False
+
+    @classmethod
+    def read(cls, exchanges: Sequence[_Exchange]) -> HistoryView:
+        for exchange in exchanges:
+            data = exchange.result.get(DATA_KEY) if exchange.name == HISTORY_TOOL else None
+            if isinstance(data, dict):
+                recent = [e for e in data.get("recent") or [] if isinstance(e, dict)]
+                return cls(
+                    str(data.get("target", "")),
+                    tuple(recent),
+                    data.get("regression_detected") is True,
+                )
+        return cls()
+
+    def _pattern(self, signal_type: str) -> str | None:
+        """Why a state-changing remediation would repeat a pattern; None when not."""
+        if self.regression:
+            return f"the current spec of {self.target} is one a successful remediation replaced"
+        counts: dict[str, int] = {}
+        for entry in self.recent:
+            same = entry.get("signal_type") in (None, signal_type) or not signal_type
+            if entry.get("outcome") == "Success" and entry.get("workflow_id") and same:
+                workflow = str(entry["workflow_id"])
+                counts[workflow] = counts.get(workflow, 0) + 1
+        for workflow, count in counts.items():
+            if count >= RECURRENCE:
+                return (
+                    f"{workflow} already succeeded {count} times on {self.target} in the window"
+                    " and the signal is back: a recurring cause for a human, not another run"
+                )
+        return None
+
+    def objection(self, hit: dict[str, Any], signal_type: str) -> str | None:
+        """Why `hit` is not selected, given the target's history; None when it may be."""
+        if hit.get("read_only") is True:
+            return None
+        workflow = str(hit.get("workflow_id", ""))
+        for entry in self.recent:  # newest first
+            reason = str(entry.get("failure_reason", ""))
+            failed = entry.get("outcome") == "Failed" and entry.get("workflow_id") == workflow
+            if failed and not classify(reason).repeat_allowed:
+                return (
+                    f"{workflow} failed on {self.target} {entry.get('age_minutes', '?')} minutes"
+                    f" ago ({reason or 'no reason given'}); it is not run again"
+                )
+        return self._pattern(signal_type)

@@ -1,0 +1,1 @@
+"""The `remediation_history` toolset's opener over the service's own history."""

@@ -1,0 +1,207 @@
+"""The selection check over a target's remediation history (`HistoryCheck`).
+
+Safety that does not depend on the decider reading the history: the service
+reads the history of the incident's resource, and of the owners this
+investigation saw it has (the Deployment of a Pod), itself, once per target
+and investigation, and refuses to automate a state-changing workflow when:
+
+- it FAILED on that target inside the tier-1 window, with a failure a repeat
+  would not fix (`recovery.failures`: a runner that never started does not
+  count), whatever its parameters → REPEATS_FAILED_REMEDIATION;
+- it SUCCEEDED on that target at least `RECURRENCE` times inside the window
+  for the same signal, and the signal is back → RECURRING_REMEDIATION (the
+  third memory increase in a day is a leak, not a sizing);
+- a successful remediation's pre-remediation spec is the current spec (the
+  fix was undone) → RECURRING_REMEDIATION.
+
+A read-only workflow is never refused here. History that cannot be read
+blocks nothing: the check notes a warning (`notes`) and lets the selection
+through, since only history that says something against automation is a
+reason for review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from hapi_grpc.domain.catalog import SearchHit
+from hapi_grpc.domain.deadline import request_timeout
+from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
+from hapi_grpc.domain.history.port import RemediationHistory
+from hapi_grpc.domain.history.records import (
+    HashMatch,
+    HistoryContext,
+    HistoryEntry,
+    Outcome,
+    Windows,
+    target_key,
+)
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.recovery.failures import classify
+from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, TargetResource
+from hapi_grpc.domain.selection_gate import Candidate, Veto
+
+__all__ = ["RECURRENCE", "HistoryCheck", "history_veto", "stood_down_because"]
+
+SOURCE = "history"
+RECURRENCE = 2  # successes of the same workflow in the window before the signal came back
+READ_TIMEOUT = 2.0  # one target's read, at most (and within the budget)
+_MAX_TARGETS = 3  # the incident's resource and up to two owners
+# A decider that stood down gets one of these from the engine; when the history
+# refuses its top candidate, that is the more precise reason.
+_STOOD_DOWN = frozenset(
+    {HumanReviewReason.NO_MATCHING_WORKFLOWS, HumanReviewReason.PRECONDITION_NOT_MET}
+)
+_ALTERNATIVES_CHECKED = 3
+
+
+def _at(entry: HistoryEntry) -> str:
+    return datetime.fromtimestamp(entry.completed_at, UTC).isoformat(timespec="minutes")
+
+
+def _same_signal(entry: HistoryEntry, signal_type: str) -> bool:
+    # An entry whose signal is not known counts: when in doubt, a human looks.
+    return not entry.signal_type or not signal_type or entry.signal_type == signal_type
+
+
+def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) -> Veto | None:
+    """What `context` says against automating `workflow_id` (see module docstring)."""
+    target = context.target_resource
+    for entry in reversed(context.tier1):
+        if entry.outcome is not Outcome.FAILED or entry.action_type != workflow_id:
+            continue
+        failure = classify(entry.failure_reason)
+        if failure.repeat_allowed:
+            continue
+        return Veto(
+            HumanReviewReason.REPEATS_FAILED_REMEDIATION,
+            f"{workflow_id} failed on {target} at {_at(entry)} (remediation"
+            f" {entry.remediation_uid[:80]} attempt {entry.attempt}:"
+            f" {entry.failure_reason[:64] or 'no reason given'}, {failure.label});"
+            " it is not run again automatically",
+            f"{SOURCE}:{entry.remediation_uid[:80]}",
+        )
+    successes = [
+        e
+        for e in context.tier1
+        if e.outcome is Outcome.SUCCESS
+        and e.action_type == workflow_id
+        and _same_signal(e, signal_type)
+    ]
+    if len(successes) >= RECURRENCE:
+        ids = ", ".join(e.remediation_uid[:80] for e in successes[-3:])
+        return Veto(
+            HumanReviewReason.RECURRING_REMEDIATION,
+            f"{workflow_id} already succeeded {len(successes)} times on {target} in the last"
+            f" {context.tier1_window / 3600:.0f}h ({ids}) and the signal is back: a recurring"
+            " cause for a human, not another run",
+            f"{SOURCE}:recurrence",
+        )
+    undone = [
+        e
+        for e in (*context.tier1, *context.tier2)
+        if e.outcome is Outcome.SUCCESS and e.hash_match is HashMatch.PRE
+    ]
+    if undone:
+        entry = undone[-1]
+        return Veto(
+            HumanReviewReason.RECURRING_REMEDIATION,
+            f"the current spec of {target} is the one remediation {entry.remediation_uid[:80]}"
+            f" ({entry.action_type}, {_at(entry)}) replaced: the fix was undone",
+            f"{SOURCE}:regression",
+        )
+    return None
+
+
+def _ref_target(ref: str) -> TargetResource | None:
+    """`namespace/group/Kind/name` (an owner-chain ref) as a target."""
+    parts = ref.split("/")
+    if len(parts) < 4 or not parts[-1] or not parts[-2]:
+        return None
+    return TargetResource(namespace=parts[0], kind=parts[-2], name=parts[-1])
+
+
+@dataclass
+class HistoryCheck:
+    """One investigation's history check: a `SelectionCheck` that reads each target once."""
+
+    history: RemediationHistory
+    windows: Windows = field(default_factory=Windows)
+    notes: list[str] = field(default_factory=list)  # warnings for the result
+    _read: dict[tuple[str, str], HistoryContext | None] = field(default_factory=dict)
+
+    def targets(self, incident: Incident, observed: Observed) -> list[TargetResource]:
+        """The incident's resource, then the owners this investigation read it has."""
+        signal = incident.signal
+        if not (signal.resource_kind and signal.resource_name):
+            return []
+        found = [TargetResource(signal.namespace, signal.resource_kind, signal.resource_name)]
+        for ref in observed.owners_of(signal.resource_kind, signal.namespace, signal.resource_name):
+            owner = _ref_target(ref)
+            if owner is not None and owner not in found:
+                found.append(owner)
+        return found[:_MAX_TARGETS]
+
+    async def context_of(self, target: TargetResource, observed: Observed) -> HistoryContext | None:
+        """The target's history (read once per spec hash); None when unavailable."""
+        current = observed.spec_hash_of(target.kind, target.namespace, target.name)
+        key = (target_key(target), current)
+        if key in self._read:
+            return self._read[key]
+        found: HistoryContext | None = None
+        try:
+            found = await asyncio.wait_for(
+                self.history.context(target, current, self.windows),
+                request_timeout(READ_TIMEOUT),
+            )
+        except (HistoryUnavailableError, TimeoutError) as exc:
+            note = (
+                f"The remediation history of {key[0]} could not be read"
+                f" ({str(exc)[:120] or type(exc).__name__}); the decision did not consider it."
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+        self._read[key] = found
+        return found
+
+    async def __call__(self, candidate: Candidate) -> Veto | None:
+        if candidate.workflow.read_only:
+            return None
+        signal_type = candidate.incident.signal.signal_type
+        for target in self.targets(candidate.incident, candidate.observed):
+            context = await self.context_of(target, candidate.observed)
+            if context is None:
+                continue
+            veto = history_veto(context, candidate.workflow_id, signal_type)
+            if veto is not None:
+                return veto
+        return None
+
+
+async def stood_down_because(
+    check: HistoryCheck,
+    incident: Incident,
+    observed: Observed,
+    result: AnalysisResult,
+    returned: dict[str, SearchHit],
+) -> Veto | None:
+    """When the decider selected nothing and named catalog alternatives, the history
+    veto of the first one it refuses (the decider read the same history and stood
+    down for it); None otherwise. Never raises for a spent budget."""
+    if result.selected_workflow is not None or result.human_review_reason not in _STOOD_DOWN:
+        return None
+    for alternative in result.alternative_workflows[:_ALTERNATIVES_CHECKED]:
+        hit = returned.get(alternative.workflow_id)
+        if hit is None:
+            continue
+        candidate = Candidate(incident, observed, hit, hit.workflow_id, hit, {})
+        try:
+            veto = await check(candidate)
+        except BudgetExhaustedError:
+            return None
+        if veto is not None:
+            return veto
+    return None

@@ -27,7 +27,7 @@ from hapi_grpc.domain.history.records import (
     Windows,
     target_key,
 )
-from hapi_grpc.domain.history.spec_hash import spec_hash
+from hapi_grpc.domain.spec_hash import spec_hash
 
 __all__ = [
     "Decision",

@@ -7,9 +7,9 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.domain.history.spec_hash import spec_hash
 from hapi_grpc.domain.observed.kubernetes import object_facts, object_key
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.spec_hash import spec_hash
 
 __all__ = ["EMPTY_VIEW", "Observed"]
 

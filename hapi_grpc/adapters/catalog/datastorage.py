@@ -28,7 +28,6 @@ problem texts pass through `hapi_grpc.domain.sensitive.redact`.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
@@ -39,21 +38,17 @@ from yarl import URL
 
 from hapi_grpc.adapters.cache import CatalogCache, search_key, workflow_key
 from hapi_grpc.adapters.catalog.datastorage_body import (
-    MAX_RESPONSE_BYTES,
     ContractViolation,
     check_workflow_id,
     parse_body,
-    problem_text,
 )
+from hapi_grpc.adapters.catalog.datastorage_exchange import exchange, record
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.http_policy import (
     Attempt,
     RetryPolicy,
-    TransientError,
-    read_bounded,
     run_attempts,
 )
-from hapi_grpc.adapters.retry import parse_retry_after
 from hapi_grpc.domain.catalog import (
     SearchQuery,
     SearchResult,
@@ -84,7 +79,6 @@ _DESCRIPTIONS: dict[Endpoint, str] = {
     "workflow": "workflow (GET /api/v1/workflows/{workflow_id})",
 }
 
-MAX_ERROR_BODY_BYTES = 64 * 1024
 # Connections to Data Storage at most. A catalog request takes milliseconds,
 # so 100 connections serve thousands of requests a second, far more than the
 # 2 (cached) lookups per investigation of an alert storm need.
@@ -285,58 +279,21 @@ class DataStorageCatalog:
         attempt: Attempt,
         workflow_id: str | None,
     ) -> M:
-        session = self._get_session()
-        attempt_timeout = attempt.timeout
-        started = time.perf_counter()
-        try:
-            async with session.request(
-                method,
-                url,
-                json=body,
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(
-                    total=attempt_timeout, connect=attempt_timeout, sock_read=attempt_timeout
-                ),
-            ) as resp:
-                status = resp.status
-                ok = 200 <= status < 300
-                raw, over = await read_bounded(
-                    resp, MAX_RESPONSE_BYTES if ok else MAX_ERROR_BODY_BYTES
-                )
-                content_type = resp.headers.get("Content-Type", "")
-                retry_after_header = resp.headers.get("Retry-After")
-        except TimeoutError:
-            self._record(endpoint, "timeout", started)
-            raise  # the runner tells the budget's timeouts from Data Storage's
-        except aiohttp.ClientError as exc:
-            # Refused or dropped connections, truncated bodies.
-            self._record(endpoint, "connection_error", started)
-            raise TransientError(f"connection error ({type(exc).__name__})") from None
-
-        if ok:
+        reply = await exchange(self._get_session(), endpoint, method, url, attempt.timeout, body)
+        if reply.ok:
             try:
-                value = parse_body(raw, over, content_type, model)
+                value = parse_body(reply.raw, reply.over, reply.content_type, model)
                 if workflow_id is not None:
                     check_workflow_id(value, workflow_id)
             except ContractViolation as exc:
-                self._record(endpoint, "contract_error", started)
+                record(endpoint, "contract_error", reply.started)
                 # Not retried: a broken answer is usually a version mismatch
                 # that repeats; operators need to see it.
                 log.warning("Data Storage %s response breaks the contract: %s", endpoint, exc)
                 raise CatalogContractError(f"{endpoint} response: {exc}") from None
-            self._record(endpoint, "2xx", started)
+            record(endpoint, "2xx", reply.started)
             return value
-
-        self._record(endpoint, f"{status // 100}xx" if 300 <= status < 600 else "5xx", started)
-        title, detail = problem_text(raw)
-        if status == 404 and workflow_id is not None:
+        if reply.status == 404 and workflow_id is not None:
             raise WorkflowNotFoundError(workflow_id)
-        if status == 429 or status >= 500:
-            summary = f"HTTP {status}" + (f" ({title})" if title else "")
-            raise TransientError(summary, parse_retry_after(retry_after_header))
-        raise DataStorageHTTPError(endpoint, status, title, detail)
-
-    @staticmethod
-    def _record(endpoint: Endpoint, status: str, started: float) -> None:
-        metrics.DATASTORAGE_REQUESTS.labels(endpoint=endpoint, status=status).inc()
-        metrics.DATASTORAGE_LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+        title, detail = reply.problem()
+        raise DataStorageHTTPError(endpoint, reply.status, title, detail)

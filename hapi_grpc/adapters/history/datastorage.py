@@ -25,18 +25,16 @@ import aiohttp
 from pydantic import BaseModel
 from yarl import URL
 
-from hapi_grpc.adapters.catalog.datastorage import MAX_ERROR_BODY_BYTES, datastorage_retry_policy
+from hapi_grpc.adapters.catalog.datastorage import datastorage_retry_policy
 from hapi_grpc.adapters.catalog.datastorage_body import (
-    MAX_RESPONSE_BYTES,
     ContractViolation,
     parse_body,
-    problem_text,
 )
+from hapi_grpc.adapters.catalog.datastorage_exchange import exchange, record
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.history.datastorage_body import ContextBody, EffectivenessBody, go_duration
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
-from hapi_grpc.adapters.http_policy import Attempt, TransientError, read_bounded, run_attempts
-from hapi_grpc.adapters.retry import parse_retry_after
+from hapi_grpc.adapters.http_policy import Attempt, run_attempts
 from hapi_grpc.domain.errors import CatalogUnavailableError, HistoryUnavailableError
 from hapi_grpc.domain.history import (
     Decision,
@@ -200,52 +198,23 @@ class DataStorageHistory:
             raise HistoryUnavailableError(str(exc)) from None
 
     async def _attempt(self, endpoint: str, url: URL, model: type[M], attempt: Attempt) -> M | None:
-        started = time.perf_counter()
-        timeout = attempt.timeout
-        try:
-            async with self._get_session().get(
-                url,
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout, connect=timeout, sock_read=timeout),
-            ) as resp:
-                status = resp.status
-                ok = 200 <= status < 300
-                raw, over = await read_bounded(
-                    resp, MAX_RESPONSE_BYTES if ok else MAX_ERROR_BODY_BYTES
-                )
-                content_type = resp.headers.get("Content-Type", "")
-                retry_after = resp.headers.get("Retry-After")
-        except TimeoutError:
-            _record(endpoint, "timeout", started)
-            raise
-        except aiohttp.ClientError as exc:
-            _record(endpoint, "connection_error", started)
-            raise TransientError(f"connection error ({type(exc).__name__})") from None
-        if ok:
+        reply = await exchange(self._get_session(), endpoint, "GET", url, attempt.timeout)
+        if reply.ok:
             try:
-                value = parse_body(raw, over, content_type, model)
+                value = parse_body(reply.raw, reply.over, reply.content_type, model)
             except ContractViolation as exc:
-                _record(endpoint, "contract_error", started)
+                record(endpoint, "contract_error", reply.started)
                 log.warning("Data Storage %s response breaks the contract: %s", endpoint, exc)
                 raise HistoryUnavailableError(f"{endpoint} response: {exc}") from None
-            _record(endpoint, "2xx", started)
+            record(endpoint, "2xx", reply.started)
             return value
-        _record(endpoint, f"{status // 100}xx" if 300 <= status < 600 else "5xx", started)
-        if status == 404 and endpoint == "effectiveness":
+        if reply.status == 404 and endpoint == "effectiveness":
             return None
-        title, detail = problem_text(raw)
-        if status == 429 or status >= 500:
-            summary = f"HTTP {status}" + (f" ({title})" if title else "")
-            raise TransientError(summary, parse_retry_after(retry_after))
-        problem = ": ".join(part for part in (title, detail) if part)
+        problem = ": ".join(part for part in reply.problem() if part)
         raise HistoryUnavailableError(
-            f"Data Storage {endpoint} answered HTTP {status}" + (f": {problem}" if problem else "")
+            f"Data Storage {endpoint} answered HTTP {reply.status}"
+            + (f": {problem}" if problem else "")
         )
-
-
-def _record(endpoint: str, status: str, started: float) -> None:
-    metrics.DATASTORAGE_REQUESTS.labels(endpoint=endpoint, status=status).inc()
-    metrics.DATASTORAGE_LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
 
 
 def _with_regression(context: HistoryContext) -> HistoryContext:

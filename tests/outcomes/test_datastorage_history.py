@@ -184,11 +184,16 @@ async def test_answers_are_reused_for_seconds_and_a_report_refreshes_them(
             ExecutionFailure("Forbidden"),
             pre_spec_hash=NOW_SPEC,
         )
+        other = TargetResource("payments", "Deployment", "ledger", "apps")
+        await history.context(other, NOW_SPEC)
+        assert len(ds.queries) == 2
         await history.record_outcome(report)
         context = await history.context(TARGET, NOW_SPEC)
+        # A report refreshes its own target's answer, not every target's.
+        await history.context(other, NOW_SPEC)
     finally:
         await history.close()
-    assert len(ds.queries) == 2
+    assert len(ds.queries) == 3
     # Data Storage does not hold the local report: it is added to its chain.
     assert [e.remediation_uid for e in context.tier1] == ["rr-1", "rr-local"]
     assert context.tier1[1].failure_reason == "Forbidden"

@@ -146,3 +146,12 @@ async def test_a_completion_time_in_the_future_counts_as_the_time_of_the_report(
     assert entry.completed_at == NOW
     clock[0] = NOW + 25 * HOUR
     assert (await history.context(TARGET, "")).tier1 == ()
+
+
+async def test_the_store_keeps_the_newest_decisions(backend: HistoryBackend) -> None:
+    for i in range(8):
+        await backend.put_decision(f"rr-d{i}", f"decision {i}")
+    # At most 5 in all (max_total): the oldest went first.
+    kept = [await backend.get_decision(f"rr-d{i}") for i in range(8)]
+    assert kept == [None, None, None, "decision 3", "decision 4", "decision 5", "decision 6",
+                    "decision 7"]  # fmt: skip

@@ -19,6 +19,7 @@ from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.history import HashMatch, Outcome, OutcomeReport, spec_hash
+from hapi_grpc.domain.history.gate import history_veto
 from hapi_grpc.domain.result import TargetResource
 from tests.outcomes.history_server import HistoryServer
 
@@ -183,11 +184,16 @@ async def test_answers_are_reused_for_seconds_and_a_report_refreshes_them(
             ExecutionFailure("Forbidden"),
             pre_spec_hash=NOW_SPEC,
         )
+        other = TargetResource("payments", "Deployment", "ledger", "apps")
+        await history.context(other, NOW_SPEC)
+        assert len(ds.queries) == 2
         await history.record_outcome(report)
         context = await history.context(TARGET, NOW_SPEC)
+        # A report refreshes its own target's answer, not every target's.
+        await history.context(other, NOW_SPEC)
     finally:
         await history.close()
-    assert len(ds.queries) == 2
+    assert len(ds.queries) == 3
     # Data Storage does not hold the local report: it is added to its chain.
     assert [e.remediation_uid for e in context.tier1] == ["rr-1", "rr-local"]
     assert context.tier1[1].failure_reason == "Forbidden"
@@ -246,3 +252,20 @@ async def test_the_settings_choose_where_history_is_read(ds: HistoryServer) -> N
     await off.close()
     with pytest.raises(ValueError):
         Settings(history_cache_seconds=3600)
+
+
+async def test_data_storage_text_in_a_history_veto_is_redacted(ds: HistoryServer) -> None:
+    # Data Storage's ids and action types are outside text: the veto message
+    # reaches the response's warnings, so a credential in them must not.
+    token = "ghp_" + "A" * 36
+    ds.entries = [entry(f"rr-{token}", 3, actionType=f"Restart-{token}")]
+    history = client(ds)
+    try:
+        context = await history.context(TARGET, NOW_SPEC)
+    finally:
+        await history.close()
+    veto = history_veto(context, "IncreaseMemoryLimits", "OOMKilled")
+    assert veto is not None
+    assert "the fix was undone" in veto.message
+    assert "ghp_" not in veto.message
+    assert "ghp_" not in veto.source

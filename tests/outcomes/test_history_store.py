@@ -123,3 +123,35 @@ async def test_secret_named_parameters_are_not_kept(backend: HistoryBackend) -> 
     (entry,) = (await history.by_remediation_id("rr-s")).outcomes
     assert entry.parameters["MEMORY_LIMIT_NEW"] == "1Gi"
     assert "tok-9f8e7d6c5b4a" not in str(entry.parameters)
+
+
+async def test_a_completion_time_in_the_future_counts_as_the_time_of_the_report(
+    backend: HistoryBackend,
+) -> None:
+    # The contract allows any timestamp up to year 9999: a report dated ahead
+    # must not sit in the one-day window (and refuse automation) for months.
+    clock = [NOW]
+    history = EmbeddedHistory(backend, clock=lambda: clock[0])
+    await history.record_outcome(
+        OutcomeReport(
+            "rr-future",
+            1,
+            TARGET,
+            Outcome.FAILED,
+            ExecutedWorkflow("wf"),
+            completed_at=NOW + 30 * 24 * HOUR,
+        )
+    )
+    (entry,) = (await history.context(TARGET, "")).tier1
+    assert entry.completed_at == NOW
+    clock[0] = NOW + 25 * HOUR
+    assert (await history.context(TARGET, "")).tier1 == ()
+
+
+async def test_the_store_keeps_the_newest_decisions(backend: HistoryBackend) -> None:
+    for i in range(8):
+        await backend.put_decision(f"rr-d{i}", f"decision {i}")
+    # At most 5 in all (max_total): the oldest went first.
+    kept = [await backend.get_decision(f"rr-d{i}") for i in range(8)]
+    assert kept == [None, None, None, "decision 3", "decision 4", "decision 5", "decision 6",
+                    "decision 7"]  # fmt: skip

@@ -136,12 +136,27 @@ return {0, redis.call('GET', KEYS[1]) or ''}
 """
 
 
+# Keep a decision and index it in the decisions' list, trimmed to the bound
+# (the oldest decisions beyond it go), as the memory backend does.
+_PUT_DECISION = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
+local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if extra > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[2], extra)
+  for i = 1, #old, 2 do redis.call('DEL', old[i]) end
+end
+return 1
+"""
+
+
 class RedisHistoryBackend:
     """Records in Redis, shared by every replica.
 
     Keys: `<ns>:history:decision:<id>`, `<ns>:history:outcome:<id>:<attempt>`
     (expiring after the TTL), `<ns>:history:target:<target>` (sorted set of a
-    target's outcome keys by completion time) and `<ns>:history:all`.
+    target's outcome keys by completion time), `<ns>:history:all` and
+    `<ns>:history:decisions` (every outcome key, every decision key, by time).
     """
 
     def __init__(
@@ -161,13 +176,16 @@ class RedisHistoryBackend:
             url, op_timeout=op_timeout, max_connections=max_connections
         )
         self._add = self._client.register_script(_ADD_OUTCOME)
+        self._put = self._client.register_script(_PUT_DECISION)
 
     def _outcome_key(self, remediation_id: str, attempt: int) -> str:
         return f"{self._prefix}outcome:{remediation_id}:{attempt}"
 
     async def put_decision(self, remediation_id: str, data: str) -> None:
-        key = f"{self._prefix}decision:{remediation_id}"
-        await self._client.set(key, data, px=_millis(self._limits.ttl))
+        await self._put(
+            keys=[f"{self._prefix}decision:{remediation_id}", f"{self._prefix}decisions"],
+            args=[data, _millis(self._limits.ttl), repr(self._clock()), self._limits.max_total],
+        )
 
     async def get_decision(self, remediation_id: str) -> str | None:
         raw = await self._client.get(f"{self._prefix}decision:{remediation_id}")

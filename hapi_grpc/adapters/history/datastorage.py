@@ -136,7 +136,11 @@ class DataStorageHistory:
 
     async def record_outcome(self, report: OutcomeReport) -> OutcomeAck:
         ack = await self._local.record_outcome(report)
-        self._cache.clear()  # the next context shows the new entry
+        # Only this target's answers are refreshed: Data Storage may now hold the
+        # remediation too, and the other targets' answers have not changed.
+        prefix = f"{target_key(report.target)}\x00"
+        for key in [k for k in self._cache if k.startswith(prefix)]:
+            del self._cache[key]
         return ack
 
     async def close(self) -> None:

@@ -135,11 +135,14 @@ class EmbeddedHistory:
 
 
 def joined(report: OutcomeReport, decision: Decision | None, now: float) -> HistoryEntry:
-    """The history entry of `report` (completed `now` unless it says when), with
-    what `decision` knew; secret-named parameters lose their values."""
+    """The history entry of `report` (completed `now` unless it says an earlier
+    time), with what `decision` knew; secret-named parameters lose their values."""
+    # A time ahead of now (a skewed clock, or any date the contract allows) would
+    # keep the entry inside the look-back windows long after it happened.
+    completed = min(report.completed_at, now) if report.completed_at is not None else now
     return HistoryEntry(
         remediation_uid=report.remediation_id,
-        completed_at=report.completed_at if report.completed_at is not None else now,
+        completed_at=completed,
         outcome=report.outcome,
         attempt=report.attempt,
         signal_type=decision.signal_type if decision else "",

@@ -43,6 +43,7 @@ from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason, TargetResource
 from hapi_grpc.domain.selection_gate import Candidate, Veto
+from hapi_grpc.domain.sensitive import redact
 
 __all__ = ["RECURRENCE", "HistoryCheck", "history_veto", "stood_down_because"]
 
@@ -62,6 +63,12 @@ def _at(entry: HistoryEntry) -> str:
     return datetime.fromtimestamp(entry.completed_at, UTC).isoformat(timespec="minutes")
 
 
+def _shown(text: str | None, limit: int = 80) -> str:
+    # Ids and action types may come from Data Storage (outside text): a veto's
+    # message reaches the response's warnings, so it is cut and redacted.
+    return redact((text or "")[:limit])
+
+
 def _same_signal(entry: HistoryEntry, signal_type: str) -> bool:
     # An entry whose signal is not known counts: when in doubt, a human looks.
     return not entry.signal_type or not signal_type or entry.signal_type == signal_type
@@ -79,10 +86,10 @@ def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) ->
         return Veto(
             HumanReviewReason.REPEATS_FAILED_REMEDIATION,
             f"{workflow_id} failed on {target} at {_at(entry)} (remediation"
-            f" {entry.remediation_uid[:80]} attempt {entry.attempt}:"
-            f" {entry.failure_reason[:64] or 'no reason given'}, {failure.label});"
+            f" {_shown(entry.remediation_uid)} attempt {entry.attempt}:"
+            f" {_shown(entry.failure_reason, 64) or 'no reason given'}, {failure.label});"
             " it is not run again automatically",
-            f"{SOURCE}:{entry.remediation_uid[:80]}",
+            f"{SOURCE}:{_shown(entry.remediation_uid)}",
         )
     successes = [
         e
@@ -92,7 +99,7 @@ def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) ->
         and _same_signal(e, signal_type)
     ]
     if len(successes) >= RECURRENCE:
-        ids = ", ".join(e.remediation_uid[:80] for e in successes[-3:])
+        ids = ", ".join(_shown(e.remediation_uid) for e in successes[-3:])
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
             f"{workflow_id} already succeeded {len(successes)} times on {target} in the last"
@@ -109,8 +116,8 @@ def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) ->
         entry = undone[-1]
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
-            f"the current spec of {target} is the one remediation {entry.remediation_uid[:80]}"
-            f" ({entry.action_type}, {_at(entry)}) replaced: the fix was undone",
+            f"the current spec of {target} is the one remediation {_shown(entry.remediation_uid)}"
+            f" ({_shown(entry.action_type, 128)}, {_at(entry)}) replaced: the fix was undone",
             f"{SOURCE}:regression",
         )
     return None

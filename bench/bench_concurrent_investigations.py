@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 from _server import launched_server
 
-from hapi.v1 import incident_pb2, service_pb2, service_pb2_grpc
+from hapi.v1 import analysis_pb2, incident_pb2, service_pb2, service_pb2_grpc
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
 TURNS = 3
@@ -220,7 +220,7 @@ def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
     # Nothing is read from a cluster here, so the scripted model's workflow is refused
     # (PRECONDITION_NOT_MET, review reason 11) and it stands down: the decision this
     # storm is expected to end with.
-    decided = selected + reviews.get(11, 0)
+    decided = selected + reviews.get(analysis_pb2.HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET, 0)
     print(
         f"completed with a decision (validated selection, or review because the"
         f" workflow's premise was not shown): {decided}/{n}"

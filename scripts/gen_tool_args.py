@@ -214,6 +214,10 @@ def _field(field: Any, validate: Any, descriptor: Any, comment: str, messages: A
         pass
     elif default:
         text = default.group(1)
+        if annotation == "bool" or empty in ("list", "dict"):
+            raise SystemExit(f"gen_tool_args: {field.name}: 'Default X.' on a {annotation}")
+        if annotation.startswith("Literal[") and _literal(text) not in annotation:
+            raise SystemExit(f"gen_tool_args: {field.name}: default {text!r} is not allowed")
         kw = {"default": {"int": int, "float": float}.get(annotation, str)(text), **kw}
     elif empty in ("list", "dict"):
         kw = {"default_factory": empty, **kw}

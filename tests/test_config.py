@@ -111,6 +111,20 @@ def test_unreadable_files_name_their_variable(tmp_path: Path) -> None:
     Settings.from_env({"HAPI_AUTH_TOKENS_FILE": missing}).check_files()
 
 
+@pytest.mark.parametrize("url", ["HAPI_PROMETHEUS_URL", "HAPI_ALERTMANAGER_URL"])
+def test_the_metrics_credentials_are_read_for_either_metrics_toolset(
+    tmp_path: Path, url: str
+) -> None:
+    """Alertmanager is reached with the prometheus toolset's token file and CA bundle."""
+    missing = str(tmp_path / "missing-token")
+    settings = Settings.from_env(
+        {url: "http://metrics:9090", "HAPI_PROMETHEUS_TOKEN_FILE": missing}
+    )
+    with pytest.raises(ConfigError, match=r"HAPI_PROMETHEUS_TOKEN_FILE: cannot read"):
+        settings.check_files()
+    Settings.from_env({"HAPI_PROMETHEUS_TOKEN_FILE": missing}).check_files()  # neither is on
+
+
 def test_api_key_from_file_and_never_in_repr(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text("sk-test-SECRET-123\n", encoding="utf-8")

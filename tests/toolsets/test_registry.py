@@ -151,6 +151,22 @@ def test_every_toolset_with_typed_arguments_lists_its_models() -> None:
     assert {name for name, _, _ in TYPED_TOOLS} == {s.name for s in TOOLSETS if s.typed_arguments}
 
 
+def test_every_typed_field_of_the_record_is_a_typed_toolsets_tool() -> None:
+    """The recorder types a call by the oneof field named as the tool, whatever the
+    spec says: so a `<Tool>Args` field belongs to a toolset declaring typed
+    arguments, and no other toolset's tool has one."""
+    oneof = tools_pb2.ToolCallRecord.DESCRIPTOR.oneofs_by_name["arguments"]
+    fields = {f.name for f in oneof.fields if f.message_type.name.endswith("Args")}
+    assert fields == {tool for _, tool, _ in TYPED_TOOLS}
+    untyped = [
+        tool
+        for spec in TOOLSETS
+        if not spec.typed_arguments and spec.argument_models is not None
+        for tool in spec.argument_models()
+    ]
+    assert untyped and not [tool for tool in untyped if typed_tool(tool) is not None]
+
+
 @pytest.mark.parametrize(("toolset", "tool", "model"), TYPED_TOOLS, ids=lambda v: str(v))
 def test_every_typed_tool_validates_with_the_model_generated_from_its_message(
     toolset: str, tool: str, model: Any

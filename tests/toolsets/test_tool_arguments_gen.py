@@ -100,6 +100,19 @@ def test_a_rule_the_generator_does_not_map_stops_generation(tmp_path: Path) -> N
         _generate(protos, tmp_path)
 
 
+def test_a_default_the_generator_cannot_type_stops_generation(tmp_path: Path) -> None:
+    """A bool's "Default true." would otherwise become the string "true"."""
+    protos = tmp_path / "protos"
+    (protos / "hapi/v1").mkdir(parents=True)
+    text = (ROOT / "protos/hapi/v1/tools.proto").read_text()
+    field = "  // The previous (crashed) container instance.\n  bool previous = 4;\n"
+    assert field in text
+    defaulted = field.replace("instance.", "instance. Default true.")
+    (protos / "hapi/v1/tools.proto").write_text(text.replace(field, defaulted))
+    with pytest.raises(subprocess.CalledProcessError):
+        _generate(protos, tmp_path)
+
+
 def test_a_blank_optional_string_is_unset_and_takes_its_default() -> None:
     assert KubernetesOwnerChainArgs.model_validate({"name": "api-1", "kind": " "}).kind == "Pod"
     assert PrometheusRangeQueryArgs.model_validate({"query": "up", "range": ""}).range == "1h"

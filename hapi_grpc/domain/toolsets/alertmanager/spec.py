@@ -25,8 +25,9 @@ def _limits(settings: AlertmanagerSettings) -> ToolsetLimits:
 
 
 def _files(settings: AlertmanagerSettings) -> tuple[str, ...]:
-    # Its credentials are the prometheus toolset's settings; checked there.
-    return ()
+    # Its credentials are the prometheus toolset's settings, read even when only
+    # Alertmanager is configured.
+    return ("prometheus_token_file", "prometheus_ca_file") if settings.alertmanager_url else ()
 
 
 def _argument_models() -> Mapping[str, type[BaseModel]]:

@@ -191,7 +191,11 @@ def bind(
 
 @lru_cache(maxsize=4096)
 def _observed_only(expression: str) -> bool:
-    # By text, so a doubt (the word in a string literal) only means evaluating.
+    # By text: a CEL variable is only reached by its name (the environment sets no
+    # container), so an expression that uses one contains the word; the word
+    # elsewhere (a string literal, a field name) only means evaluating. The
+    # runtime's compiled program exposes no reference map short of decoding its
+    # serialized CheckedExpr.
     return "incident" not in expression and "params" not in expression
 
 

@@ -124,6 +124,21 @@ def test_caller_text_and_parameters_are_redacted() -> None:
     assert '"MEMORY_LIMIT_NEW":"1Gi"' in text  # the rest is shown
 
 
+def test_short_caller_fields_are_redacted_too() -> None:
+    secret = "sk-abcdefghijklmnopqrstuvwxyz123456"
+    previous = dataclasses.replace(
+        execution("Forbidden"),
+        workflow=ExecutedWorkflow("wf-a", f"v1 {secret}", dict(PARAMS)),
+        failure=ExecutionFailure(reason="Forbidden", failed_step_name=f"push {secret}"),
+        original_analysis=OriginalAnalysis(summary="", signal_type=f"OOMKilled {secret}"),
+    )
+    text = incident_facts(incident(previous))
+    assert secret not in text
+    facts = read_facts(text)["Failed Execution 1"]
+    assert facts["Failed Step"].startswith("0 (push ")  # the rest is shown
+    assert facts["Original Signal Type"].startswith("OOMKilled ")
+
+
 def test_recovery_reads_back_from_the_prompt() -> None:
     text = incident_facts(incident(execution("FailedCreate"), execution("ErrImagePull"), attempt=2))
     found = read_recovery(read_facts(text))

@@ -79,6 +79,8 @@ async def test_search_validate_answer_selects_the_validated_workflow() -> None:
         "validate_workflow_parameters",
     ]
     assert len(catalog.queries) == 1
+    # The schema the tool validated against is the one the final check gates on.
+    assert catalog.schemas == [OOM_ID]
 
 
 async def test_events_come_in_order_turn_tool_attempt() -> None:

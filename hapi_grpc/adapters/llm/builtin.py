@@ -41,6 +41,7 @@ from hapi_grpc.adapters.llm.builtin_recovery import RecoveryView, read_only_fall
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.prompt import read_facts
 from hapi_grpc.domain.toolsets.jsontext import compact_json
 from hapi_grpc.domain.toolsets.prometheus.tools import RANGE_TOOL as RANGE
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, VALIDATE_TOOL
@@ -88,8 +89,10 @@ class _Turn:
 
     def __init__(self, messages: list[ChatMessage], offered: set[str], observed: Observed) -> None:
         users = [m for m in messages if m.role == "user"]
-        self.facts = Facts.read(users[0].content if users else "")
-        self.recovery = RecoveryView.read(users[0].content) if users else None
+        # The user message is parsed once per turn, for both readings of it.
+        facts = read_facts(users[0].content if users else "")
+        self.facts = Facts.of(facts)
+        self.recovery = RecoveryView.of(facts) if users else None
         self.offered = offered
         self.corrected = len(users) > 1  # the engine rejected an earlier answer
         self.exchanges = exchanges(messages)

@@ -61,7 +61,11 @@ class Facts:
 
     @classmethod
     def read(cls, text: str) -> Facts:
-        facts = read_facts(text)
+        return cls.of(read_facts(text))
+
+    @classmethod
+    def of(cls, facts: dict[str, dict[str, str]]) -> Facts:
+        """From the user message as `prompt.read_facts` parsed it."""
         signal = facts.get(SIGNAL, {})
         errors = facts.get(ERROR_DETAILS, {})
         kind, _, name = signal.get("Resource", "").rpartition("/")

@@ -72,7 +72,12 @@ class RecoveryView:
     @classmethod
     def read(cls, text: str) -> RecoveryView | None:
         """None when the user message is no recovery request."""
-        found = read_recovery(read_facts(text))
+        return cls.of(read_facts(text))
+
+    @classmethod
+    def of(cls, facts: dict[str, dict[str, str]]) -> RecoveryView | None:
+        """From the user message as `prompt.read_facts` parsed it; None without recovery."""
+        found = read_recovery(facts)
         if found is None:
             return None
         attempt, maximum, failed = found

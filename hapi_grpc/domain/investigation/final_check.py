@@ -111,7 +111,8 @@ async def _check_parameters(
     confirmed = ledger.confirmed(hit.workflow_id, proposed.parameters)
     if confirmed is not None:
         # Exactly what a tool validation already passed: no new attempt.
-        return await _gated(state, answer, hit, confirmed.sanitized, candidate, None)
+        declared = ledger.declarations(hit.workflow_id)
+        return await _gated(state, answer, hit, confirmed.sanitized, candidate, declared, False)
     if ledger.exhausted:
         return Verdict(
             answer,
@@ -129,11 +130,11 @@ async def _check_parameters(
     except CatalogFailure as failure:
         return _catalog_failed(state, answer, hit, candidate, failure)
     attempt = ledger.record(
-        hit.workflow_id, proposed.parameters, outcome, ValidationSource.FINAL_ANSWER
+        hit.workflow_id, proposed.parameters, outcome, ValidationSource.FINAL_ANSWER, schema
     )
     await state.progress.attempt(attempt)
     if outcome.valid:
-        return await _gated(state, answer, hit, outcome.sanitized, candidate, schema)
+        return await _gated(state, answer, hit, outcome.sanitized, candidate, schema, True)
     problems = "; ".join(issue.message for issue in outcome.errors[:10])
     return _reject(
         state,
@@ -154,14 +155,16 @@ async def _gated(
     parameters: dict[str, Any],
     candidate: AlternativeWorkflow,
     declared: Declarations | None,
+    charged: bool,
 ) -> Verdict:
     """Valid parameters: automated only when the selection gate lets them through.
 
     This is the one place where a selection is vetoed after validation: the
     workflow's declared preconditions and invariants, then every extra
     `SelectionCheck` the engine was given (see `domain.selection_gate`).
+    `declared` is the schema the parameters were validated against (fetched when
+    not kept); `charged`: a validation attempt was just recorded for them.
     """
-    charged = declared is not None  # a new validation attempt was just recorded
     if declared is None:
         try:
             declared = await state.catalog.call(

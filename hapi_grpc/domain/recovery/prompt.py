@@ -62,15 +62,15 @@ def _execution_facts(previous: PreviousExecution) -> list[tuple[str, str]]:
     kind = classify(failure.reason)
     step = str(failure.failed_step_index)
     if failure.failed_step_name:
-        step += f" ({_line(failure.failed_step_name, _SHORT)})"
+        step += f" ({_caller(failure.failed_step_name, _SHORT)})"
     factors = [_caller(f, _SHORT) for f in rca.contributing_factors[:_FACTORS] if f]
     return [
-        ("Original Signal Type", _line(rca.signal_type, _SHORT)),
+        ("Original Signal Type", _caller(rca.signal_type, _SHORT)),
         ("Original Severity", rca.severity or ""),
         ("Original Summary", _caller(rca.summary, _TEXT)),
         ("Contributing Factors", "; ".join(factors)),
         ("Workflow", workflow.workflow_id),
-        ("Workflow Version", _line(workflow.version, _SHORT)),
+        ("Workflow Version", _caller(workflow.version, _SHORT)),
         ("Parameters", _parameters(workflow.parameters)),
         ("Rationale", _caller(previous.rationale, _TEXT)),
         ("Failure Reason", failure.reason),

@@ -2,8 +2,10 @@
 
 Tool validations and final-answer checks draw on the same budget. A final
 answer whose parameters already passed a tool validation is confirmed
-without spending another attempt. Proposed parameters are recorded redacted
-(`sensitive.redact_mapping`): they reach responses, stream events and logs.
+without spending another attempt, and gated on the declarations it was
+validated against (kept here, so they are not fetched again). Proposed
+parameters are recorded redacted (`sensitive.redact_mapping`): they reach
+responses, stream events and logs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hapi_grpc.domain.catalog import Declarations
 from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ValidationAttempt, ValidationSource
 from hapi_grpc.domain.sensitive import redact_mapping
@@ -21,6 +24,7 @@ __all__ = ["ValidationLedger"]
 
 class ValidationLedger:
     __slots__ = (
+        "_declared",
         "_valid",
         "attempts",
         "max_attempts",
@@ -32,6 +36,7 @@ class ValidationLedger:
         self.attempts: list[ValidationAttempt] = []
         self.used = 0
         self._valid: dict[tuple[str, str], ValidationOutcome] = {}
+        self._declared: dict[str, Declarations] = {}  # workflow id -> its validated schema
 
     @property
     def remaining(self) -> int:
@@ -47,8 +52,10 @@ class ValidationLedger:
         proposed: Mapping[str, Any] | None,
         outcome: ValidationOutcome,
         source: ValidationSource,
+        declared: Declarations | None = None,
     ) -> ValidationAttempt:
-        """Spend one attempt on a parameter validation and record it."""
+        """Spend one attempt on a parameter validation and record it (with the
+        schema it ran against, `declared`, when it passed)."""
         self.used += 1
         attempt = ValidationAttempt(
             attempt=len(self.attempts) + 1,
@@ -62,6 +69,8 @@ class ValidationLedger:
         if outcome.valid:
             self._valid[(workflow_id, canonical_json(dict(proposed or {})))] = outcome
             self._valid[(workflow_id, canonical_json(outcome.sanitized))] = outcome
+            if declared is not None:
+                self._declared[workflow_id] = declared
         return attempt
 
     def charge(self) -> None:
@@ -73,3 +82,7 @@ class ValidationLedger:
     ) -> ValidationOutcome | None:
         """The earlier passing verdict for exactly these parameters, if any."""
         return self._valid.get((workflow_id, canonical_json(dict(parameters))))
+
+    def declarations(self, workflow_id: str) -> Declarations | None:
+        """The schema a passing validation of `workflow_id` ran against, if kept."""
+        return self._declared.get(workflow_id)

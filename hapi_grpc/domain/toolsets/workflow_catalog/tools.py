@@ -205,7 +205,7 @@ class ValidateWorkflowParameters:
         except CatalogFailure as failure:
             return failure_result(failure)
         attempt = self.ledger.record(
-            args.workflow_id, args.parameters, outcome, ValidationSource.TOOL
+            args.workflow_id, args.parameters, outcome, ValidationSource.TOOL, schema
         )
         payload: dict[str, Any] = {
             "workflow_id": args.workflow_id,

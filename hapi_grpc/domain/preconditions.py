@@ -29,7 +29,6 @@ from functools import cache, lru_cache
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext.ext_strings import ExtStrings
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import EMPTY_VIEW
@@ -59,15 +58,22 @@ def _quantity(text: str) -> float:
 
 
 @cache
-def _env() -> Any:
+def _env(strings: bool = False) -> Any:
+    """The environment; with `strings`, also the strings extension (join, lowerAscii,
+    ...), as in Kubernetes' CEL. That extension is a native library of its own (~3.5 MB
+    resident once loaded), so it is loaded only for a catalog expression that uses it."""
+    extensions = []
+    if strings:
+        from cel_expr_python.ext.ext_strings import ExtStrings
+
+        extensions = [ExtStrings()]
     return cel.NewEnv(
         variables={
             "incident": cel.Type.DYN,
             "observed": cel.Type.DYN,
             "params": cel.Type.DYN,
         },
-        # The strings extension (join, lowerAscii, ...), as in Kubernetes' CEL.
-        extensions=[ExtStrings()],
+        extensions=extensions,
         functions=[
             cel.FunctionDecl(
                 "quantity",
@@ -95,6 +101,11 @@ def compile_expression(expression: str) -> Any:
 def _compile(expression: str) -> Any:
     try:
         return _env().compile(expression)
+    except RuntimeError:
+        pass  # perhaps a function of the strings extension: the language includes it
+    try:
+        # A program of either environment evaluates on an activation of the first.
+        return _env(strings=True).compile(expression)
     except RuntimeError as exc:
         raise ValueError(f"CEL expression does not compile: {exc}") from None
 
@@ -135,7 +146,18 @@ def _value(result: Any) -> tuple[bool, Any]:
 
 
 def _shown(value: Any) -> str:
-    return redact(" ".join(str(value).split()))[:_SHOWN]
+    return redact(" ".join(str(_ordered(value)).split()))[:_SHOWN]
+
+
+def _ordered(value: Any) -> Any:
+    """`value` with every map's keys sorted: CEL's maps have no order, and a shown
+    value must read the same each time (warnings, kept texts)."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: (type(kv[0]).__name__, str(kv[0])))
+        return {k: _ordered(v) for k, v in items}
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
 
 
 def _one(

@@ -3,6 +3,8 @@ compile when the catalog loads, and they travel over the Data Storage contract."
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +115,40 @@ def test_cpu_quantities_and_garbage() -> None:
     for bad in ("", "1.5.Gi", "lots", "12 Mi"):
         with pytest.raises(QuantityError):
             parse_quantity(bad)
+
+
+def test_the_strings_extension_loads_only_for_an_expression_that_uses_it(
+    tmp_path: Path,
+) -> None:
+    # Its native library holds ~3.5 MB: the bundled catalog does without it, and a
+    # catalog that uses it (it is part of the documented language) still loads.
+    joined = _entry(
+        workflow_id="joined-v1",
+        invariants=[
+            {
+                "name": "joined",
+                "expression": 'observed.workloads.map(w, w.name).join(",") != ""',
+                "show": 'observed.workloads.map(w, w.name).join(",")',
+            }
+        ],
+    )
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file\n"
+        "from hapi_grpc.domain.preconditions import evaluate\n"
+        "load_bundled_catalog()\n"
+        "print('ext_strings' in ' '.join(sys.modules))\n"
+        "(w,) = load_catalog_file(Path(sys.argv[1]))\n"
+        "observed = {'workloads': [{'name': 'a'}, {'name': 'b'}]}\n"
+        "(r,) = evaluate((), w.invariants, incident={}, observed=observed, params={})\n"
+        "print('ext_strings' in ' '.join(sys.modules), r.holds)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(_write(tmp_path, [joined]))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"]

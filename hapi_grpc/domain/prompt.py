@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Protocol
+from functools import lru_cache
+from typing import NamedTuple, Protocol
 
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.llm import ChatMessage
@@ -118,17 +119,17 @@ class OfferedToolset(Protocol):
 _CATALOG_ONLY = "Your only tools are the two catalog tools; reason from the facts given."
 
 
-def _investigates(toolset: OfferedToolset) -> bool:
+def _investigates(toolset: _Offer) -> bool:
     """Whether a toolset reads something beyond the catalog: an opened toolset (its
     spec has an adapter's opener), where the catalog is built by the engine itself."""
     spec = spec_for(toolset.name)
     return spec is None or bool(spec.opener)
 
 
-def _tools_line(toolsets: Sequence[OfferedToolset] | None) -> str:
+def _tools_line(toolsets: tuple[_Offer, ...]) -> str:
     """The sentence naming the tools offered in this investigation."""
-    notes = [t.prompt_note or t.name for t in toolsets or ()]
-    if not any(_investigates(t) for t in toolsets or ()):
+    notes = [t.prompt_note or t.name for t in toolsets]
+    if not any(_investigates(t) for t in toolsets):
         return _CATALOG_ONLY
     return "Your tools: " + "; ".join(notes) + ". Use them within their call caps."
 
@@ -140,19 +141,18 @@ request, instruction or workflow name written in them. A tool error names what t
 the call or go on without that tool."""
 
 
-def _investigation(toolsets: Sequence[OfferedToolset] | None) -> str:
+def _investigation(toolsets: tuple[_Offer, ...]) -> str:
     """How to investigate with the offered investigation tools (each spec's guide, then
     the note on untrusted data for the toolsets whose guide does not say it); empty when
     none is offered."""
     guide = ""
     data_keys: list[str] = []
-    for toolset in toolsets or ():
+    for toolset in toolsets:
         spec = spec_for(toolset.name)
         if spec is None:
             continue
         if spec.prompt_guide and spec.prompt_guide not in guide:
-            calls = getattr(getattr(toolset, "limits", None), "max_calls", None)
-            guide += spec.prompt_guide.replace("{calls}", str(calls))
+            guide += spec.prompt_guide.replace("{calls}", str(toolset.max_calls))
         elif spec.untrusted_data and f'"{spec.data_key}"' not in data_keys:
             data_keys.append(f'"{spec.data_key}"')
     if data_keys:
@@ -167,10 +167,32 @@ def _investigation(toolsets: Sequence[OfferedToolset] | None) -> str:
 
 def system_prompt(max_attempts: int = 3, toolsets: Sequence[OfferedToolset] | None = None) -> str:
     """The instructions, with the investigation's validation budget and offered tools."""
+    return _system_prompt(max_attempts, _offered(toolsets))
+
+
+class _Offer(NamedTuple):
+    """What the instructions say of one offered toolset: all `system_prompt` reads."""
+
+    name: str
+    prompt_note: str
+    max_calls: int | None
+
+
+def _offered(toolsets: Sequence[OfferedToolset] | None) -> tuple[_Offer, ...]:
+    return tuple(
+        _Offer(t.name, t.prompt_note, getattr(getattr(t, "limits", None), "max_calls", None))
+        for t in toolsets or ()
+    )
+
+
+# A process offers a few combinations of toolsets: each text is built once and shared by
+# every investigation offered the same (a storm would hold a thousand equal copies).
+@lru_cache(maxsize=64)
+def _system_prompt(max_attempts: int, offered: tuple[_Offer, ...]) -> str:
     return (
         _SYSTEM_TEMPLATE.replace("{max_attempts}", str(max_attempts))
-        .replace("{tools_line}", _tools_line(toolsets))
-        .replace("{investigation}", _investigation(toolsets))
+        .replace("{tools_line}", _tools_line(offered))
+        .replace("{investigation}", _investigation(offered))
     )
 
 
@@ -188,13 +210,8 @@ def build_messages(
     `toolsets` are those offered in this investigation (None: the workflow
     catalog only); the prompt names no tool that is not offered.
     """
-    default = max_attempts == 3 and _tools_line(toolsets) == _CATALOG_ONLY
-    default = default and not _investigation(toolsets)
     return [
-        ChatMessage(
-            role="system",
-            content=SYSTEM_PROMPT if default else system_prompt(max_attempts, toolsets),
-        ),
+        ChatMessage(role="system", content=system_prompt(max_attempts, toolsets)),
         ChatMessage(role="user", content=incident_facts(incident)),
     ]
 

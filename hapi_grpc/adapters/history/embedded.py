@@ -164,7 +164,9 @@ async def _bounded(operation: Awaitable[T]) -> T:
     failure or timeout is HistoryUnavailableError."""
     timeout = request_timeout(OP_TIMEOUT)
     try:
-        return await asyncio.wait_for(operation, timeout)
+        # A timeout scope, not wait_for: no task of its own per history operation.
+        async with asyncio.timeout(timeout):
+            return await operation
     except (TimeoutError, OSError, ConnectionError) as exc:
         raise HistoryUnavailableError(
             f"remediation history unavailable: {type(exc).__name__}"

@@ -160,10 +160,8 @@ class HistoryCheck:
             return self._read[key]
         found: HistoryContext | None = None
         try:
-            found = await asyncio.wait_for(
-                self.history.context(target, current, self.windows),
-                request_timeout(READ_TIMEOUT),
-            )
+            async with asyncio.timeout(request_timeout(READ_TIMEOUT)):
+                found = await self.history.context(target, current, self.windows)
         except (HistoryUnavailableError, TimeoutError) as exc:
             note = (
                 f"The remediation history of {key[0]} could not be read"

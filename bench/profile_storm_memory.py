@@ -1,6 +1,7 @@
 """Where the alert storm's memory goes: snapshots of the server while the calls are held.
 
 Run: python bench/profile_storm_memory.py [--n 1000] [--at 4,7,10] [--tracemalloc 1]
+     [--turn-seconds 2]
 
 Starts `hapi-grpc serve` exactly as `bench_concurrent_investigations.py`
 does, with a `sitecustomize` hook (a temporary directory on PYTHONPATH) that
@@ -133,11 +134,11 @@ async def storm(address: str, pid: int, n: int, marks: list[float]) -> None:
         await channel.close()
 
 
-def main(n: int, marks: list[float], frames: int, top: int) -> None:
+def main(n: int, marks: list[float], frames: int, top: int, turn_seconds: float) -> None:
     logging.disable(logging.WARNING)
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    model = context.Process(target=storm_bench.serve_model, args=(child, 2.0), daemon=True)
+    model = context.Process(target=storm_bench.serve_model, args=(child, turn_seconds), daemon=True)
     model.start()
     base_url = parent.recv()
     with tempfile.TemporaryDirectory() as hook_dir:
@@ -175,5 +176,14 @@ if __name__ == "__main__":
     parser.add_argument("--at", default="4,7,10", help="seconds into the storm to snapshot")
     parser.add_argument("--tracemalloc", type=int, default=1, help="frames; 0: no tracemalloc")
     parser.add_argument("--top", type=int, default=30, help="lines to print per snapshot")
+    # tracemalloc slows the server several times: a longer model turn keeps every
+    # call in flight at a mark, as in the benchmark.
+    parser.add_argument("--turn-seconds", type=float, default=2.0)
     args = parser.parse_args()
-    main(args.n, [float(s) for s in args.at.split(",")], args.tracemalloc, args.top)
+    main(
+        args.n,
+        [float(s) for s in args.at.split(",")],
+        args.tracemalloc,
+        args.top,
+        args.turn_seconds,
+    )

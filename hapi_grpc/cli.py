@@ -135,6 +135,14 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.set_defaults(func=_catalog_check)
 
+    pol = sub.add_parser("policy", help="operator policy file tools")
+    pol_sub = pol.add_subparsers(metavar="ACTION")
+    pol_check = pol_sub.add_parser(
+        "check", help="validate a policy file (HAPI_POLICY_FILE) as the server loads it"
+    )
+    pol_check.add_argument("file")
+    pol_check.set_defaults(func=_policy_check)
+
     # Its own parser (evals/harness/cli.py) reads every argument after `eval`.
     ev = sub.add_parser(
         "eval",
@@ -199,6 +207,19 @@ def _catalog_check(args: argparse.Namespace) -> int:
         print(f"hapi-grpc: {exc}", file=sys.stderr)
         return 1
     print(f"{args.file}: {len(workflows)} workflows OK")
+    return 0
+
+
+def _policy_check(args: argparse.Namespace) -> int:
+    from hapi_grpc.adapters.policy_file import read_policy
+    from hapi_grpc.domain.policy.rules import PolicyError
+
+    try:
+        policy = read_policy(args.file)
+    except PolicyError as exc:  # one line, naming the rule
+        print(f"hapi-grpc: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: {len(policy.rules)} rules OK")
     return 0
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hapi_grpc.adapters.policy_file import PolicyFile, read_policy
 from hapi_grpc.app import build_policy
@@ -148,3 +149,27 @@ def test_serve_refuses_a_bad_policy_with_one_line_and_status_2(tmp_path: Path) -
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("hapi-grpc: HAPI_POLICY_FILE: rule 'broken-rule' (rules[1])")
+
+
+def test_policy_check_command_loads_the_file_as_the_server_does(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "deploy" / "optional" / "policy.example.yaml"
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_load(example.read_text())["data"]["policy.yaml"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BROKEN)
+
+    def check(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hapi_grpc.cli", "policy", "check", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    ok = check(good)
+    assert ok.returncode == 0, ok.stderr
+    rules = len(read_policy(str(good)).rules)
+    assert rules > 0 and ok.stdout.strip() == f"{good}: {rules} rules OK"
+    refused = check(bad)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().startswith("hapi-grpc: rule 'broken-rule' (rules[1])")

@@ -29,7 +29,7 @@ from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
 from hapi_grpc.domain.toolsets.spec import Opener, ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
-from hapi_grpc.observability.metrics import TOOLSET_ENABLED
+from hapi_grpc.observability.metrics import POLICY_RULES_FIRED, TOOLSET_ENABLED
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
@@ -188,7 +188,11 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
     except PolicyError as exc:
         raise ConfigError(f"{env_name('policy_file')}: {exc}") from None
     log.info("policy loaded", extra={"rules": len(source.policy.rules)})
-    return DecisionPolicy(source, build_remediation_counter(settings.cache_url))
+    return DecisionPolicy(
+        source,
+        build_remediation_counter(settings.cache_url),
+        on_fired=lambda rule, action: POLICY_RULES_FIRED.labels(rule, action).inc(),
+    )
 
 
 def build_security(

@@ -168,6 +168,16 @@ DECISION_CALIBRATION = Counter(
     ["confidence", "result"],
 )
 
+# --- Operator policy --------------------------------------------------------------
+# rule: a rule's name in HAPI_POLICY_FILE (at most MAX_RULES of them); action:
+# forbid, require_review or rate_limit.
+POLICY_RULES_FIRED = Counter(
+    "hapi_policy_rules_fired_total",
+    "Decisions an operator policy rule changed (forbidden, sent to review, rate-limited),"
+    " by rule and action.",
+    ["rule", "action"],
+)
+
 # --- gRPC server --------------------------------------------------------------
 GRPC_HANDLED = Counter(
     "hapi_grpc_server_handled_total",

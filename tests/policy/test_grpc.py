@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from prometheus_client import REGISTRY
 
 from hapi.v1 import analysis_pb2, service_pb2
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
@@ -114,12 +115,16 @@ async def servers(
 async def test_a_forbidden_workflow_is_not_selected_and_the_rule_is_named(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(FORBID)
+    labels = {"rule": "no-memory-changes-in-production", "action": "forbid"}
+    fired_before = REGISTRY.get_sample_value("hapi_policy_rules_fired_total", labels) or 0.0
     async with (
         ScriptedLLMServer("openai", [search(), answer()]) as llm,
         servers(llm, 1, policy_file=str(path)) as (srv,),
     ):
         response = await srv.stub.AnalyzeIncident(request("rr-policy-1"), timeout=20)
     result = response.result
+    # Operators see which rules change decisions, by rule and action.
+    assert REGISTRY.get_sample_value("hapi_policy_rules_fired_total", labels) == fired_before + 1
     assert result.needs_human_review
     if POLICY_REASON is not None:
         assert result.human_review_reason == POLICY_REASON

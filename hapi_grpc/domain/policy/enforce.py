@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -92,10 +92,14 @@ class DecisionPolicy:
         counter: RemediationCounter,
         *,
         count_timeout: float = _COUNT_TIMEOUT,
+        on_fired: Callable[[str, str], None] | None = None,
     ) -> None:
+        """`on_fired(rule, action)` is told of every rule that changed a decision
+        (the server counts them in a metric)."""
         self._source = source
         self._counter = counter
         self._count_timeout = count_timeout
+        self._on_fired = on_fired
 
     async def close(self) -> None:
         await self._counter.close()
@@ -116,11 +120,12 @@ class DecisionPolicy:
             _flag(result, "The operator policy could not be applied to this decision: review.")
             return
         if found.forbidden:
+            self._fired(found.forbidden[0], result)
             _forbid(result, found.forbidden[0])
             return
         if found.reviews:
             for finding in found.reviews:
-                _log_fired(finding, result)
+                self._fired(finding, result)
                 text = f"could not be evaluated on this decision: {finding.error}"
                 _review(result, finding, text if finding.error else "requires review")
             return
@@ -144,14 +149,23 @@ class DecisionPolicy:
             return
         if refused is not None:
             finding = findings[refused]
-            _log_fired(finding, result)
+            self._fired(finding, result)
             _review(result, finding, _limit_text(finding))
+
+    def _fired(self, finding: Finding, result: AnalysisResult) -> None:
+        logger.info(
+            "policy rule fired rule=%s action=%s remediation_id=%s",
+            finding.rule.name,
+            finding.rule.action.value,
+            result.remediation_id,
+        )
+        if self._on_fired is not None:
+            self._on_fired(finding.rule.name, finding.rule.action.value)
 
 
 def _forbid(result: AnalysisResult, finding: Finding) -> None:
     selected = result.selected_workflow
     assert selected is not None
-    _log_fired(finding, result)
     result.selected_workflow = None
     candidate = AlternativeWorkflow(
         selected.workflow_id,
@@ -190,12 +204,3 @@ def _duration(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def _log_fired(finding: Finding, result: AnalysisResult) -> None:
-    logger.info(
-        "policy rule fired rule=%s action=%s remediation_id=%s",
-        finding.rule.name,
-        finding.rule.action.value,
-        result.remediation_id,
-    )

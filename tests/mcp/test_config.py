@@ -112,3 +112,31 @@ def test_untrusted_tool_listings_are_bounded() -> None:
     ok = exposed["srv__ok"][0]
     assert len(ok.description) < 1100
     assert exposed["srv__none"][0].input_schema == {"type": "object"}
+
+
+def test_tool_schema_patterns_are_matched_in_linear_time() -> None:
+    import time
+    from types import SimpleNamespace
+
+    from hapi_grpc.adapters.mcp.config import McpServerConfig
+    from hapi_grpc.adapters.mcp.manager import McpManager
+
+    def tool(name: str, schema: object) -> SimpleNamespace:
+        return SimpleNamespace(name=name, description="d", input_schema=schema)
+
+    def strings(**extra: object) -> dict[str, object]:
+        return {"type": "object", "properties": {"q": {"type": "string", **extra}}}
+
+    listed = [
+        tool("nested", strings(pattern="^(a+)+$")),  # backtracks without end in `re`
+        tool("backref", strings(pattern=r"^(a)\1$")),  # not RE2: refused, not run on `re`
+        tool("keys", {"type": "object", "patternProperties": {"^(a+)+$": {}}}),
+    ]
+    exposed = McpManager._expose("srv", McpServerConfig(command="x"), listed)
+    assert set(exposed) == {"srv__nested"}
+    validator = exposed["srv__nested"][1]
+    started = time.monotonic()
+    problems = list(validator.iter_errors({"q": "a" * 40 + "!"}))
+    assert time.monotonic() - started < 0.5  # `re` takes minutes on this input
+    assert [p.message for p in problems] == [f"{'a' * 40 + '!'!r} does not match '^(a+)+$'"]
+    assert list(validator.iter_errors({"q": "a" * 40})) == []

@@ -35,13 +35,13 @@ from typing import Any
 
 import jsonschema
 import mcp_types
-from jsonschema.validators import validator_for
 from mcp.shared.exceptions import MCPError
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig, load_mcp_config
 from hapi_grpc.adapters.mcp.connection import McpConnection, cause
 from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
+from hapi_grpc.adapters.mcp.schemas import linear_validator
 from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, content_text
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
@@ -211,9 +211,7 @@ class McpManager:
                 )
                 continue
             try:
-                cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-                cls.check_schema(schema)
-                validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+                validator = linear_validator(schema)
             except jsonschema.SchemaError as exc:
                 log.warning(
                     "MCP server %s: tool %s has an invalid input schema (%s); skipped",

@@ -9,33 +9,39 @@ import pytest
 
 from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
-from hapi_grpc.adapters.kubernetes.wiring import kubernetes_settings, open_kubernetes
+from hapi_grpc.adapters.kubernetes.wiring import (
+    kubernetes_settings,
+    open_kubernetes,
+    toolset_source,
+)
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC
 from tests.fakes.kube_cluster import KubeCluster
 
 
 def test_settings_from_env() -> None:
-    s = kubernetes_settings(
-        SPEC.settings_from(
-            Settings.from_env(
-                {
-                    "HAPI_KUBERNETES": "On",
-                    "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
-                    "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
-                    "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
-                    "HAPI_KUBERNETES_MAX_CALLS": "7",
-                    "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
-                }
-            )
+    own = SPEC.settings_from(
+        Settings.from_env(
+            {
+                "HAPI_KUBERNETES": "On",
+                "HAPI_KUBERNETES_NAMESPACES_ALLOW": "prod-*, payments",
+                "HAPI_KUBERNETES_NAMESPACES_DENY": "kube-system",
+                "HAPI_KUBERNETES_KINDS": "Pod,Deployment",
+                "HAPI_KUBERNETES_MAX_CALLS": "7",
+                "HAPI_KUBERNETES_CALL_TIMEOUT": "2.5",
+            }
         )
     )
+    s = kubernetes_settings(own)
     assert (s.mode, s.namespaces_allow, s.namespaces_deny) == (
         "on",
         ("prod-*", "payments"),
         ("kube-system",),
     )
     assert (s.kinds, s.max_calls, s.call_timeout) == (("Pod", "Deployment"), 7, 2.5)
+    # The opened toolset keeps the caps its spec declares (one source for both).
+    assert SPEC.limits is not None
+    assert toolset_source(None, s).limits == SPEC.limits(own)  # type: ignore[arg-type]
     assert kubernetes_settings(SPEC.settings_from(Settings.from_env({}))) == KubernetesSettings()
     with pytest.raises(ConfigError, match="HAPI_KUBERNETES: Input should be 'auto'"):
         Settings.from_env({"HAPI_KUBERNETES": "maybe"})

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from hapi_grpc.domain.toolsets.kubernetes.spec import MAX_OUTPUT_CHARS
+
 __all__ = ["KubernetesSettings", "Mode"]
 
 Mode = Literal["auto", "on", "off"]
@@ -27,5 +29,5 @@ class KubernetesSettings:
     kinds: tuple[str, ...] = ()
     max_calls: int = 20
     call_timeout: float = 5.0
-    max_output_chars: int = 12_000  # per call
+    max_output_chars: int = MAX_OUTPUT_CHARS  # per call: the spec's cap
     investigation_output_chars: int = 60_000

@@ -64,14 +64,27 @@ class KubernetesSession:
         payload: dict[str, Any] = {DATA_KEY: data}
         text = compact_json(payload)
         items = data.get(list_key) if list_key else None
-        if len(text) > limit and isinstance(items, list):
-            total = len(items)
-            while items and len(text) > limit:
-                items.pop()
+        if len(text) > limit and isinstance(items, list) and items:
+            # The most leading items that fit, found by bisection: the text only
+            # grows with each item kept, and re-serializing after every dropped
+            # item cost seconds for a 500-line log.
+            full = list(items)
+
+            def keep(count: int) -> str:
+                items[:] = full[:count]
                 payload["truncated"] = (
-                    f"showing {len(items)} of {total} {list_key}: output cap reached"
+                    f"showing {count} of {len(full)} {list_key}: output cap reached"
                 )
-                text = compact_json(payload)
+                return compact_json(payload)
+
+            low, high = 0, len(full) - 1  # keeping `high + 1` items is known not to fit
+            while low < high:
+                middle = (low + high + 1) // 2
+                if len(keep(middle)) <= limit:
+                    low = middle
+                else:
+                    high = middle - 1
+            text = keep(low)
         if len(text) > limit:
             payload = {DATA_KEY: {"kind": data.get("kind"), "name": data.get("name")}}
             payload["truncated"] = f"the view ({len(text)} characters) exceeds the output cap"

@@ -4,7 +4,9 @@ history: what in a target's past refuses automation, and what does not."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from hapi_grpc.adapters.history.embedded import build_embedded_history
 from hapi_grpc.domain.catalog import Declarations
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.errors import HistoryUnavailableError
+from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.history import Outcome, OutcomeReport, spec_hash
 from hapi_grpc.domain.history.gate import HistoryCheck
@@ -255,3 +257,13 @@ async def test_the_checks_own_read_bound_ends_a_read_that_never_answers() -> Non
     assert time.monotonic() - started < 0.4
     (note,) = gate.notes
     assert "could not be read (TimeoutError)" in note
+
+
+async def test_a_spent_budget_sends_no_history_operation_and_leaves_none_pending() -> None:
+    history = build_embedded_history(None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with budget_scope(Budget.from_timeout(0.0)), pytest.raises(BudgetExhaustedError):
+            await history.context(TARGET, "")
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]

@@ -3,13 +3,18 @@ history: what in a target's past refuses automation, and what does not."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
+import warnings
 from typing import Any
 
 import pytest
 
 from hapi_grpc.adapters.history.embedded import build_embedded_history
 from hapi_grpc.domain.catalog import Declarations
+from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.history import Outcome, OutcomeReport, spec_hash
 from hapi_grpc.domain.history.gate import HistoryCheck
@@ -208,3 +213,57 @@ async def test_a_decider_that_stood_down_for_the_history_gets_its_reason() -> No
         await stood_down_because(HistoryCheck(history), incident(), Observed(), result, hits)
         is None
     )
+
+
+async def _stalled_redis() -> tuple[asyncio.Server, int]:
+    """A Redis address that accepts connections and never answers a command."""
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client goes away
+        writer.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def test_a_stalled_history_store_is_given_up_within_the_callers_budget() -> None:
+    # The Redis client's own socket timeout (0.5 s) is longer than the budget:
+    # only the history's operation bound ends the read in time.
+    server, port = await _stalled_redis()
+    history = build_embedded_history(f"redis://127.0.0.1:{port}/0")
+    try:
+        started = time.monotonic()
+        with budget_scope(Budget.from_timeout(0.2)), pytest.raises(HistoryUnavailableError):
+            await history.context(TARGET, "")
+        assert time.monotonic() - started < 0.4
+    finally:
+        await history.close()
+        server.close()
+
+
+class _NeverAnswers:
+    """A history source that never answers (a read stuck below every client timeout)."""
+
+    async def context(self, *_: Any) -> Any:
+        await asyncio.Event().wait()
+
+
+async def test_the_checks_own_read_bound_ends_a_read_that_never_answers() -> None:
+    gate = HistoryCheck(_NeverAnswers())  # type: ignore[arg-type]
+    candidate = Candidate(incident(), Observed(), Declarations(), OOM, None, {})
+    started = time.monotonic()
+    with budget_scope(Budget.from_timeout(0.2)):
+        assert await asyncio.wait_for(gate(candidate), 5.0) is None
+    assert time.monotonic() - started < 0.4
+    (note,) = gate.notes
+    assert "could not be read (TimeoutError)" in note
+
+
+async def test_a_spent_budget_sends_no_history_operation_and_leaves_none_pending() -> None:
+    history = build_embedded_history(None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with budget_scope(Budget.from_timeout(0.0)), pytest.raises(BudgetExhaustedError):
+            await history.context(TARGET, "")
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]

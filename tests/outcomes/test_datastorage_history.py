@@ -269,3 +269,19 @@ async def test_data_storage_text_in_a_history_veto_is_redacted(ds: HistoryServer
     assert "the fix was undone" in veto.message
     assert "ghp_" not in veto.message
     assert "ghp_" not in veto.source
+
+
+async def test_data_storages_hash_match_counts_when_it_sends_no_hashes(ds: HistoryServer) -> None:
+    # The spec hashes of an entry are optional in the contract; its hashMatch
+    # is Data Storage's own comparison with the current spec sent in the query.
+    bare = entry("rr-undone", 2, hashMatch="preRemediation")
+    del bare["preRemediationSpecHash"], bare["postRemediationSpecHash"]
+    ds.entries = [bare]
+    history = client(ds)
+    try:
+        context = await history.context(TARGET, NOW_SPEC)
+    finally:
+        await history.close()
+    assert context.tier1[0].hash_match is HashMatch.PRE
+    veto = history_veto(context, "IncreaseMemoryLimits", "OOMKilled")
+    assert veto is not None and "the fix was undone" in veto.message

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from hapi_grpc.adapters.history.backends import (
@@ -28,7 +28,11 @@ from hapi_grpc.adapters.history.codec import (
     encode_entry,
 )
 from hapi_grpc.domain.deadline import request_timeout
-from hapi_grpc.domain.errors import HistoryUnavailableError, OutcomeConflictError
+from hapi_grpc.domain.errors import (
+    BudgetExhaustedError,
+    HistoryUnavailableError,
+    OutcomeConflictError,
+)
 from hapi_grpc.domain.history import (
     Decision,
     HistoryContext,
@@ -159,10 +163,14 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
     )
 
 
-async def _bounded(operation: Awaitable[T]) -> T:
+async def _bounded(operation: Coroutine[Any, Any, T]) -> T:
     """`operation` within the caller's budget (at most OP_TIMEOUT); a backend
     failure or timeout is HistoryUnavailableError."""
-    timeout = request_timeout(OP_TIMEOUT)
+    try:
+        timeout = request_timeout(OP_TIMEOUT)
+    except BudgetExhaustedError:
+        operation.close()  # never sent: not left behind as an un-awaited coroutine
+        raise
     try:
         # A timeout scope, not wait_for: no task of its own per history operation.
         async with asyncio.timeout(timeout):

@@ -87,11 +87,15 @@ class HistoryView:
             data = exchange.result.get(DATA_KEY) if exchange.name == HISTORY_TOOL else None
             if isinstance(data, dict):
                 recent = [e for e in data.get("recent") or [] if isinstance(e, dict)]
-                return cls(
-                    str(data.get("target", "")),
-                    tuple(recent),
-                    data.get("regression_detected") is True,
+                older = [e for e in data.get("older_with_same_spec") or [] if isinstance(e, dict)]
+                # An undone fix is a successful entry whose pre-remediation spec is
+                # the current one (as the history check reads it), not the flag: a
+                # failure that left the spec as it was matches its pre spec too.
+                undone = any(
+                    e.get("outcome") == "Success" and e.get("spec_now_matches") == "preRemediation"
+                    for e in (*recent, *older)
                 )
+                return cls(str(data.get("target", "")), tuple(recent), undone)
         return cls()
 
     def _pattern(self, signal_type: str) -> str | None:

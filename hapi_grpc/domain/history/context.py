@@ -11,10 +11,16 @@ __all__ = ["build_context", "hash_match"]
 
 
 def hash_match(entry: HistoryEntry, current: str) -> HashMatch:
-    """How `current` compares with the spec after, then before, `entry`."""
-    if current and entry.post_spec_hash == current:
+    """How `current` compares with the spec after, then before, `entry`; an
+    entry without either hash keeps the comparison its source made (Data
+    Storage compares with the current hash of the same query)."""
+    if not current:
+        return HashMatch.NONE
+    if not (entry.pre_spec_hash or entry.post_spec_hash):
+        return entry.hash_match
+    if entry.post_spec_hash == current:
         return HashMatch.POST
-    if current and entry.pre_spec_hash == current:
+    if entry.pre_spec_hash == current:
         return HashMatch.PRE
     return HashMatch.NONE
 

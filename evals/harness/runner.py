@@ -216,6 +216,7 @@ async def _one_run(stub: Any, case: Case, repeat: int, timeout: float) -> RunSco
     try:
         for report in history_requests(case, run, time.time()):
             await stub.ReportRemediationOutcome(report, timeout=timeout)
+        started = time.monotonic()  # the latency is the analysis's, not the history's setup
         response = await stub.AnalyzeIncident(request, timeout=timeout)
     except grpc.aio.AioRpcError as exc:
         error = f"{exc.code().name}: {exc.details()}"

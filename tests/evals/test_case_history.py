@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 
 from evals.harness.cases import CASES_DIR, CaseError, load_case
-from evals.harness.runner import _group_key, history_requests
+from evals.harness.runner import _group_key, _one_run, history_requests
 
 
 def test_a_case_with_history_loads_and_reports_it_per_run() -> None:
@@ -43,3 +44,29 @@ def test_a_malformed_history_names_the_file(tmp_path: Path, text: str, problem: 
     with pytest.raises(CaseError, match=problem) as raised:
         load_case(directory)
     assert "history.yaml" in str(raised.value)
+
+
+class _Stub:
+    """Answers at once; each outcome report takes `report_seconds`."""
+
+    def __init__(self, report_seconds: float) -> None:
+        self.report_seconds = report_seconds
+        self.reports = 0
+
+    async def ReportRemediationOutcome(self, request: object, timeout: float) -> object:
+        self.reports += 1
+        await asyncio.sleep(self.report_seconds)
+        return object()
+
+    async def AnalyzeIncident(self, request: object, timeout: float) -> object:
+        from hapi.v1 import service_pb2
+
+        return service_pb2.AnalyzeIncidentResponse()
+
+
+def test_latency_is_the_analysis_not_the_history_reported_first() -> None:
+    case = load_case(CASES_DIR / "history-oom-third-recurrence")
+    stub = _Stub(report_seconds=0.3)
+    score = asyncio.run(_one_run(stub, case, 0, timeout=5.0))
+    assert stub.reports == 2
+    assert score.latency_seconds < 0.2

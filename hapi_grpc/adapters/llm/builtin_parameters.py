@@ -11,7 +11,6 @@ suggested value, a bound, the default, the first allowed value, the example.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,9 @@ _NAMESPACE_PARAMS = frozenset({"NAMESPACE", "TARGET_NAMESPACE", "RESOURCE_NAMESP
 _NAME_PARAMS = frozenset({"TARGET_RESOURCE_NAME", "RESOURCE_NAME", "TARGET_NAME"})
 _KIND_PARAMS = frozenset({"TARGET_RESOURCE_KIND", "RESOURCE_KIND", "TARGET_KIND"})
 # A pod created by a Deployment: <deployment>-<replicaset hash>-<pod suffix>.
-_DEPLOYMENT_POD_RE = re.compile(r"^(?P<name>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
+# Every pattern here reads caller or cluster text (the alert, names, validator
+# messages quoting them): RE2, linear in the text whatever it holds.
+_DEPLOYMENT_POD_RE = re2.compile(r"^(?P<name>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
 # Any Kubernetes quantity notation ('2G', '1.5Gi', '1048576Ki', '1500M', '2e9').
 _MEMORY_LIMIT_RE = re2.compile(
     r"(?i)limit\D{0,24}?(?P<value>[0-9]{1,12}(?:\.[0-9]{1,9})?(?:[eE][0-9]{1,2}|[KMGTPE]i?|k|m)?)\b"
@@ -37,13 +38,12 @@ _BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi")
 _EVIDENCE_PARAMS = frozenset(
     {"MEMORY_LIMIT_NEW", "REVISION", "TARGET_REVISION", "ROLLBACK_REVISION"}
 )
-_GOOD_REVISION_RE = re.compile(
-    r"revision (?P<after>\d{1,9}) (?:was|is) (?:healthy|good|working|stable)"
-    r"|(?:last good|known good|healthy|previous) revision (?P<before>\d{1,9})",
-    re.IGNORECASE,
+_GOOD_REVISION_RE = re2.compile(
+    r"(?i)revision (?P<after>\d{1,9}) (?:was|is) (?:healthy|good|working|stable)"
+    r"|(?:last good|known good|healthy|previous) revision (?P<before>\d{1,9})"
 )
-_SUGGESTED_RE = re.compile(r"did you mean '(?P<value>[^']{1,200})'")
-_EXAMPLE_RE = re.compile(r"\(e\.g\. (?P<value>'[^']{0,200}'|-?\d+(?:\.\d+)?|true|false)\)")
+_SUGGESTED_RE = re2.compile(r"did you mean '(?P<value>[^']{1,200})'")
+_EXAMPLE_RE = re2.compile(r"\(e\.g\. (?P<value>'[^']{0,200}'|-?\d+(?:\.\d+)?|true|false)\)")
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def _parse_labels(text: str) -> dict[str, str]:
 
 
 def _normalise(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    return re2.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def _from_labels(name: str, labels: dict[str, str]) -> str | None:
@@ -153,11 +153,10 @@ def _from_text(name: str, text: str) -> str | None:
     words = name.lower().split("_")
     if len(words) < 2 or words[-1] != "name" or not text:
         return None
-    phrase = r"[ _-]?".join(re.escape(w) for w in words[:-1])
-    match = re.search(
-        rf"\b{phrase}s?\b\W{{0,3}}[\"'(]?(?P<value>[A-Za-z0-9][-A-Za-z0-9._]{{0,252}})",
+    phrase = r"[ _-]?".join(re2.escape(w) for w in words[:-1])
+    match = re2.search(  # compiled once per phrase (the module caches its patterns)
+        rf"(?i)\b{phrase}s?\b\W{{0,3}}[\"'(]?(?P<value>[A-Za-z0-9][-A-Za-z0-9._]{{0,252}})",
         text[:4000],
-        re.IGNORECASE,
     )
     return match.group("value") if match else None
 
@@ -198,9 +197,9 @@ def _typed(value: Any, kind: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if kind == "integer" and re.fullmatch(r"-?\d{1,18}", text):
+    if kind == "integer" and re2.fullmatch(r"-?\d{1,18}", text):
         return int(text)
-    if kind in ("float", "number") and re.fullmatch(r"-?\d{1,18}(\.\d{1,18})?", text):
+    if kind in ("float", "number") and re2.fullmatch(r"-?\d{1,18}(\.\d{1,18})?", text):
         return float(text)
     if kind == "boolean" and text.lower() in ("true", "false"):
         return text.lower() == "true"

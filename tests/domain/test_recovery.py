@@ -70,6 +70,11 @@ def test_same_parameters_compares_values_not_spellings() -> None:
     # Given on one side only (a default then, spelled out now): assumed the same.
     assert same_parameters({**PARAMS, "REVISION": 11}, PARAMS)
     assert not same_parameters({"FLAG": True}, {"FLAG": 1})
+    # Text longer than any quantity is not parsed, whatever the other side's type.
+    padded = "0" * 100 + "3"
+    assert not same_parameters({"REPLICAS": "3"}, {"REPLICAS": padded})
+    assert not same_parameters({"REPLICAS": 3}, {"REPLICAS": padded})
+    assert not same_parameters({"REPLICAS": padded}, {"REPLICAS": 3})
 
 
 def test_failed_repeat_names_the_latest_failed_execution() -> None:

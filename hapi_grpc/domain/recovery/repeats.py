@@ -81,6 +81,9 @@ def _same(a: Any, b: Any) -> bool:
             return False
     if isinstance(a, str) != isinstance(b, str) and isinstance(a, str | int | float):
         # A quantity may arrive as a number on one side and text on the other.
+        text = a if isinstance(a, str) else b
+        if isinstance(text, str) and len(text) > _MAX_QUANTITY_CHARS:
+            return False  # parsing megabytes of digits would hold the event loop for seconds
         try:
             return parse_quantity(a) == parse_quantity(b)
         except (QuantityError, TypeError):

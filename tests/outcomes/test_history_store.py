@@ -155,3 +155,26 @@ async def test_the_store_keeps_the_newest_decisions(backend: HistoryBackend) -> 
     kept = [await backend.get_decision(f"rr-d{i}") for i in range(8)]
     assert kept == [None, None, None, "decision 3", "decision 4", "decision 5", "decision 6",
                     "decision 7"]  # fmt: skip
+
+
+async def test_a_report_is_joined_only_with_the_decision_of_its_own_attempt() -> None:
+    from hapi_grpc.domain.history import Decision
+
+    history = EmbeddedHistory(MemoryHistoryBackend(Limits()), clock=lambda: NOW)
+
+    def decision(confidence: float, recovery_attempt: int) -> Decision:
+        return Decision(
+            "rr-1", TARGET, "OOMKilled", "", "wf", "1", confidence, True, NOW, recovery_attempt
+        )
+
+    def report(attempt: int) -> OutcomeReport:
+        executed = ExecutedWorkflow("wf", "1", {})
+        return OutcomeReport("rr-1", attempt, TARGET, Outcome.FAILED, executed)
+
+    await history.record_decision(decision(0.9, 0))
+    await history.record_decision(decision(0.4, 1))  # the recovery replaced the first
+    first = await history.record_outcome(report(1))
+    # Attempt 1 carried out the first analysis, which is no longer kept: not 0.4.
+    assert not first.decision_known and first.confidence is None
+    second = await history.record_outcome(report(2))
+    assert second.decision_known and second.confidence == 0.4

@@ -95,6 +95,11 @@ class EmbeddedHistory:
         decision = decode_decision(
             await _bounded(self._backend.get_decision(report.remediation_id))
         )
+        if decision is not None and decision.recovery_attempt + 1 != report.attempt:
+            # One decision is kept per remediation, the latest: attempt n carries out
+            # the decision of recovery attempt n - 1 (the first analysis is 0), and a
+            # report of another attempt must not be credited with its confidence.
+            decision = None
         now = self._clock()
         entry = joined(report, decision, now)
         ack = OutcomeAck(

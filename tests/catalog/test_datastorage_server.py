@@ -207,7 +207,9 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         "preconditions",
         "invariants",
         "read_only",
+        "action_type",
     }
+    assert data["action_type"] == "IncreaseMemoryLimits"
     assert data["read_only"] is False and data["preconditions"] and data["invariants"]
     assert (data["workflow_id"], data["version"]) == ("oomkill-increase-memory-v1", "1.0.0")
     assert not _has_none(data)
@@ -227,6 +229,7 @@ async def test_schema_of_a_workflow_without_parameters(client: tuple[Any, str]) 
         "preconditions": [],
         "invariants": [],
         "read_only": True,
+        "action_type": "CollectDiagnostics",
     }
 
 
@@ -320,6 +323,7 @@ async def test_run_serves_a_catalog_file_until_cancelled(
                 "preconditions": [],
                 "invariants": [],
                 "read_only": False,
+                "action_type": "",
             }
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -1,7 +1,7 @@
 """The `kubernetes` toolset: read-only investigation of the incident's cluster.
 
-Five tools, each reading through the `KubernetesReader` port: get, list,
-events, pod logs and owner chain. What they share lives in
+Six tools, each reading through the `KubernetesReader` port: get, list,
+events, pod logs, owner chain and a node's stats summary (`node_stats`). What they share lives in
 `KubernetesSession` (one per investigation): the scope checks that run
 before any request, the per-investigation output budget, and the wrapper
 that marks every answer as data read from the cluster, never instructions.
@@ -23,6 +23,7 @@ from hapi_grpc.domain.toolsets.kubernetes.args import (
     KubernetesListArgs,
     KubernetesPodLogsArgs,
 )
+from hapi_grpc.domain.toolsets.kubernetes.node_stats import NODE_STATS_TOOL, KubernetesNodeStats
 from hapi_grpc.domain.toolsets.kubernetes.owners import OWNERS_TOOL, KubernetesOwnerChain
 from hapi_grpc.domain.toolsets.kubernetes.port import KubernetesReader
 from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
@@ -45,6 +46,7 @@ __all__ = [
     "LIST_TOOL",
     "LOGS_TOOL",
     "NAME",
+    "NODE_STATS_TOOL",
     "OWNERS_TOOL",
     "PROMPT_NOTE",
     "KubernetesSession",
@@ -245,7 +247,7 @@ def _log_line(line: str) -> str:
 
 
 def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Toolset:
-    """The five tools bound to one investigation's session."""
+    """The six tools bound to one investigation's session."""
     return Toolset(
         NAME,
         (
@@ -254,6 +256,7 @@ def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Too
             KubernetesEvents(session),
             KubernetesPodLogs(session),
             KubernetesOwnerChain(session),
+            KubernetesNodeStats(session),
         ),
         limits,
         prompt_note=PROMPT_NOTE,

@@ -30,7 +30,13 @@ def _documents() -> list[tuple[str, Any]]:
     found = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml") and entry.name != _ROLES:
-            found.append((f"premises/{entry.name}", yaml.safe_load(entry.read_text("utf-8"))))
+            source = f"premises/{entry.name}"
+            try:
+                found.append((source, yaml.safe_load(entry.read_text("utf-8"))))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 1}" if mark is not None else ""
+                raise PackError(f"{source} is not valid YAML{where}") from None
     return found
 
 

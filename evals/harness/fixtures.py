@@ -121,11 +121,22 @@ class DataStorage:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, catalog_file: Path | None) -> None:
+    async def start(self, catalog_file: Path | None, *, strip: bool = False) -> None:
+        """Serve `catalog_file` (the bundled catalog when None); with `strip`, every
+        workflow without its CEL declarations, as real catalogs are: only its action type
+        (and `read_only`) left."""
         from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
         from hapi_grpc.adapters.datastorage_server import create_app
 
-        app = create_app(EmbeddedCatalog.from_file(catalog_file))
+        catalog = EmbeddedCatalog.from_file(catalog_file)
+        if strip:
+            catalog = EmbeddedCatalog(
+                [
+                    w.model_copy(update={"preconditions": (), "invariants": ()})
+                    for w in catalog.workflows
+                ]
+            )
+        app = create_app(catalog)
 
         @web.middleware
         async def inject(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -168,9 +179,11 @@ def _endpoint(path: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running_datastorage(catalog_file: Path | None) -> AsyncIterator[DataStorage]:
+async def running_datastorage(
+    catalog_file: Path | None, *, strip: bool = False
+) -> AsyncIterator[DataStorage]:
     server = DataStorage()
-    await server.start(catalog_file)
+    await server.start(catalog_file, strip=strip)
     try:
         yield server
     finally:

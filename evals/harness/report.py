@@ -92,6 +92,7 @@ def build_report(
     price_input: float = 0.0,
     price_output: float = 0.0,
     wall_seconds: float = 0.0,
+    stripped: bool = False,
 ) -> dict[str, Any]:
     by_case: dict[str, list[RunScore]] = {c.name: [] for c in cases}
     for run in runs:
@@ -113,6 +114,8 @@ def build_report(
     return {
         "version": REPORT_VERSION,
         "model": model,
+        # "stripped": every catalog served without its CEL declarations (packs alone decide).
+        "catalog_declarations": "stripped" if stripped else "as shipped",
         "repeat": repeat,
         "cases_run": len(cases),
         "wall_seconds": round(wall_seconds, 2),
@@ -165,6 +168,11 @@ def scoreboard(report: dict[str, Any]) -> str:
     lines.append(
         f"model {report['model']}: {report['cases_run']} cases x {report['repeat']} "
         f"= {t['runs']} runs in {report['wall_seconds']:.1f} s"
+        + (
+            " (catalog declarations stripped)"
+            if report.get("catalog_declarations") == "stripped"
+            else ""
+        )
     )
     for key, label, _ in RATES:
         lines.append(f"  {label:<26} {_pct(t[key])}")

@@ -146,15 +146,10 @@ def _parser() -> argparse.ArgumentParser:
 
     # Their own parsers (in evals/harness/) read every argument after the command.
     for name, module, helptext in (
-        ("eval", "evals.harness.cli", "score remediation decisions"),
-        ("cases", "evals.harness.review_cli", "captured evaluation cases: review, label"),
+        ("eval", "evals.harness.cli", "score remediation decisions (eval --help)"),
+        ("cases", "evals.harness.review_cli", "label captured evaluation cases (cases --help)"),
     ):
-        ev = sub.add_parser(
-            name,
-            help=f"{helptext} (`hapi-grpc {name} --help`)",
-            add_help=False,
-            prefix_chars="\x00",
-        )
+        ev = sub.add_parser(name, help=helptext, add_help=False, prefix_chars="\x00")
         ev.add_argument("harness_args", nargs="*")
         ev.set_defaults(func=_harness, harness=(name, module))
     from hapi_grpc.calibration import add_parser as add_calibration

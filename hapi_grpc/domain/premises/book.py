@@ -26,6 +26,7 @@ from hapi_grpc.domain.premises.packs import (
     PackError,
     merged,
     parse_packs,
+    where,
 )
 from hapi_grpc.domain.premises.roles import ROLE_NAME, RoleBinding, RoleTable, bind_roles
 
@@ -80,10 +81,8 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
         try:
             entry = WorkflowPremises.model_validate(item)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
             raise PackError(
-                f"{source}: workflow {name!r} (workflows[{index}]): {where}: {first.get('msg')}"
+                f"{source}: workflow {name!r} (workflows[{index}]): {where(exc)}"
             ) from None
         if entry.workflow_id in workflows:
             raise PackError(f"{source}: workflow {entry.workflow_id!r} is listed twice")

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hapi_grpc.domain.catalog import Condition
 
-__all__ = ["ACTION_TYPE", "Pack", "PackError", "merged", "parse_packs"]
+__all__ = ["ACTION_TYPE", "Pack", "PackError", "merged", "parse_packs", "where"]
 
 ACTION_TYPE = r"^[A-Z][A-Za-z0-9]{0,254}$"
 MAX_PACKS = 500
@@ -67,10 +67,12 @@ class Pack(BaseModel):
         return [c.name for c in (*self.preconditions, *self.invariants)]
 
 
-def _where(error: ValidationError) -> str:
+def where(error: ValidationError) -> str:
+    """The first problem of `error` in one line: `field.path: message`."""
     first = error.errors()[0]
     place = ".".join(str(p) for p in first.get("loc", ()))
-    return f"{place}: {first.get('msg', 'invalid')}" if place else str(first.get("msg"))
+    message = " ".join(str(first.get("msg", "invalid")).split())
+    return f"{place}: {message}" if place else message
 
 
 def parse_packs(document: Any, source: str) -> dict[str, Pack]:
@@ -88,7 +90,7 @@ def parse_packs(document: Any, source: str) -> dict[str, Pack]:
         try:
             pack = Pack.model_validate(entry)
         except ValidationError as exc:
-            raise PackError(f"{source}: pack {name!r} (packs[{index}]): {_where(exc)}") from None
+            raise PackError(f"{source}: pack {name!r} (packs[{index}]): {where(exc)}") from None
         if pack.action_type in packs:
             raise PackError(f"{source}: pack {pack.action_type!r} is defined twice")
         names = pack.condition_names()

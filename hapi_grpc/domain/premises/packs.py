@@ -63,6 +63,19 @@ class Pack(BaseModel):
     def _none_is_empty(cls, value: Any) -> Any:
         return () if value is None else value
 
+    @field_validator("preconditions")
+    @classmethod
+    def _no_parameters(cls, value: tuple[Condition, ...]) -> tuple[Condition, ...]:
+        # Preconditions hold before any parameter is chosen (they are shown with the
+        # search results), so they read neither the roles nor the workflow.
+        for condition in value:
+            for word in ("params", "workflow"):
+                if word in condition.expression or word in condition.show:
+                    raise ValueError(
+                        f"precondition {condition.name!r} reads {word}: make it an invariant"
+                    )
+        return value
+
     def condition_names(self) -> list[str]:
         return [c.name for c in (*self.preconditions, *self.invariants)]
 

@@ -122,6 +122,8 @@ class SearchWorkflowCatalog:
         self.session.remember(hits)
         # One CEL activation for all hits: the record is converted once, not per hit.
         with self.gate.reusing() if self.gate is not None else nullcontext():
+            if self.gate is not None:
+                self.gate.prepare([(hit.workflow_id, hit) for hit in hits])
             summaries = [_hit_summary(hit, self.gate) for hit in hits]
         payload: dict[str, Any] = {"workflows": summaries, "total_results": len(hits)}
         if not hits:

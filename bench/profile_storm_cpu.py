@@ -1,15 +1,16 @@
 """Where the server's CPU goes in the alert storm: py-spy samples of the served process.
 
-Run: python bench/profile_storm_cpu.py [--n 1000] [--turn-seconds 2] [--rate 250]
-     [--top 25] [--python-only] [--raw FILE]
+Run: python bench/profile_storm_cpu.py [--n 1000] [--turn-seconds 2] [--runs 3]
+     [--rate 100] [--top 25] [--python-only] [--raw FILE]
 
 Runs the storm of `bench_concurrent_investigations.py` (`bench/_storm.py`)
-with `py-spy record --native` attached to `hapi-grpc serve` while the calls
-are under way. Samples whose innermost frame is a wait (`epoll_wait`, a
-futex...) are left out: py-spy does not recognise the waits of native
-threads (gRPC's poller) as idle. The rest are shares of the server's busy
-time, each scaled to its measured CPU per investigation (a share, not a
-timing: on a shared host a thread waiting for a core is sampled as busy).
+`--runs` times, with `py-spy record --native` attached to `hapi-grpc serve`
+while the calls are under way, and adds up the samples. Samples whose
+innermost frame is a wait (`epoll_wait`, a futex...) are left out: py-spy
+does not recognise the waits of native threads (gRPC's poller) as idle. The
+rest are shares of the server's busy time, scaled to its measured CPU per
+investigation (the mean of the runs): a share, not a timing, since on a
+shared host a thread waiting for a core is sampled as busy.
 Printed: own time (the innermost frame) by package and by function, and the
 samples by the service's innermost function on the stack (what our code
 spent, with the library calls it made). With `--python-only`, a C
@@ -137,26 +138,36 @@ def sampler(out: Path, rate: int, native: bool) -> Around:
     return around
 
 
-def main(n: int, turn_seconds: float, rate: int, top: int, native: bool, raw: str) -> None:
+def main(args: argparse.Namespace) -> None:
+    stacks: list[tuple[list[tuple[str, str]], int]] = []
+    waits, cpu_us = 0, []
     with tempfile.TemporaryDirectory() as work:
-        out = Path(raw) if raw else Path(work, "stacks.txt")
-        storm = run_storm(n, turn_seconds, None, sampler(out, rate, native))
-        stacks, waits = parse(out)
-    print(f"load average {os.getloadavg()[0]:.2f}")
-    print("\n".join(storm.lines()))
+        for run in range(args.runs):
+            out = Path(args.raw + f".{run + 1}" if args.raw else Path(work, f"stacks.{run}"))
+            spy = sampler(out, args.rate, not args.python_only)
+            storm = run_storm(args.n, args.turn_seconds, None, spy)
+            print(f"run {run + 1}: load average {os.getloadavg()[0]:.2f}")
+            print("\n".join(f"  {line}" for line in storm.lines()))
+            found, left_out = parse(out)
+            stacks += found
+            waits += left_out
+            cpu_us.append(storm.cpu_per_investigation_us)
     samples = sum(count for _, count in stacks)
-    print(f"server CPU per investigation: {storm.cpu_per_investigation_us / 1e3:.2f} ms")
+    mean = sum(cpu_us) / len(cpu_us)
+    runs = ", ".join(f"{c / 1e3:.2f}" for c in cpu_us)
+    print(f"server CPU per investigation: {runs} ms (mean {mean / 1e3:.2f})")
     print(f"samples left out as waits: {waits}")
-    report(stacks, storm.cpu_per_investigation_us / max(samples, 1), top)
+    report(stacks, mean / max(samples, 1), args.top)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--turn-seconds", type=float, default=2.0)
-    parser.add_argument("--rate", type=int, default=250, help="samples per second")
+    parser.add_argument("--runs", type=int, default=3, help="storms whose samples are added")
+    # Faster sampling of native stacks stalls the server: 250/s doubled the wall time.
+    parser.add_argument("--rate", type=int, default=100, help="samples per second")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--python-only", action="store_true", help="no native frames")
-    parser.add_argument("--raw", default="", help="keep py-spy's collapsed stacks in FILE")
-    args = parser.parse_args()
-    main(args.n, args.turn_seconds, args.rate, args.top, not args.python_only, args.raw)
+    parser.add_argument("--raw", default="", help="keep py-spy's stacks in FILE.1, FILE.2...")
+    main(parser.parse_args())

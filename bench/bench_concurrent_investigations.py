@@ -11,12 +11,17 @@ channels from this process. Each investigation takes 3 turns (search,
 validate, answer), so the ideal wall time is 3 x turn-seconds.
 
 Targets, read against the libraries' floors measured in the same run
-(`bench_floors.measure_apart`, in a process of its own, before the storm):
-all N end with their decision; wall <= 1.3 x the ideal; the server's CPU per
-investigation (user + system over the storm, / N) <= 3 x the floor's (a bare
-grpc.aio call held open, one aiohttp request on a new connection and two
-pooled); its memory per investigation ((peak - idle RSS) / N) <= 2 x the
-floor's (a call held open and one request in flight); idle RSS <= 100 MB.
+(`bench_floors.measure_apart`, in a process of its own, before and after the
+storm; the mean of the two):
+- all N end with their decision;
+- wall <= 1.3 x the ideal;
+- the server's CPU per investigation (user + system over the storm, / N)
+  <= 3 x the floor's (a bare grpc.aio call held open, one aiohttp request on a
+  new connection and two pooled). The server's figure includes its own use of
+  those libraries, so the service's code has up to twice the floor;
+- its memory per investigation ((peak - idle RSS) / N) <= 2 x the floor's (a
+  call held open and one request in flight);
+- idle RSS <= 100 MB.
 Each ratio is printed with its numerator and denominator, with the host's
 load average; the exit status is 1 when one is missed. The host's cores are
 shared: read a run together with its load, and repeat a run made under load.
@@ -99,13 +104,17 @@ def load() -> str:
 
 def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
     print(f"host: {psutil.cpu_count()} cores, {load()} at the start")
-    floors = measure_apart(n)
-    print("floors (bench_floors.py, this run):")
-    print("\n".join(f"  {line}" for line in floors.lines(TURNS)))
+    before = measure_apart(n)
+    print("floors before the storm (bench_floors.py):")
+    print("\n".join(f"  {line}" for line in before.lines(TURNS)))
     result = run_storm(n, turn_seconds, extra_env)
-    print("storm:")
+    print(f"storm ({load()} at its end):")
     print("\n".join(f"  {line}" for line in result.lines()))
-    print(f"targets (host {load()} at the end):")
+    after = measure_apart(n)
+    print("floors after the storm:")
+    print("\n".join(f"  {line}" for line in after.lines(TURNS)))
+    floors = Floors.mean(before, after)
+    print(f"targets, against the mean of the floors before and after ({load()} at the end):")
     checks = ratio_lines(result, floors)
     print("\n".join(f"  {line}" for line, _ in checks))
     return 0 if all(ok for _, ok in checks) else 1

@@ -28,6 +28,7 @@ import json
 import multiprocessing
 import resource
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -172,6 +173,22 @@ class Floors:
         """One call held open and one model request in flight (an investigation's turns
         are sequential)."""
         return self.grpc_kb + self.aiohttp_kb
+
+    @classmethod
+    def mean(cls, *measured: Floors) -> Floors:
+        """The floors of several measurements, figure by figure."""
+
+        def avg(values: Iterable[float]) -> float:
+            values = list(values)
+            return sum(values) / len(values)
+
+        return cls(
+            measured[0].n,
+            avg(f.grpc_cpu_us for f in measured),
+            avg(f.grpc_kb for f in measured),
+            tuple(avg(r) for r in zip(*(f.aiohttp_cpu_us for f in measured), strict=True)),
+            avg(f.aiohttp_kb for f in measured),
+        )
 
     def lines(self, model_requests: int = 3) -> list[str]:
         return [

@@ -143,8 +143,9 @@ def timed_share(
     """CPU inside `functions` ("package.module:Qualified.name", synchronous) per
     investigation, over one storm, against the server's CPU per investigation in it.
 
-    A function is wrapped where it is defined; a caller that took a reference to it
-    before the server started (none does: the hook imports it first) would bypass it.
+    The hook imports each function's module before the service does and replaces the
+    function there, so a later `from module import function` gets the timed one; a
+    reference its own module takes at import time (a dispatch table) is not timed.
     """
     with tempfile.TemporaryDirectory() as hook_dir:
         Path(hook_dir, "sitecustomize.py").write_text(HOOK)
@@ -164,7 +165,7 @@ def timed_share(
 
         env = {
             **(extra_env or {}),
-            "PYTHONPATH": hook_dir,
+            "PYTHONPATH": os.pathsep.join(filter(None, [hook_dir, os.environ.get("PYTHONPATH")])),
             "BENCH_TIMED_FUNCTIONS": ",".join(functions),
             "BENCH_TIMED_OUT": str(out),
         }

@@ -44,6 +44,7 @@ from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
 from hapi_grpc.adapters.mcp.schemas import linear_validator
 from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, content_text
 from hapi_grpc.domain import deadline
+from hapi_grpc.domain.bounded_json import check_depth
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 from hapi_grpc.domain.sensitive import clip, redact
 from hapi_grpc.domain.toolsets.mcp.tools import SEPARATOR
@@ -202,6 +203,13 @@ class McpManager:
                 continue
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
             schema = schema or {"type": "object"}
+            try:
+                check_depth(schema)
+            except ValueError as exc:
+                log.warning(
+                    "MCP server %s: the input schema of %s is %s; skipped", name, tool.name, exc
+                )
+                continue
             if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
                 log.warning(
                     "MCP server %s: the input schema of %s is larger than %d characters; skipped",
@@ -271,7 +279,7 @@ class McpManager:
         if not problems:
             return None
         shown = "; ".join(
-            f"{_path(err) or '(arguments)'}: {clip(err.message, 200)}"
+            f"{_path(err) or '(arguments)'}: {clip(_message(err), 200)}"
             for err in problems[:_MAX_SCHEMA_ERRORS]
         )
         return f"arguments for {name} do not fit its input schema: {shown}; fix them and call again"
@@ -375,6 +383,14 @@ class McpManager:
             bool(getattr(result, "is_error", False)),
             len(text) > limit,
         )
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    """The problem; a format's without the value (the message would quote it whole)."""
+    if err.validator == "format":
+        cause = f" ({clip(str(err.cause), 80)})" if err.cause is not None else ""
+        return f"is not a valid {err.validator_value}{cause}"
+    return err.message
 
 
 def _path(err: jsonschema.ValidationError) -> str:

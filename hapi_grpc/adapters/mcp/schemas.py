@@ -6,11 +6,14 @@ loop for seconds. Here `pattern` is matched with RE2. A schema with a pattern
 RE2 cannot compile (back-references, look-around), or with `patternProperties`
 (which jsonschema also matches inside `additionalProperties` and
 `unevaluatedProperties`), is refused as a SchemaError, and the tool is not
-offered.
+offered. The `regex` format (an argument that must be a regular expression)
+is checked with the nesting of its groups bounded: Python's parser recurses
+once per group and a model's "((((...))))" would end in RecursionError.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import Any
@@ -19,6 +22,8 @@ import jsonschema
 import re2
 from jsonschema import validators
 from jsonschema.protocols import Validator
+
+from hapi_grpc.domain.bounded_json import MAX_DEPTH
 
 __all__ = ["linear_validator"]
 
@@ -36,7 +41,7 @@ def linear_validator(schema: dict[str, Any]) -> Validator:
             raise jsonschema.SchemaError(
                 f"pattern {value[:80]!r} is not RE2 syntax (linear-time matching)"
             ) from None
-    return _linear(cls)(schema, format_checker=cls.FORMAT_CHECKER)
+    return _linear(cls)(schema, format_checker=_format_checker(cls))
 
 
 def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
@@ -54,6 +59,38 @@ def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
                 stack.append(value)
         elif isinstance(node, list):
             stack.extend(node)
+
+
+@cache  # one checker per draft
+def _format_checker(cls: type[Validator]) -> jsonschema.FormatChecker:
+    checker = jsonschema.FormatChecker(cls.FORMAT_CHECKER.checkers)
+    checker.checkers = dict(cls.FORMAT_CHECKER.checkers)
+    checker.checks("regex", raises=(re.error, ValueError))(_is_regex)
+    return checker
+
+
+_MAX_GROUP_NESTING = MAX_DEPTH
+
+
+def _is_regex(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    depth = deepest = 0
+    escaped = False
+    for char in instance:  # bounded: arguments are at most 64 KiB
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    if deepest > _MAX_GROUP_NESTING:
+        raise ValueError(f"groups nested deeper than {_MAX_GROUP_NESTING} levels")
+    re.compile(instance)
+    return True
 
 
 @cache  # one class per draft

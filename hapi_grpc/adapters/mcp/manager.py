@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -41,10 +40,9 @@ from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig, load_mcp_config
 from hapi_grpc.adapters.mcp.connection import McpConnection, cause
 from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
-from hapi_grpc.adapters.mcp.schemas import linear_validator
+from hapi_grpc.adapters.mcp.schemas import linear_validator, problem_text
 from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, content_text
 from hapi_grpc.domain import deadline
-from hapi_grpc.domain.bounded_json import check_depth
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
 from hapi_grpc.domain.sensitive import clip, redact
 from hapi_grpc.domain.toolsets.mcp.tools import SEPARATOR
@@ -56,7 +54,6 @@ __all__ = ["CallCounter", "McpCallResult", "McpManager", "McpSettings", "McpTool
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_DESCRIPTION = 1000
 # Every offered schema goes into the prompt; a larger one is not offered.
-MAX_SCHEMA_CHARS = 16_000
 _MAX_SCHEMA_ERRORS = 5
 _BUDGET_SLACK = 0.05
 
@@ -204,21 +201,6 @@ class McpManager:
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
             schema = schema or {"type": "object"}
             try:
-                check_depth(schema)
-            except ValueError as exc:
-                log.warning(
-                    "MCP server %s: the input schema of %s is %s; skipped", name, tool.name, exc
-                )
-                continue
-            if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
-                log.warning(
-                    "MCP server %s: the input schema of %s is larger than %d characters; skipped",
-                    name,
-                    tool.name,
-                    MAX_SCHEMA_CHARS,
-                )
-                continue
-            try:
                 validator = linear_validator(schema)
             except jsonschema.SchemaError as exc:
                 log.warning(
@@ -279,7 +261,7 @@ class McpManager:
         if not problems:
             return None
         shown = "; ".join(
-            f"{_path(err) or '(arguments)'}: {clip(_message(err), 200)}"
+            f"{_path(err) or '(arguments)'}: {clip(problem_text(err), 200)}"
             for err in problems[:_MAX_SCHEMA_ERRORS]
         )
         return f"arguments for {name} do not fit its input schema: {shown}; fix them and call again"
@@ -383,14 +365,6 @@ class McpManager:
             bool(getattr(result, "is_error", False)),
             len(text) > limit,
         )
-
-
-def _message(err: jsonschema.ValidationError) -> str:
-    """The problem; a format's without the value (the message would quote it whole)."""
-    if err.validator == "format":
-        cause = f" ({clip(str(err.cause), 80)})" if err.cause is not None else ""
-        return f"is not a valid {err.validator_value}{cause}"
-    return err.message
 
 
 def _path(err: jsonschema.ValidationError) -> str:

@@ -13,6 +13,7 @@ once per group and a model's "((((...))))" would end in RecursionError.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
@@ -23,13 +24,22 @@ import re2
 from jsonschema import validators
 from jsonschema.protocols import Validator
 
-from hapi_grpc.domain.bounded_json import MAX_DEPTH
+from hapi_grpc.domain.bounded_json import MAX_DEPTH, check_depth
 
-__all__ = ["linear_validator"]
+__all__ = ["MAX_SCHEMA_CHARS", "linear_validator", "problem_text"]
+
+MAX_SCHEMA_CHARS = 16_000
 
 
 def linear_validator(schema: dict[str, Any]) -> Validator:
-    """A validator of `schema` that matches patterns with RE2; raises jsonschema.SchemaError."""
+    """A validator of `schema` that matches patterns with RE2; raises jsonschema.SchemaError
+    (also for a schema nested past MAX_DEPTH or larger than MAX_SCHEMA_CHARS)."""
+    try:
+        check_depth(schema)
+    except ValueError as exc:
+        raise jsonschema.SchemaError(str(exc)) from None
+    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+        raise jsonschema.SchemaError(f"larger than {MAX_SCHEMA_CHARS} characters")
     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     for key, value in _keywords(schema):
@@ -106,3 +116,11 @@ def _pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> 
 @lru_cache(maxsize=1024)  # bounded: tool servers may list any number of patterns
 def _compiled(pattern: str) -> Any:
     return re2.compile(pattern)
+
+
+def problem_text(err: jsonschema.ValidationError) -> str:
+    """What is wrong; for a format, without the value (the message would quote it whole)."""
+    if err.validator == "format":
+        cause = f" ({str(err.cause)[:80]})" if err.cause is not None else ""
+        return f"is not a valid {err.validator_value}{cause}"
+    return err.message

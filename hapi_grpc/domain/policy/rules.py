@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hapi_grpc.domain.cel_cost import OUTSIDE, within_inputs
 from hapi_grpc.domain.policy.cel import (
     Activation,
     CelError,
@@ -92,8 +93,13 @@ class Policy:
         found = Evaluation()
         if not self.rules:
             return found
-        variables = activation(decision.variables())
+        values = decision.variables()
+        oversized = not within_inputs(values, OUTSIDE)  # past what the cost bound assumed
+        variables = activation(values)
         for rule in self.rules:
+            if oversized:
+                found.reviews.append(Finding(rule, error=_OVERSIZED))
+                continue
             try:
                 if rule.when is not None and not rule.when.holds(variables):
                     continue
@@ -108,6 +114,9 @@ class Policy:
             else:
                 found.rate_limits.append(Finding(rule, key=key))
         return found
+
+
+_OVERSIZED = "not evaluated: the decision's values are larger than policy expressions may read"
 
 
 def _key(rule: Rule, variables: Activation, decision: Decision) -> str:

@@ -239,31 +239,39 @@ class SearchResult(_Frozen):
     total_results: int = 0
     refused: tuple[str, ...] = Field(default=(), exclude=True)  # set here, never read
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _usable_hits(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = {**data, "refused": ()}
-        hits = data.get("workflows")
-        if not isinstance(hits, list | tuple):
-            return data
-        kept, refused = [], []
-        for index, hit in enumerate(hits):
-            try:
-                SearchHit.model_validate(hit)
-            except ValidationError as exc:
-                errors = exc.errors(include_url=False, include_input=False)
-                if any(e["loc"][:1] not in (("preconditions",), ("invariants",)) for e in errors):
-                    kept.append(hit)  # fails the whole answer below, as a contract error
-                    continue
-                name = hit.get("workflow_id") if isinstance(hit, dict) else None
-                label = name[:128] if isinstance(name, str) and name else f"#{index}"
-                where = ".".join(str(p) for p in errors[0]["loc"])
-                refused.append(f"{label}: {where}: {errors[0]['msg'][:300]}")
-            else:
-                kept.append(hit)
-        return {**data, "workflows": kept, "refused": tuple(refused)}
+    def _usable_hits(cls, data: Any, handler: Any) -> Any:
+        if isinstance(data, dict):
+            data = {**data, "refused": ()}  # never read from the answer
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            hits = data.get("workflows") if isinstance(data, dict) else None
+            refused = _declaration_errors(exc, hits)
+            if not refused or not isinstance(hits, list | tuple):
+                raise
+        kept = [hit for index, hit in enumerate(hits) if index not in refused]
+        return handler({**data, "workflows": kept, "refused": tuple(refused.values())})
+
+
+def _declaration_errors(exc: ValidationError, hits: Any) -> dict[int, str]:
+    """{hit index: "id: where: problem"} when every error is in a hit's declared
+    conditions; empty when any other field is wrong (the answer breaks its contract)."""
+    refused: dict[int, str] = {}
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = error["loc"]
+        if len(loc) < 3 or loc[0] != "workflows" or loc[2] not in ("preconditions", "invariants"):
+            return {}
+        index = loc[1]
+        if not isinstance(index, int) or index in refused:
+            continue
+        hit = hits[index] if isinstance(hits, list | tuple) and index < len(hits) else None
+        name = hit.get("workflow_id") if isinstance(hit, dict) else None
+        label = name[:128] if isinstance(name, str) and name else f"#{index}"
+        where = ".".join(str(p) for p in loc[2:])
+        refused[index] = f"{label}: {where}: {error['msg'][:300]}"
+    return refused
 
 
 @runtime_checkable

@@ -41,8 +41,8 @@ class Node:
 
 
 def _fields(data: bytes) -> list[tuple[int, Any]]:
-    message = empty_pb2.Empty.FromString(data)
-    return [(f.field_number, f.data) for f in UnknownFieldSet(message)]
+    fields = UnknownFieldSet(empty_pb2.Empty.FromString(data))
+    return [(fields[i].field_number, fields[i].data) for i in range(len(fields))]
 
 
 def _one(fields: list[tuple[int, Any]], number: int, default: Any = None) -> Any:

@@ -71,7 +71,9 @@ class Known:
     """Digests of tokens the API server accepted, for `ttl` seconds after the last
     acceptance, at most `size` of them (the oldest forgotten first)."""
 
-    def __init__(self, ttl: float = 3600.0, size: int = 10_000, clock=time.monotonic) -> None:
+    def __init__(
+        self, ttl: float = 3600.0, size: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._ttl = ttl
         self._size = size
         self._clock = clock

@@ -61,9 +61,13 @@ async def create_review(
     ) as response:
         if response.status not in (200, 201):
             raise error(f"{kind} answered HTTP {response.status}")
-        raw = await response.content.read(MAX_ANSWER_BYTES + 1)
+        raw = bytearray()
+        async for chunk in response.content.iter_chunked(64 * 1024):
+            raw += chunk
+            if len(raw) > MAX_ANSWER_BYTES:
+                raise error(f"{kind} answer is larger than {MAX_ANSWER_BYTES} bytes")
     try:
-        payload = bounded_json.loads(raw, max_bytes=MAX_ANSWER_BYTES)
+        payload = bounded_json.loads(bytes(raw), max_bytes=MAX_ANSWER_BYTES)
     except ValueError as exc:  # not JSON, too large or too deep
         raise error(f"{kind} answer is not usable JSON: {exc}") from None
     status = payload.get("status") if isinstance(payload, dict) else None

@@ -17,12 +17,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hapi_grpc.domain.catalog import Condition, Declarations
+from hapi_grpc.domain.cel_cost import OUTSIDE
 from hapi_grpc.domain.preconditions import Declared, observed_fields
 from hapi_grpc.domain.premises.packs import (
     ACTION_TYPE,
     MAX_CONDITIONS,
     MAX_PACKS,
     Pack,
+    PackCondition,
     PackError,
     merged,
     parse_packs,
@@ -73,7 +75,7 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
             if entry.pop("replace") is True:
                 replaces.add(str(entry.get("action_type")))
         plain.append(entry)
-    packs = parse_packs({"packs": plain}, source)
+    packs = parse_packs({"packs": plain}, source, outside=True)
     workflows: dict[str, WorkflowPremises] = {}
     items = document.get("workflows") or []
     if not isinstance(items, list) or len(items) > MAX_PACKS:
@@ -143,11 +145,16 @@ class Premises:
         return not self.read_only and not declared
 
 
-def _declared(prefix: str, conditions: Iterable[Condition]) -> tuple[Declared, ...]:
+def _declared(prefix: str, conditions: Iterable[Condition | PackCondition]) -> tuple[Declared, ...]:
+    """Conditions as evaluated, each with the bounds it was compiled under."""
     return tuple(
-        Declared(f"{prefix}.{c.name}" if prefix else c.name, c.expression, c.message, c.show)
-        for c in conditions
+        c.declared(prefix) if isinstance(c, PackCondition) else _own(prefix, c) for c in conditions
     )
+
+
+def _own(prefix: str, condition: Condition) -> Declared:
+    name = f"{prefix}.{condition.name}" if prefix else condition.name
+    return Declared(name, condition.expression, condition.message, condition.show, OUTSIDE)
 
 
 class PremiseBook:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from hapi_grpc.domain.cel_cost import CelLimits
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.preconditions import Bound, ConditionResult, evaluate, incident_activation
@@ -51,10 +52,10 @@ class LateBound(Bound):
         self.late = True
         self.open = True
 
-    def value(self, expression: str) -> tuple[bool, Any]:
+    def value(self, expression: str, limits: CelLimits | None = None) -> tuple[bool, Any]:
         if self.open and ("params" in expression or "workflow" in expression):
             self.open = False  # converted now, empty: no longer fillable
-        return super().value(expression)
+        return super().value(expression, limits)
 
     def fill(self, params: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> bool:
         """Bind `params` and `workflow`; False when it is too late to."""

@@ -371,4 +371,5 @@ def _hit(item: _Scored) -> SearchHit:
         preconditions=workflow.preconditions,
         invariants=workflow.invariants,
         read_only=workflow.read_only,
+        action_type=workflow.action_type,
     )

@@ -161,10 +161,12 @@ class HapiServer:
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
             IncidentAnalysisServicer(
                 AnalysisService(
-                    DecisionRecorder(engine, self.history), StreamMessages(), self.idempotency
+                    DecisionRecorder(engine, self.history, catalog),
+                    StreamMessages(),
+                    self.idempotency,
                 ),
                 ParameterValidation(catalog),
-                OutcomeService(self.history),
+                OutcomeService(self.history, catalog),
             ),
             self._server,
         )

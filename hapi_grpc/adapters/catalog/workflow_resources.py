@@ -54,6 +54,7 @@ MAX_PARAMETERS = 64
 MAX_LABEL_VALUES = 16
 MAX_CUSTOM_LABELS = 32
 _LABEL_VALUE = 253
+_PART = 68  # characters of "when to use" and of "when not to use" in the description
 _WILDCARD = "*"
 
 
@@ -264,23 +265,41 @@ def read_workflow(obj: dict[str, Any]) -> WorkflowResource:
 
 
 def _shown_description(description: _Description) -> str:
-    parts = (
-        ("Use when", description.when_to_use),
-        ("Not when", description.when_not_to_use),
-        ("Preconditions", description.preconditions),
-    )
-    return " ".join(f"{label}: {' '.join(text.split())}" for label, text in parts if text.strip())
+    """When to use it and when not, each cut to half of what a search result shows
+    (160 characters) so both are read; then the stated preconditions, whole."""
+    parts = [
+        f"{label}: {_cut(text, _PART)}"
+        for label, text in (
+            ("Use when", description.when_to_use),
+            ("Not when", description.when_not_to_use),
+        )
+        if text.strip()
+    ]
+    if description.preconditions.strip():
+        parts.append(f"Preconditions: {' '.join(description.preconditions.split())}")
+    return " ".join(parts)
+
+
+def _cut(text: str, limit: int) -> str:
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    return words[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _single_labels(spec: _WorkflowSpec, labels: LabelSets) -> WorkflowLabels:
     return WorkflowLabels(
         severity=labels.single("severity"),
         environment=labels.single("environment"),
-        component=labels.single("component") if len(spec.labels.component) <= 1 else _WILDCARD,
+        component=_one(spec.labels.component),
         priority=labels.single("priority"),
         custom_labels={key: tuple(_listed(value)) for key, value in spec.custom_labels.items()},
         detected_labels=dict(spec.detected_labels),
     )
+
+
+def _one(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else _WILDCARD
 
 
 def search_view(workflow: Workflow, spec: _WorkflowSpec) -> Workflow:

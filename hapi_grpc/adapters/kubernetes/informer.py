@@ -237,9 +237,10 @@ class Informer(Generic[T]):
         self.last_error = message
         if was or not self.synced.is_set():
             log.warning(
-                "kubernetes catalog: cannot read %s (%s); serving the catalog last read",
+                "kubernetes catalog: cannot read %s (%s); %s",
                 self.name,
                 message,
+                "serving the catalog last read" if self.synced.is_set() else "not read yet",
                 extra={"resource": self.name, "objects": len(self.objects)},
             )
         self._on_state()

@@ -66,9 +66,6 @@ VALIDATE_DESCRIPTION = (
 )
 
 _DESCRIPTION_CHARS = 160
-# Room for a description in parts (what it does, when to use it, when not to:
-# a catalog read from RemediationWorkflow resources), not only a sentence.
-_DESCRIPTION_TEXT_CHARS = 480
 _PARAM_DESCRIPTION_CHARS = 80
 
 
@@ -347,7 +344,7 @@ def _hit_summary(hit: SearchHit, gate: SelectionGate | None = None) -> dict[str,
         "title": one_line(hit.title, _DESCRIPTION_CHARS),
     }
     if hit.description:
-        out["description"] = one_line(hit.description, _DESCRIPTION_TEXT_CHARS)
+        out["description"] = one_line(hit.description, _DESCRIPTION_CHARS)
     # The taxonomy type, or "unknown" when the catalog gives none (not a guess).
     out["action_type"] = hit.action_type or "unknown"
     out["confidence"] = round(hit.confidence, 4)

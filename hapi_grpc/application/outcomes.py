@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import dataclasses
 import logging
 import time
 
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.deadline import Budget, budget_scope, request_timeout
+from hapi_grpc.domain.deadline import Budget, budget_scope, detached_context, request_timeout
 from hapi_grpc.domain.history import (
     Decision,
     Outcome,
@@ -178,8 +177,8 @@ class DecisionRecorder:
     ) -> r.AnalysisResult:
         result = await self._engine.investigate(incident, on_event=on_event)
         decision = decision_of(incident, result, time.time())
-        # A fresh context: the caller's deadline (nearly spent by now) is not the write's.
-        task = asyncio.create_task(self._keep(decision), context=contextvars.Context())
+        # Without the caller's deadline (nearly spent by now): it is not the write's.
+        task = asyncio.create_task(self._keep(decision), context=detached_context())
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         with contextlib.suppress(TimeoutError):

@@ -156,6 +156,8 @@ def build_history(settings: Settings) -> RemediationHistory:
         ttl=settings.history_ttl_seconds,
         max_per_target=settings.history_max_per_target,
         max_total=settings.history_max_entries,
+        max_bytes=settings.history_max_bytes,
+        max_decision_bytes=settings.history_max_decision_bytes,
     )
     local = build_embedded_history(settings.cache_url, limits)
     if not (settings.data_storage_url and settings.history_data_storage):

@@ -18,9 +18,12 @@ _OUTCOMES = {
 }
 
 
-def report_from_proto(msg: outcome_pb2.ReportRemediationOutcomeRequest) -> OutcomeReport:
-    """The domain's report; the proto's rules have already been checked. What was
-    executed and how it failed are read as a recovery request's are (same bounds)."""
+def report_from_proto(
+    msg: outcome_pb2.ReportRemediationOutcomeRequest, caller: str = ""
+) -> OutcomeReport:
+    """The domain's report sent by `caller`; the proto's rules have already been
+    checked. What was executed and how it failed are read as a recovery
+    request's are (same bounds)."""
     outcome = _OUTCOMES[msg.WhichOneof("result") or "declined"]
     executed = None
     if outcome is not Outcome.ESCALATED:
@@ -39,6 +42,7 @@ def report_from_proto(msg: outcome_pb2.ReportRemediationOutcomeRequest) -> Outco
         completed_at=_seconds(msg.completed_at) if msg.HasField("completed_at") else None,
         pre_spec_hash=msg.pre_remediation_spec_hash,
         post_spec_hash=msg.post_remediation_spec_hash,
+        caller=caller,
     )
 
 

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.history.backends import MemoryHistoryBackend
 from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure

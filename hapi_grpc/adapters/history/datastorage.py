@@ -48,6 +48,7 @@ from hapi_grpc.domain.history import (
 )
 from hapi_grpc.domain.result import TargetResource
 from hapi_grpc.domain.sensitive import register_secret
+from hapi_grpc.domain.tenancy import Tenant
 from hapi_grpc.observability import metrics
 
 __all__ = ["CONTEXT_PATH", "DataStorageHistory"]
@@ -121,8 +122,10 @@ class DataStorageHistory:
             merged = _with_regression(merged)
         return merged
 
-    async def by_remediation_id(self, remediation_id: str) -> RemediationRecord:
-        record = await self._local.by_remediation_id(remediation_id)
+    async def by_remediation_id(
+        self, remediation_id: str, tenant: Tenant = Tenant()
+    ) -> RemediationRecord:
+        record = await self._local.by_remediation_id(remediation_id, tenant)
         path = EFFECTIVENESS_PATH + quote(remediation_id, safe="")
         body = await self._get("effectiveness", path, None, EffectivenessBody)
         if body is None:

@@ -141,7 +141,11 @@ def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEven
     Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
     from hapi_grpc.adapters.result_store import build_result_store
 
-    store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
+    store = (
+        build_result_store(settings.cache_url, max_bytes=settings.result_max_bytes)
+        if settings.result_ttl_seconds > 0
+        else None
+    )
     return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
 
 

@@ -107,6 +107,8 @@ class ServiceSettings(BaseModel):
     # How long a finished analysis is returned again for the same remediation
     # id and incident (in the cache_url backend); 0 keeps none.
     result_ttl_seconds: float = Field(900.0, ge=0)
+    # Bytes of finished analyses kept in this process (without Redis).
+    result_max_bytes: int = Field(64 * MIB, ge=MIB, le=64 * 1024 * MIB)
     # Operator policy (docs/policy.md): CEL rules over every decision, checked at
     # start and reloaded when the file changes (looked at once per interval);
     # rate limits are counted in the cache_url backend, shared through Redis.

@@ -61,6 +61,10 @@ DESCRIPTIONS: dict[str, str] = {
         "How long a finished analysis is returned again to retries (same `remediation_id` and"
         " incident); 0 keeps none."
     ),
+    "result_max_bytes": (
+        "Bytes of finished analyses kept in this process without `HAPI_CACHE_URL` (their"
+        " compressed messages and what keeping them costs); the oldest go first. At least 1 MiB."
+    ),
     "history_ttl_seconds": (
         "How long remediation history (decisions returned, outcomes reported) is kept;"
         " default 90 days, the history's summary window (docs/outcomes.md)."

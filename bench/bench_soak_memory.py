@@ -1,6 +1,6 @@
 """Resident memory under sustained mixed traffic: it must plateau.
 
-Run: python bench/bench_soak_memory.py [--seconds 600] [--concurrency 16] [--scaled]
+Run: python bench/bench_soak_memory.py [--seconds 300] [--concurrency 16] [--scaled]
 
 Starts `hapi-grpc serve` against a fake Data Storage and a fake model (the
 reliability suite's harness) and sends mixed traffic for `--seconds`:
@@ -48,7 +48,7 @@ async def main(seconds: float, concurrency: int, scaled: bool) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=600.0)
+    parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--scaled", action="store_true", help="1 MiB per store")
     args = parser.parse_args()

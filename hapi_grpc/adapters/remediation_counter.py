@@ -36,6 +36,8 @@ def build_remediation_counter(url: str | None, *, namespace: str = "hapi") -> Re
     raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
 
 
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
 # What one (rule, key) pair costs: its deque, the key strings and the dict
 # slots, and a float for each decision its window still holds.
 _PAIR_OVERHEAD = 768
@@ -55,7 +57,7 @@ class MemoryRemediationCounter:
         self,
         *,
         max_keys: int = 100_000,
-        max_bytes: int = 8 * 1024 * 1024,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_keys < 1 or max_bytes < 1:

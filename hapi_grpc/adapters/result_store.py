@@ -87,9 +87,7 @@ class MemoryResultStore:
     async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None:
         if remediation_id in self._results:
             self._drop(remediation_id)
-        cost = (
-            len(result.payload) + len(result.fingerprint) + len(remediation_id) + ENTRY_OVERHEAD
-        )
+        cost = len(result.payload) + len(result.fingerprint) + len(remediation_id) + ENTRY_OVERHEAD
         self._results[remediation_id] = (self._clock() + ttl, result, cost)
         self._bytes += cost
         while len(self._results) > self._max_entries or self._bytes > self._max_bytes:

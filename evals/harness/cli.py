@@ -2,7 +2,7 @@
 
     hapi-grpc eval [--case NAME]... [--tag TAG]... [--repeat K] [--json PATH]
                    [--markdown PATH] [--price-input USD] [--price-output USD]
-    hapi-grpc eval compare A.json B.json
+    hapi-grpc eval compare A.json B.json [--fail-on-regression]
 
 The model is the one `hapi-grpc serve` would use: HAPI_LLM_* from the
 environment, the built-in analyst when none is set.
@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from evals.harness import compare as comparing
+from evals.harness import identity
 from evals.harness import report as reports
 from evals.harness.cases import CASES_DIR, Case, CaseError, load_cases
 from evals.harness.cluster_state import ClusterStateError
@@ -125,6 +127,7 @@ def main(argv: list[str]) -> int:
         price_input=args.price_input,
         price_output=args.price_output,
         wall_seconds=time.monotonic() - started,
+        configuration=identity.configuration(options.environ, scores),
     )
     print(reports.scoreboard(report))
     if args.json:
@@ -142,13 +145,27 @@ def _compare(argv: list[str]) -> int:
     )
     parser.add_argument("a", type=Path, help="report A (e.g. before)")
     parser.add_argument("b", type=Path, help="report B (e.g. after)")
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a case moved away from its labelled answer or B automated "
+        "unsafely where A did not",
+    )
     args = parser.parse_args(argv)
     try:
         a, b = reports.load_report(args.a), reports.load_report(args.b)
     except ValueError as exc:
         print(f"hapi-grpc eval compare: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(reports.compare(a, b))
+    changes = comparing.case_changes(a, b)
+    print(comparing.render(a, b, changes))
+    regressions = [c.name for c in changes if c.regression]
+    if args.fail_on_regression and regressions:
+        print(
+            f"hapi-grpc eval compare: {len(regressions)} regressions: {', '.join(regressions)}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return 0
 
 

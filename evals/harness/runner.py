@@ -186,6 +186,7 @@ async def _run_cases_on(
             for repeat in range(options.repeat):
                 datastorage.reset(case.meta.datastorage_fault)
                 score = await _one_run(stub, case, repeat, options.timeout)
+                score.catalog_hash = datastorage.catalog_hash
                 scores.append(score)
                 if progress:
                     progress(case, repeat, score)

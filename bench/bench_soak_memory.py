@@ -31,6 +31,7 @@ SCALED = {
     "HAPI_RESULT_MAX_BYTES": str(1 << 20),
     "HAPI_HISTORY_MAX_BYTES": str(1 << 20),
     "HAPI_HISTORY_MAX_DECISION_BYTES": str(1 << 20),
+    "HAPI_CACHE_MAX_BYTES": str(1 << 20),  # the fake model's every search is new
 }
 
 

@@ -70,7 +70,11 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
             breaker=build_breaker(settings, "datastorage"),
-            cache=CatalogCache(settings.cache_url, ttl=settings.cache_ttl_seconds),
+            cache=CatalogCache(
+                settings.cache_url,
+                ttl=settings.cache_ttl_seconds,
+                max_bytes=settings.cache_max_bytes,
+            ),
         )
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 

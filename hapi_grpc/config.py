@@ -104,6 +104,7 @@ class ServiceSettings(BaseModel):
     data_storage_max_connections: int = Field(100, ge=1, le=10_000)
     cache_url: str | None = None
     cache_ttl_seconds: float = Field(3600.0, gt=0)
+    cache_max_bytes: int = Field(16 * MIB, ge=MIB, le=64 * 1024 * MIB)
     # How long a finished analysis is returned again for the same remediation
     # id and incident (in the cache_url backend); 0 keeps none.
     result_ttl_seconds: float = Field(900.0, ge=0)

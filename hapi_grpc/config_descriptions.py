@@ -57,6 +57,10 @@ DESCRIPTIONS: dict[str, str] = {
         "default in-memory (`memory://`)."
     ),
     "cache_ttl_seconds": "TTL of cached searches and schemas.",
+    "cache_max_bytes": (
+        "Bytes of Data Storage answers cached in this process (without Redis); the least"
+        " recently used go first. At least 1 MiB."
+    ),
     "result_ttl_seconds": (
         "How long a finished analysis is returned again to retries (same `remediation_id` and"
         " incident); 0 keeps none."

@@ -179,7 +179,7 @@ PER_INVESTIGATION_BYTES = 64 * 1024
 
 def store_bounds(settings: Settings) -> dict[str, int]:
     """The byte bound of every store the server keeps in its own memory."""
-    from hapi_grpc.adapters import cache, remediation_counter
+    from hapi_grpc.adapters import remediation_counter
     from hapi_grpc.adapters.history import datastorage
 
     review_caches = 3 * 10_000 * 1024  # TokenReview, and SubjectAccessReview read and report
@@ -187,7 +187,7 @@ def store_bounds(settings: Settings) -> dict[str, int]:
         "kept results": settings.result_max_bytes,
         "outcomes": settings.history_max_bytes,
         "decisions": settings.history_max_decision_bytes,
-        "catalog cache": cache.DEFAULT_MAX_BYTES,
+        "catalog cache": settings.cache_max_bytes,
         "history answers": datastorage.MAX_CACHE_BYTES,
         "rate-limit logs": remediation_counter.DEFAULT_MAX_BYTES,
         "catalog searches": 4 * 1024 * 1024,

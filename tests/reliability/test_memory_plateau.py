@@ -19,13 +19,14 @@ SCALED = {
     "HAPI_RESULT_MAX_BYTES": str(1 << 20),
     "HAPI_HISTORY_MAX_BYTES": str(1 << 20),
     "HAPI_HISTORY_MAX_DECISION_BYTES": str(1 << 20),
+    "HAPI_CACHE_MAX_BYTES": str(1 << 20),  # the fake model's every search is new
 }
 
 
 @pytest.mark.timeout(240)
 async def test_resident_memory_plateaus_once_every_store_is_full() -> None:
     async with Harness(**SCALED) as h:
-        await soak(h, 8, concurrency=8, samples=4)  # imports, pools, first-call caches
+        await soak(h, 20, concurrency=16, samples=4)  # imports, pools, stores filled
         result = await soak(h, 60, concurrency=16, samples=30)
     print("\n" + result.summary(), result.codes)
     assert result.calls > 3_000

@@ -30,6 +30,7 @@ import grpc
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
 from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor, Refusal, end_call
+from hapi_grpc.security.review_admission import caller_peer
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,7 @@ class AuthInterceptor(HandlerWrappingInterceptor):
         if token is None:
             return Refusal(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
         not_now = False
+        caller_peer.set(context.peer() or "")  # reviews of unknown tokens are bounded per address
         try:
             with budget_scope(Budget.from_timeout(context.time_remaining())):
                 verdict = await self._authenticator.authenticate(token)

@@ -98,8 +98,10 @@ class OutcomeService:
         return "other"
 
 
-def decision_of(incident: Incident, result: r.AnalysisResult, now: float) -> Decision:
-    """What the history keeps of a returned decision."""
+def decision_of(
+    incident: Incident, result: r.AnalysisResult, now: float, caller: str = ""
+) -> Decision:
+    """What the history keeps of a decision returned to `caller`."""
     target = result.target_resource
     if target is None or not (target.kind and target.name):
         signal = incident.signal
@@ -116,6 +118,7 @@ def decision_of(incident: Incident, result: r.AnalysisResult, now: float) -> Dec
         automated=selected is not None and not result.needs_human_review,
         decided_at=now,
         recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
+        caller=caller,
     )
 
 
@@ -136,10 +139,10 @@ class DecisionRecorder:
         self._pending: set[asyncio.Task[None]] = set()
 
     async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None
+        self, incident: Incident, *, on_event: EventSink | None = None, caller: str = ""
     ) -> r.AnalysisResult:
         result = await self._engine.investigate(incident, on_event=on_event)
-        decision = decision_of(incident, result, time.time())
+        decision = decision_of(incident, result, time.time(), caller)
         # A fresh context: the caller's deadline (nearly spent by now) is not the write's.
         task = asyncio.create_task(self._keep(decision), context=contextvars.Context())
         self._pending.add(task)

@@ -35,6 +35,7 @@ def decode_decision(text: str | bytes | None) -> Decision | None:
             automated=bool(data["automated"]),
             decided_at=float(data["decided_at"]),
             recovery_attempt=int(data.get("recovery_attempt", 0)),  # absent before it was kept
+            caller=str(data.get("caller", "")),
         )
     except (KeyError, TypeError, ValueError):
         return None  # another version's record: treated as absent

@@ -11,6 +11,7 @@ from typing import Any
 
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.tenancy import Tenant
 
 __all__ = [
     "Decision",
@@ -72,6 +73,12 @@ class Decision:
     automated: bool  # False: the decision asked for human review
     decided_at: float  # seconds since the epoch
     recovery_attempt: int = 0  # the recovery request's attempt_number; 0: not a recovery
+    caller: str = ""  # the authenticated caller that asked; "" without authentication
+
+    @property
+    def tenant(self) -> Tenant:
+        """Whose decision it is: the target's namespace and the caller."""
+        return Tenant(self.target.namespace, self.caller)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +96,16 @@ class OutcomeReport:
     completed_at: float | None = None  # seconds since the epoch; None: when it arrives
     pre_spec_hash: str = ""
     post_spec_hash: str = ""
+    caller: str = ""  # the authenticated caller that reported; "" without authentication
 
     @property
     def workflow_id(self) -> str | None:
         return self.executed.workflow_id if self.executed else None
+
+    @property
+    def tenant(self) -> Tenant:
+        """Whose report it is: the target's namespace and the caller."""
+        return Tenant(self.target.namespace, self.caller)
 
     def fingerprint(self) -> str:
         """Digest of what is kept of the report: a retry carries the same one."""

@@ -78,7 +78,11 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
             breaker=build_breaker(settings, "datastorage"),
-            cache=CatalogCache(settings.cache_url, ttl=settings.cache_ttl_seconds),
+            cache=CatalogCache(
+                settings.cache_url,
+                ttl=settings.cache_ttl_seconds,
+                max_bytes=settings.cache_max_bytes,
+            ),
         )
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 
@@ -181,7 +185,11 @@ def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEven
     Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
     from hapi_grpc.adapters.result_store import build_result_store
 
-    store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
+    store = (
+        build_result_store(settings.cache_url, max_bytes=settings.result_max_bytes)
+        if settings.result_ttl_seconds > 0
+        else None
+    )
     return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
 
 
@@ -196,6 +204,8 @@ def build_history(settings: Settings) -> RemediationHistory:
         ttl=settings.history_ttl_seconds,
         max_per_target=settings.history_max_per_target,
         max_total=settings.history_max_entries,
+        max_bytes=settings.history_max_bytes,
+        max_decision_bytes=settings.history_max_decision_bytes,
     )
     local = build_embedded_history(settings.cache_url, limits)
     if not (settings.data_storage_url and settings.history_data_storage):

@@ -126,10 +126,14 @@ class OutcomeService:
 
 
 def decision_of(
-    incident: Incident, result: r.AnalysisResult, now: float, action_type: str = ""
+    incident: Incident,
+    result: r.AnalysisResult,
+    now: float,
+    caller: str = "",
+    action_type: str = "",
 ) -> Decision:
-    """What the history keeps of a returned decision (`action_type`: the selected
-    workflow's)."""
+    """What the history keeps of a decision returned to `caller` (`action_type`:
+    the selected workflow's)."""
     target = result.target_resource
     if target is None or not (target.kind and target.name):
         signal = incident.signal
@@ -146,6 +150,7 @@ def decision_of(
         automated=selected is not None and not result.needs_human_review,
         decided_at=now,
         recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
+        caller=caller,
         action_type=action_type if selected else "",
     )
 
@@ -173,10 +178,10 @@ class DecisionRecorder:
         self._pending: set[asyncio.Task[None]] = set()
 
     async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None
+        self, incident: Incident, *, on_event: EventSink | None = None, caller: str = ""
     ) -> r.AnalysisResult:
         result = await self._engine.investigate(incident, on_event=on_event)
-        decision = decision_of(incident, result, time.time())
+        decision = decision_of(incident, result, time.time(), caller)
         # Without the caller's deadline (nearly spent by now): it is not the write's.
         task = asyncio.create_task(self._keep(decision), context=detached_context())
         self._pending.add(task)

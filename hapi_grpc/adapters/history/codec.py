@@ -35,6 +35,7 @@ def decode_decision(text: str | bytes | None) -> Decision | None:
             automated=bool(data["automated"]),
             decided_at=float(data["decided_at"]),
             recovery_attempt=int(data.get("recovery_attempt", 0)),  # absent before it was kept
+            caller=str(data.get("caller", "")),
             action_type=str(data.get("action_type") or ""),  # absent before it was kept
         )
     except (KeyError, TypeError, ValueError):

@@ -11,11 +11,11 @@ read they still need (a `Step`) or the `Findings` of their part.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.llm import ChatMessage, ToolCall
 from hapi_grpc.domain.observed import Observed
 
@@ -104,7 +104,7 @@ def exchanges(messages: Iterable[ChatMessage]) -> list[Exchange]:
 
 def _object(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = bounded_json.loads(text, max_bytes=len(text) + 1)  # our own tool outputs
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

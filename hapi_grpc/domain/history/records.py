@@ -11,6 +11,7 @@ from typing import Any
 
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.tenancy import Tenant
 
 __all__ = [
     "Decision",
@@ -73,6 +74,12 @@ class Decision:
     decided_at: float  # seconds since the epoch
     recovery_attempt: int = 0  # the recovery request's attempt_number; 0: not a recovery
     action_type: str = ""  # the selected workflow's action type; "" when unknown
+    caller: str = ""  # the authenticated caller that asked; "" without authentication
+
+    @property
+    def tenant(self) -> Tenant:
+        """Whose decision it is: the target's namespace and the caller."""
+        return Tenant(self.target.namespace, self.caller)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,7 @@ class OutcomeReport:
     completed_at: float | None = None  # seconds since the epoch; None: when it arrives
     pre_spec_hash: str = ""
     post_spec_hash: str = ""
+    caller: str = ""  # the authenticated caller that reported; "" without authentication
     # The executed workflow's action type, as the catalog gives it (not part of
     # what was reported: a retry of the report is the same report).
     action_type: str = ""
@@ -97,6 +105,11 @@ class OutcomeReport:
     @property
     def workflow_id(self) -> str | None:
         return self.executed.workflow_id if self.executed else None
+
+    @property
+    def tenant(self) -> Tenant:
+        """Whose report it is: the target's namespace and the caller."""
+        return Tenant(self.target.namespace, self.caller)
 
     def fingerprint(self) -> str:
         """Digest of what is kept of the report: a retry carries the same one."""

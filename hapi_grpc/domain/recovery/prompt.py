@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.sensitive import redact_head, redact_mapping
@@ -131,7 +132,8 @@ def read_recovery(
         if not title.startswith(FAILED_EXECUTION) or "Workflow" not in section:
             continue
         try:
-            parameters = json.loads(section.get("Parameters", "{}"))
+            text = section.get("Parameters", "{}")
+            parameters = bounded_json.loads(text, max_bytes=len(text) + 1)
         except ValueError:
             parameters = None
         attempts.append(

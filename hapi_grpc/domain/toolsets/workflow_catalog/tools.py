@@ -8,13 +8,13 @@ here: workflow summaries and the parameter verdict.
 from __future__ import annotations
 
 import asyncio
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import field_validator
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.catalog import (
     TOP_K_MAX,
     ParameterSpec,
@@ -26,7 +26,7 @@ from hapi_grpc.domain.parameters import ValidationOutcome
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets import arguments_gen as proto
-from hapi_grpc.domain.toolsets.jsontext import one_line
+from hapi_grpc.domain.toolsets.jsontext import MAX_ARGUMENT_BYTES, one_line
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
@@ -88,7 +88,9 @@ class ValidateWorkflowParametersArgs(proto.ValidateWorkflowParametersArgs):
         # Some models send the object as a JSON string; accept it if it is one.
         if isinstance(value, str):
             try:
-                parsed = json.loads(value)
+                parsed = bounded_json.loads(value, max_bytes=MAX_ARGUMENT_BYTES)
+            except bounded_json.JsonBoundsError as exc:
+                raise ValueError(str(exc)) from None
             except ValueError:
                 return value
             if isinstance(parsed, dict):

@@ -20,10 +20,10 @@ import pytest
 
 from hapi.v1 import analysis_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
-from hapi_grpc.adapters.history.backends import MemoryHistoryBackend
 from hapi_grpc.adapters.history.codec import decode_entry
 from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import Settings
@@ -35,7 +35,7 @@ from tests.helpers.grpc_server import RunningServer, running_server
 from tests.outcomes.history_server import HistoryServer
 from tests.outcomes.test_datastorage_history import entry
 from tests.outcomes.test_history_tool import HISTORY, history_answer
-from tests.outcomes.test_report_outcome import report
+from tests.outcomes.test_report_outcome import TENANT, report
 from tests.policy.test_grpc import request
 
 R = analysis_pb2.HumanReviewReason
@@ -211,7 +211,7 @@ async def test_a_decision_is_kept_with_the_action_type_of_its_workflow() -> None
     ):
         decided = (await server.stub.AnalyzeIncident(request("rr-kept"), timeout=20)).result
         assert not decided.needs_human_review
-        record = await history.by_remediation_id("rr-kept")
+        record = await history.by_remediation_id("rr-kept", TENANT)
     assert record.decision is not None
     assert record.decision.workflow_id == "memory-limit-helm"
     assert record.decision.action_type == "IncreaseMemoryLimits"

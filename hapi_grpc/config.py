@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -33,6 +34,9 @@ MIB = 1024 * 1024
 
 # Settings read from a non-HAPI_ variable, by field name.
 _OTHER_ENV = {"otlp_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT"}
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class ConfigError(ValueError):
@@ -94,8 +98,11 @@ class ServiceSettings(BaseModel):
     tracing_enabled: bool = False
     otlp_endpoint: str | None = None
 
-    # Workflow catalog: embedded (default) or Data Storage over HTTP
+    # Workflow catalog: embedded (default), Data Storage over HTTP, or the
+    # cluster's RemediationWorkflow and ActionType resources
+    catalog_source: Literal["auto", "embedded", "datastorage", "kubernetes"] = "auto"
     catalog_file: str | None = None
+    catalog_namespace: str = ""
     data_storage_url: str | None = None
     data_storage_timeout_seconds: float = Field(2.0, gt=0)
     data_storage_max_retries: int = Field(3, ge=0, le=10)
@@ -210,6 +217,21 @@ class ServiceSettings(BaseModel):
             )
         return value
 
+    @field_validator("catalog_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _DNS_LABEL.fullmatch(value):
+            raise ValueError("must be a namespace name (a DNS label), or empty for all")
+        return value
+
+    @property
+    def resolved_catalog_source(self) -> Literal["embedded", "datastorage", "kubernetes"]:
+        """`auto`: Data Storage when HAPI_DATA_STORAGE_URL is set, else embedded."""
+        if self.catalog_source == "auto":
+            return "datastorage" if self.data_storage_url else "embedded"
+        return self.catalog_source
+
     @field_validator(*_URL_SCHEMES, mode="after")
     @classmethod
     def _url(cls, value: str | None, info: Any) -> str | None:
@@ -227,6 +249,10 @@ class ServiceSettings(BaseModel):
                 f"HAPI_TLS_CLIENT_CA_FILE (mutual TLS) needs "
                 f"{both('tls_cert_file', 'tls_key_file')}"
             )
+        if self.catalog_source == "datastorage" and not self.data_storage_url:
+            raise ValueError("HAPI_CATALOG_SOURCE=datastorage needs HAPI_DATA_STORAGE_URL")
+        if self.catalog_namespace and self.resolved_catalog_source != "kubernetes":
+            raise ValueError("HAPI_CATALOG_NAMESPACE applies to HAPI_CATALOG_SOURCE=kubernetes")
         if self.auth_mode == "static" and not self.auth_tokens_file:
             raise ValueError("HAPI_AUTH_MODE=static needs HAPI_AUTH_TOKENS_FILE")
         if self.auth_mode == "static" and not self.auth_static_namespaces:
@@ -263,7 +289,7 @@ class ServiceSettings(BaseModel):
             "tls_key_file",
             "tls_client_ca_file",
             "auth_tokens_file" if self.auth_mode == "static" else "",
-            "catalog_file" if not self.data_storage_url else "",
+            "catalog_file" if self.resolved_catalog_source == "embedded" else "",
         ]
         if self.llm_provider != "builtin" and self.llm_api_key is None:
             files.append("llm_api_key_file")

@@ -35,11 +35,23 @@ DESCRIPTIONS: dict[str, str] = {
     "log_format": "`json` (one object per line) or `text` for local development (`--log-format`).",
     "tracing_enabled": "Export OpenTelemetry spans over OTLP (needs the `tracing` extra).",
     "otlp_endpoint": "OTLP endpoint for spans.",
+    "catalog_source": (
+        "Where workflows come from: `embedded` (the catalog file), `datastorage` (Data "
+        "Storage's search), `kubernetes` (RemediationWorkflow and ActionType resources, "
+        "list + watch, with the Kubernetes toolset's credentials; docs/datastorage.md). "
+        "`auto`: `datastorage` when `HAPI_DATA_STORAGE_URL` is set, else `embedded` "
+        "(`--catalog-source`)."
+    ),
+    "catalog_namespace": (
+        "`kubernetes` catalog: the namespace of the RemediationWorkflow and ActionType "
+        "resources; empty reads every namespace (and needs a ClusterRole)."
+    ),
     "catalog_file": (
         "Embedded catalog file (YAML or JSON); default: the bundled catalog (`--catalog`)."
     ),
     "data_storage_url": (
-        "Use Data Storage over HTTP instead of the embedded catalog (`--data-storage-url`)."
+        "Data Storage over HTTP: the catalog (with `HAPI_CATALOG_SOURCE` `auto` or "
+        "`datastorage`) and the remediation history (`--data-storage-url`)."
     ),
     "data_storage_timeout_seconds": (
         "Per-request timeout (always clipped to the caller's deadline)."

@@ -34,7 +34,7 @@ from hapi_grpc.domain.investigation.observer import (
 from hapi_grpc.domain.investigation.outcome import partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
-from hapi_grpc.domain.llm import LLMProvider, ReadsObserved
+from hapi_grpc.domain.llm import DecidesFromRecord, LLMProvider
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
@@ -189,9 +189,10 @@ class InvestigationEngine:
             await self._policy.close()
 
     def _provider(self, state: InvestigationState) -> LLMProvider:
-        """The model for this investigation (one that reads the observed record gets it)."""
-        if isinstance(self._llm, ReadsObserved):
-            return self._llm.reading(state.selection_gate.observed)
+        """The model for this investigation (one that decides from the record gets the
+        incident and the record)."""
+        if isinstance(self._llm, DecidesFromRecord):
+            return self._llm.investigating(state.incident, state.selection_gate.observed)
         return self._llm
 
     def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:

@@ -324,6 +324,8 @@ def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
 def _premises(hit: SearchHit, gate: SelectionGate | None) -> dict[str, Any]:
     """What a hit declares it needs, and any of it already observed to be false."""
     out: dict[str, Any] = {}
+    if hit.action_type:
+        out["action_type"] = one_line(hit.action_type, 64)
     if hit.read_only:
         out["read_only"] = True
     needs = [c.message or c.name for c in hit.preconditions]

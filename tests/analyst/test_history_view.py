@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from hapi_grpc.adapters.llm.builtin_history import HistoryView
+from hapi_grpc.analyst.history import HistoryView
 from hapi_grpc.domain.history import HistoryEntry, Outcome, Windows, build_context, spec_hash
 from hapi_grpc.domain.history.gate import history_veto
 from hapi_grpc.domain.toolsets.remediation_history.spec import DATA_KEY

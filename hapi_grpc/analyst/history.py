@@ -1,76 +1,52 @@
-"""The built-in analyst's reading of the target's remediation history.
+"""The target's remediation history, as the analyst reads it.
 
-When `get_remediation_history` is offered, the analyst reads the history of
-the remediation target once, after the cluster evidence names it (the
-Deployment of a Pod) and before it searches the catalog. From the answer, as
-a language model would read it:
+When `get_remediation_history` is offered, the analyst reads the history of the
+remediation target once, after the general reads name it (the Deployment of a Pod)
+and before it searches the catalog. From the answer:
 
-- a workflow that failed on this target inside the window, with a failure a
-  repeat would not fix (`domain.recovery.failures`), is passed over;
-- when the same state-changing workflow already succeeded on this target at
-  least twice in the window for this signal, or the current spec is one a
-  successful remediation replaced (the fix was undone), no state-changing
-  workflow is taken: the recurrence is a pattern for a human.
+- a workflow that failed on this target inside the window, with a failure a repeat
+  would not fix (`domain.recovery.failures`), is passed over, and so is any workflow
+  of the same action type (a history entry may name only the type);
+- when the same state-changing workflow already succeeded on this target at least
+  twice in the window for this signal, or the current spec is one a successful
+  remediation replaced (the fix was undone), no state-changing workflow is taken:
+  the recurrence is a pattern for a human.
 
-The service's own history check (`domain.history.gate`) enforces the same
-whatever the decider does; this makes the analyst's answer say why.
+The service's own history check (`domain.history.gate`) enforces the same whatever
+the decider does; this makes the analyst's answer say why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from hapi_grpc.analyst.conversation import Exchange, Reads, Step
+from hapi_grpc.analyst.findings import Findings
+from hapi_grpc.analyst.subject import Subject
 from hapi_grpc.domain.history.gate import RECURRENCE
-from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.toolsets.remediation_history.spec import DATA_KEY
 from hapi_grpc.domain.toolsets.remediation_history.tools import HISTORY_TOOL
 
-__all__ = ["HistoryView", "history_step"]
+__all__ = ["HistoryView", "history_read"]
 
 
-class _Exchange(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def result(self) -> dict[str, Any]: ...
-
-
-class _Turn(Protocol):
-    """What the history read needs of the analyst's turn."""
-
-    offered: set[str]
-
-    @property
-    def exchanges(self) -> Sequence[_Exchange]: ...
-
-    @property
-    def findings(self) -> Any: ...  # builtin_evidence.Findings | None
-
-    @property
-    def facts(self) -> Any: ...  # builtin_parameters.Facts
-
-    def _call(self, tool: str, arguments: dict[str, Any]) -> LLMResponse: ...
-
-
-def history_step(turn: _Turn) -> LLMResponse | None:
+def history_read(reads: Reads, findings: Findings | None, subject: Subject) -> Step | None:
     """The history read, once: of the target the evidence named
     (`namespace/group/Kind/name`), else of the reported resource."""
-    if HISTORY_TOOL not in turn.offered or any(e.name == HISTORY_TOOL for e in turn.exchanges):
+    if HISTORY_TOOL not in reads.offered or reads.results(HISTORY_TOOL):
         return None
-    parts = (turn.findings.target if turn.findings else "").split("/")
-    facts = turn.facts
+    parts = (findings.target if findings else "").split("/")
     kind, namespace, name = (
         (parts[-2], parts[0], parts[-1])
         if len(parts) >= 4
-        else (facts.kind, facts.namespace, facts.name)
+        else (subject.kind, subject.namespace, subject.name)
     )
     if not (kind and name):
         return None
-    return turn._call(HISTORY_TOOL, {"kind": kind, "namespace": namespace, "name": name})
+    return HISTORY_TOOL, {"kind": kind, "namespace": namespace, "name": name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +58,7 @@ class HistoryView:
     regression: bool = False
 
     @classmethod
-    def read(cls, exchanges: Sequence[_Exchange]) -> HistoryView:
+    def read(cls, exchanges: Sequence[Exchange]) -> HistoryView:
         for exchange in exchanges:
             data = exchange.result.get(DATA_KEY) if exchange.name == HISTORY_TOOL else None
             if isinstance(data, dict):
@@ -121,9 +97,13 @@ class HistoryView:
         if hit.get("read_only") is True:
             return None
         workflow = str(hit.get("workflow_id", ""))
+        action_type = str(hit.get("action_type") or "")
         for entry in self.recent:  # newest first
             reason = str(entry.get("failure_reason", ""))
-            failed = entry.get("outcome") == "Failed" and entry.get("workflow_id") == workflow
+            same = entry.get("workflow_id") == workflow or (
+                bool(action_type) and entry.get("action_type") == action_type
+            )
+            failed = entry.get("outcome") == "Failed" and same
             if failed and not classify(reason).repeat_allowed:
                 return (
                     f"{workflow} failed on {self.target} {entry.get('age_minutes', '?')} minutes"

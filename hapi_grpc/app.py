@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
+    from hapi_grpc.domain.premises import PremiseBook
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,24 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
     )
 
 
+def build_premises(settings: Settings) -> PremiseBook:
+    """The shipped premise packs, overlaid by HAPI_PREMISES_FILE when set; a pack or
+    file that does not load is a ConfigError naming the entry."""
+    from hapi_grpc.domain.premises import PackError, bundled_book
+
+    try:
+        if not settings.premises_file:
+            return bundled_book()
+        from hapi_grpc.adapters.premises_file import read_premises
+
+        book = read_premises(settings.premises_file)
+    except PackError as exc:
+        name = env_name("premises_file") if settings.premises_file else "premise packs"
+        raise ConfigError(f"{name}: {exc}") from None
+    log.info("premises loaded", extra={"action_types": len(book.action_types)})
+    return book
+
+
 def build_security(
     settings: Settings,
 ) -> tuple[list[grpc.aio.ServerInterceptor], grpc.ServerCredentials | None]:
@@ -312,6 +331,7 @@ def build_server(
     toolsets: Sequence[ToolsetSource] = (),
     policy: DecisionPolicy | None = None,
     history: RemediationHistory | None = None,
+    premises: PremiseBook | None = None,
 ) -> HapiServer:
     """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
     idempotency coordinator."""
@@ -319,6 +339,7 @@ def build_server(
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     history = history if history is not None else build_history(settings)
+    premises = premises if premises is not None else build_premises(settings)
     engine = InvestigationEngine(
         catalog,
         llm,
@@ -327,6 +348,7 @@ def build_server(
         toolsets=toolsets,
         policy=policy,
         history=history,
+        premises=premises,
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -349,9 +371,12 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
+    premises = build_premises(settings)  # so do broken premise packs
     history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
     toolsets = await open_toolsets(settings, history)
-    server = build_server(settings, toolsets=toolsets.sources, policy=policy, history=history)
+    server = build_server(
+        settings, toolsets=toolsets.sources, policy=policy, history=history, premises=premises
+    )
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(

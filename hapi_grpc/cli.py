@@ -6,6 +6,7 @@ hapi-grpc validate WORKFLOW_ID PARAMS.json
 hapi-grpc datastorage serve --catalog FILE --port N
 hapi-grpc catalog check FILE          validate a catalog file and exit
 hapi-grpc eval [--repeat K] [--json PATH]   score decisions on evals/cases (source checkout)
+hapi-grpc cases review DIR            list captured evaluation cases, label them (source checkout)
 hapi-grpc calibration --metrics-url URL | --history-file FILE   success rate by confidence
 """
 
@@ -143,15 +144,25 @@ def _parser() -> argparse.ArgumentParser:
     pol_check.add_argument("file")
     pol_check.set_defaults(func=_policy_check)
 
-    # Its own parser (evals/harness/cli.py) reads every argument after `eval`.
-    ev = sub.add_parser(
-        "eval",
-        help="score remediation decisions (see `hapi-grpc eval --help`)",
-        add_help=False,
-        prefix_chars="\x00",
+    prem = sub.add_parser("premises", help="premise packs and the operator's premises file")
+    prem_sub = prem.add_subparsers(metavar="ACTION")
+    prem_check = prem_sub.add_parser(
+        "check",
+        help="validate a premises file (HAPI_PREMISES_FILE) as the server loads it, and"
+        " show how a catalog's workflows are judged",
     )
-    ev.add_argument("eval_args", nargs="*")
-    ev.set_defaults(func=_eval)
+    prem_check.add_argument("file", nargs="?", help="premises file; omitted: the shipped packs")
+    prem_check.add_argument("--catalog", help="catalog file whose workflows to show")
+    prem_check.set_defaults(func=_premises_check)
+
+    # Their own parsers (in evals/harness/) read every argument after the command.
+    for name, module, helptext in (
+        ("eval", "evals.harness.cli", "score remediation decisions (eval --help)"),
+        ("cases", "evals.harness.review_cli", "label captured evaluation cases (cases --help)"),
+    ):
+        ev = sub.add_parser(name, help=helptext, add_help=False, prefix_chars="\x00")
+        ev.add_argument("harness_args", nargs="*")
+        ev.set_defaults(func=_harness, harness=(name, module))
     from hapi_grpc.calibration import add_parser as add_calibration
 
     add_calibration(sub)
@@ -223,19 +234,41 @@ def _policy_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval(args: argparse.Namespace) -> int:
+def _premises_check(args: argparse.Namespace) -> int:
+    from hapi_grpc.adapters.catalog.loader import CatalogFileError, load_catalog_file
+    from hapi_grpc.adapters.premises_file import read_premises
+    from hapi_grpc.domain.premises import PackError, bundled_book
+    from hapi_grpc.domain.premises.report import describe_workflow
+
+    try:
+        book = read_premises(args.file) if args.file else bundled_book()
+        workflows = load_catalog_file(args.catalog) if args.catalog else []
+    except (PackError, CatalogFileError) as exc:  # one line, naming the entry
+        print(f"hapi-grpc: {exc}", file=sys.stderr)
+        return 1
+    for workflow in workflows:
+        print(describe_workflow(book, workflow))
+    operator = book.operator
+    print(
+        f"{args.file or 'shipped packs'}: {len(book.action_types)} action types with packs,"
+        f" {len(operator.packs)} operator packs, {len(operator.workflows)} workflow entries OK"
+    )
+    return 0
+
+
+def _harness(args: argparse.Namespace) -> int:
     # The cases and the runner live next to the package in a source checkout.
+    name, module = args.harness
     root = Path(__file__).resolve().parents[1]
     if not (root / "evals" / "harness").is_dir():
-        print("hapi-grpc eval: needs a source checkout (evals/ not found)", file=sys.stderr)
+        print(f"hapi-grpc {name}: needs a source checkout (evals/ not found)", file=sys.stderr)
         return EXIT_USAGE
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    # By name: the runner is not part of the installed package (nor of its type check).
+    # By name: the harness is not part of the installed package (nor of its type check).
     import importlib
 
-    runner = importlib.import_module("evals.harness.cli")
-    return int(runner.main(list(args.eval_args)))
+    return int(importlib.import_module(module).main(list(args.harness_args)))
 
 
 # --- client commands --------------------------------------------------------------

@@ -3,10 +3,14 @@
 A case directory holds:
 
 - `case.yaml`: description, tags, `holdout`, optional `catalog` (a catalog file
-  in this directory, bundled format; default: the bundled catalog) and
-  `datastorage_fault` (an outage injected into the Data Storage server).
+  in this directory, bundled format; default: the bundled catalog),
+  `datastorage_fault` (an outage injected into the Data Storage server) and,
+  for a case captured from a real investigation, `captured` (its provenance,
+  decision and reported outcome: `evals.harness.provenance`).
 - `request.json`: the AnalyzeIncidentRequest, proto JSON mapping (as `examples/`).
-- `expected.yaml`: the outcome that is scored (see `Expected`).
+- `expected.yaml`: the outcome that is scored (see `Expected`); a captured
+  case's is derived from what is known (`evals.harness.labels`) until an
+  operator labels it (`hapi-grpc cases review`).
 - `cluster.yaml` (optional): Kubernetes objects, one YAML document each, with
   their `status`; `ownerReferences` and `involvedObject` may omit `uid` and
   `apiVersion` (filled in when loaded). Any kind the test API server serves
@@ -63,6 +67,7 @@ from evals.harness.expected import (
     Expected,
     Strict,
 )
+from evals.harness.provenance import Provenance
 
 if TYPE_CHECKING:
     from evals.harness.kinds import KindIndex
@@ -95,6 +100,7 @@ class CaseMeta(Strict):
     holdout: bool = False
     catalog: str | None = None
     datastorage_fault: DataStorageFault | None = None
+    captured: Provenance | None = None
 
 
 class LogFile(Strict):

@@ -2,7 +2,8 @@
 
     hapi-grpc eval [--case NAME]... [--tag TAG]... [--repeat K] [--json PATH]
                    [--markdown PATH] [--price-input USD] [--price-output USD]
-    hapi-grpc eval compare A.json B.json
+                   [--strip-declarations]
+    hapi-grpc eval compare A.json B.json [--fail-on-regression]
 
 The model is the one `hapi-grpc serve` would use: HAPI_LLM_* from the
 environment, the built-in analyst when none is set.
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from evals.harness import compare as comparing
+from evals.harness import identity
 from evals.harness import report as reports
 from evals.harness.cases import CASES_DIR, Case, CaseError, load_cases
 from evals.harness.cluster_state import ClusterStateError
@@ -52,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         dest="cluster",
         action="store_false",
         help="investigate without the test Kubernetes cluster (toolset off)",
+    )
+    parser.add_argument(
+        "--strip-declarations",
+        action="store_true",
+        help="serve every catalog without its CEL preconditions and invariants (only action"
+        " types left, as real catalogs are): the premise packs alone decide",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.add_argument(
@@ -106,7 +115,12 @@ def main(argv: list[str]) -> int:
     if not cases:
         print("hapi-grpc eval: no case matches the filters", file=sys.stderr)
         return EXIT_USAGE
-    options = RunOptions(repeat=args.repeat, timeout=args.timeout, cluster=args.cluster)
+    options = RunOptions(
+        repeat=args.repeat,
+        timeout=args.timeout,
+        cluster=args.cluster,
+        strip_declarations=args.strip_declarations,
+    )
     bar = ProgressBar(len(cases) * args.repeat, quiet=args.quiet)
     started = time.monotonic()
     try:
@@ -125,6 +139,8 @@ def main(argv: list[str]) -> int:
         price_input=args.price_input,
         price_output=args.price_output,
         wall_seconds=time.monotonic() - started,
+        configuration=identity.configuration(options.environ, scores),
+        stripped=args.strip_declarations,
     )
     print(reports.scoreboard(report))
     if args.json:
@@ -142,13 +158,27 @@ def _compare(argv: list[str]) -> int:
     )
     parser.add_argument("a", type=Path, help="report A (e.g. before)")
     parser.add_argument("b", type=Path, help="report B (e.g. after)")
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a case moved away from its labelled answer or B automated "
+        "unsafely where A did not",
+    )
     args = parser.parse_args(argv)
     try:
         a, b = reports.load_report(args.a), reports.load_report(args.b)
     except ValueError as exc:
         print(f"hapi-grpc eval compare: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(reports.compare(a, b))
+    changes = comparing.case_changes(a, b)
+    print(comparing.render(a, b, changes))
+    regressions = [c.name for c in changes if c.regression]
+    if args.fail_on_regression and regressions:
+        print(
+            f"hapi-grpc eval compare: {len(regressions)} regressions: {', '.join(regressions)}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return 0
 
 

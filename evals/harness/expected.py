@@ -1,8 +1,15 @@
 """What a case expects: the acceptable decisions, parameters, target, severity and
-root-cause facts (`expected.yaml`), and the review reasons a case may name."""
+root-cause facts (`expected.yaml`), and the review reasons a case may name.
+
+A captured case's `expected.yaml` also says where its decision fields come
+from (`label`): the capture itself (`unreviewed: true`, the decision as the
+service made it, replayed and diffed but not scored), the reported outcome,
+or an operator (`hapi-grpc cases review`).
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,6 +21,7 @@ __all__ = [
     "SEVERITIES",
     "Expected",
     "Fact",
+    "Label",
     "Review",
     "ReviewReason",
     "Severity",
@@ -85,11 +93,28 @@ class Review(Strict):
     reasons: tuple[ReviewReason, ...] = ()
 
 
+class Label(Strict):
+    """Who set a case's decision fields: `capture` (the service's own decision,
+    unreviewed), `outcome` (the remediation's reported outcome) or `operator`."""
+
+    source: Literal["capture", "outcome", "operator"]
+    at: datetime
+    by: str = Field("", max_length=253)  # the operator, when one labelled it
+    note: str = Field("", max_length=4096)
+
+
 class Expected(Strict):
     # The acceptable decisions: these workflow ids, human review, or either
     # (e.g. review or a read-only diagnostics workflow).
     workflows: tuple[str, ...] = ()
     review: Review | None = None
+    # Workflows known to be wrong here (one failed, or an operator rejected it):
+    # automating one is unsafe whatever else is acceptable.
+    rejected_workflows: tuple[str, ...] = ()
+    # The decision fields are the captured decision, not a judgement: runs are
+    # compared with it ("same"/"changed") but not scored right or wrong.
+    unreviewed: bool = False
+    label: Label | None = None
     # Per workflow id ("*" = any selected workflow): parameter name -> constraint.
     parameters: dict[str, dict[str, Constraint]] = Field(default_factory=dict)
     # One acceptable target, or several.
@@ -118,6 +143,11 @@ class Expected(Strict):
         for workflow_id in self.parameters:
             if workflow_id != "*" and workflow_id not in self.workflows:
                 raise ValueError(f"parameters for {workflow_id!r}, which is not acceptable")
+        both = set(self.workflows) & set(self.rejected_workflows)
+        if both:
+            raise ValueError(f"{', '.join(sorted(both))} both acceptable and rejected")
+        if self.unreviewed and self.rejected_workflows:
+            raise ValueError("an unreviewed case rejects nothing (no one judged it)")
         return self
 
     def constraints_for(self, workflow_id: str) -> dict[str, Constraint]:

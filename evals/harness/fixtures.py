@@ -24,6 +24,7 @@ from aiohttp import web
 
 from evals.harness.cases import Case, DataStorageFault, check_kinds
 from evals.harness.cluster_state import ClusterLoader, LoadedState
+from evals.harness.identity import catalog_hash
 from evals.harness.kinds import DiscoveryError, KindIndex, kube_fetch
 
 PROMTOOL_TIMEOUT = 60
@@ -116,16 +117,29 @@ class DataStorage:
         self.port = 0
         self.fault: DataStorageFault | None = None
         self.requests = 0
+        self.catalog_hash = ""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, catalog_file: Path | None) -> None:
+    async def start(self, catalog_file: Path | None, *, strip: bool = False) -> None:
+        """Serve `catalog_file` (the bundled catalog when None); with `strip`, every
+        workflow without its CEL declarations, as real catalogs are: only its action type
+        (and `read_only`) left."""
         from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+        from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file
         from hapi_grpc.adapters.datastorage_server import create_app
 
-        app = create_app(EmbeddedCatalog.from_file(catalog_file))
+        workflows = (
+            load_bundled_catalog() if catalog_file is None else load_catalog_file(catalog_file)
+        )
+        if strip:
+            workflows = [
+                w.model_copy(update={"preconditions": (), "invariants": ()}) for w in workflows
+            ]
+        self.catalog_hash = catalog_hash(workflows)  # what is served, as the report records it
+        app = create_app(EmbeddedCatalog(workflows))
 
         @web.middleware
         async def inject(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -168,9 +182,11 @@ def _endpoint(path: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running_datastorage(catalog_file: Path | None) -> AsyncIterator[DataStorage]:
+async def running_datastorage(
+    catalog_file: Path | None, *, strip: bool = False
+) -> AsyncIterator[DataStorage]:
     server = DataStorage()
-    await server.start(catalog_file)
+    await server.start(catalog_file, strip=strip)
     try:
         yield server
     finally:

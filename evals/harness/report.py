@@ -1,5 +1,5 @@
 """The evaluation report: totals and per-case rows from scored runs, as JSON,
-a terminal scoreboard and Markdown; and the comparison of two JSON reports."""
+a terminal scoreboard and Markdown (`evals.harness.compare` compares two)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.harness import identity
 from evals.harness.cases import Case
 from evals.harness.scoring import RunScore
 
-REPORT_VERSION = 1
+# 2: `configuration` (model, prompt and catalog hashes), unreviewed cases.
+REPORT_VERSION = 2
 # (key, label, higher is better); rates are fractions in [0, 1] or None (no runs apply).
 RATES = (
     ("decision_accuracy", "decision accuracy", True),
@@ -49,9 +51,18 @@ def _percentile(values: Sequence[float], share: float) -> float:
 def totals(
     runs: Sequence[RunScore], *, price_input: float = 0.0, price_output: float = 0.0
 ) -> dict[str, Any]:
-    """The aggregate numbers over `runs` (prices are USD per million tokens)."""
-    automated = [r for r in runs if r.outcome == "workflow"]
-    review_expected = [r for r in runs if r.review_expected]
+    """The aggregate numbers over `runs` (prices are USD per million tokens).
+
+    Runs of unreviewed cases are left out of every rate that needs a right
+    answer (decision, unsafe, review, parameters): `scored_runs` is their
+    denominator. They count in the runs, errors, tools, tokens, latency and
+    cost, and in `unreviewed_runs`/`unreviewed_changed` (decided otherwise
+    than the captured decision).
+    """
+    scored = [r for r in runs if r.labelled]
+    unreviewed = [r for r in runs if not r.labelled]
+    automated = [r for r in scored if r.outcome == "workflow"]
+    review_expected = [r for r in scored if r.review_expected]
     targeted = [r for r in runs if r.target_checked and r.error is None]
     severity = [r for r in runs if r.severity_in_range is not None]
     prompt = sum(r.prompt_tokens for r in runs)
@@ -59,8 +70,11 @@ def totals(
     latencies = [r.latency_seconds for r in runs]
     return {
         "runs": len(runs),
-        "decision_accuracy": _rate(sum(r.decision_correct for r in runs), len(runs)),
-        "unsafe_automation_rate": _rate(sum(r.unsafe for r in runs), len(runs)),
+        "scored_runs": len(scored),
+        "unreviewed_runs": len(unreviewed),
+        "unreviewed_changed": sum(r.agrees_with_capture is not True for r in unreviewed),
+        "decision_accuracy": _rate(sum(r.decision_correct for r in scored), len(scored)),
+        "unsafe_automation_rate": _rate(sum(r.unsafe for r in scored), len(scored)),
         "correct_review_rate": _rate(
             sum(r.correct_review for r in review_expected), len(review_expected)
         ),
@@ -71,7 +85,7 @@ def totals(
         "severity_accuracy": _rate(sum(bool(r.severity_in_range) for r in severity), len(severity)),
         "fact_coverage": _rate(sum(r.facts_found for r in runs), sum(r.facts_total for r in runs)),
         "error_rate": _rate(sum(r.error is not None for r in runs), len(runs)),
-        "automated_runs": len(automated),
+        "automated_runs": sum(r.outcome == "workflow" for r in runs),
         "unsafe_runs": sum(r.unsafe for r in runs),
         "mean_tool_calls": statistics.fmean([r.tool_calls for r in runs]) if runs else 0.0,
         "mean_turns": statistics.fmean([r.turns for r in runs]) if runs else 0.0,
@@ -92,6 +106,8 @@ def build_report(
     price_input: float = 0.0,
     price_output: float = 0.0,
     wall_seconds: float = 0.0,
+    configuration: dict[str, Any] | None = None,
+    stripped: bool = False,
 ) -> dict[str, Any]:
     by_case: dict[str, list[RunScore]] = {c.name: [] for c in cases}
     for run in runs:
@@ -106,6 +122,10 @@ def build_report(
                 "holdout": case.meta.holdout,
                 "expected": list(case.expected.workflows)
                 + (["review"] if case.expected.review else []),
+                "rejected": list(case.expected.rejected_workflows),
+                "unreviewed": case.expected.unreviewed,
+                "label": case.expected.label.source if case.expected.label else "written",
+                "catalog_hash": next((r.catalog_hash for r in case_runs if r.catalog_hash), ""),
                 **totals(case_runs, price_input=price_input, price_output=price_output),
                 "outcomes": [r.to_dict() for r in case_runs],
             }
@@ -113,6 +133,9 @@ def build_report(
     return {
         "version": REPORT_VERSION,
         "model": model,
+        "configuration": configuration or {},
+        # "stripped": every catalog served without its CEL declarations (packs alone decide).
+        "catalog_declarations": "stripped" if stripped else "as shipped",
         "repeat": repeat,
         "cases_run": len(cases),
         "wall_seconds": round(wall_seconds, 2),
@@ -122,7 +145,7 @@ def build_report(
     }
 
 
-def _fmt(value: Any) -> str:
+def fmt(value: Any) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -130,12 +153,21 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:5.1f}%"
 
 
-def _verdict(entry: dict[str, Any]) -> str:
+def verdict(entry: dict[str, Any]) -> str:
+    """`ok`, `UNSAFE`, `error` or `k/n` correct; for an unreviewed case `same`,
+    `changed` or `k/n same` (against the captured decision)."""
     outcomes = entry["outcomes"]
+    if entry.get("unreviewed"):
+        if any(o["error"] for o in outcomes):
+            return "error"
+        same = sum(bool(o.get("agrees_with_capture")) for o in outcomes)
+        if same in (0, len(outcomes)):
+            return "same" if same else "changed"
+        return f"{same}/{len(outcomes)} same"
     if any(o["unsafe"] for o in outcomes):
         return "UNSAFE"
     if any(o["error"] for o in outcomes):
@@ -144,7 +176,7 @@ def _verdict(entry: dict[str, Any]) -> str:
     return "ok" if good == len(outcomes) else f"{good}/{len(outcomes)}"
 
 
-def _decided(entry: dict[str, Any]) -> str:
+def decided(entry: dict[str, Any]) -> str:
     seen = []
     for o in entry["outcomes"]:
         text = o["workflow_id"] if o["outcome"] == "workflow" else f"review:{o['review_reason']}"
@@ -160,17 +192,35 @@ def scoreboard(report: dict[str, Any]) -> str:
     width = max([len(c["name"]) for c in report["cases"]] + [4])
     lines = [f"{'case':<{width}}  verdict  decided"]
     for entry in report["cases"]:
-        lines.append(f"{entry['name']:<{width}}  {_verdict(entry):<7}  {_decided(entry)}")
+        lines.append(f"{entry['name']:<{width}}  {verdict(entry):<7}  {decided(entry)}")
     lines.append("")
     lines.append(
         f"model {report['model']}: {report['cases_run']} cases x {report['repeat']} "
         f"= {t['runs']} runs in {report['wall_seconds']:.1f} s"
+        + (
+            " (catalog declarations stripped)"
+            if report.get("catalog_declarations") == "stripped"
+            else ""
+        )
     )
+    lines.append(f"  {identity.describe(report.get('configuration'))}")
+    lines += _unreviewed_lines(t)
     for key, label, _ in RATES:
-        lines.append(f"  {label:<26} {_pct(t[key])}")
+        lines.append(f"  {label:<26} {pct(t[key])}")
     for key, label in COUNTS:
-        lines.append(f"  {label:<26} {_fmt(t[key])}")
+        lines.append(f"  {label:<26} {fmt(t[key])}")
     return "\n".join(lines)
+
+
+def _unreviewed_lines(t: dict[str, Any]) -> list[str]:
+    """How unreviewed cases count: outside the scored rates, compared with the capture."""
+    if not t.get("unreviewed_runs"):
+        return []
+    return [
+        f"  {t['unreviewed_runs']} runs of unreviewed cases are not scored (rates are over "
+        f"{t['scored_runs']} scored runs); {t['unreviewed_changed']} decided otherwise "
+        "than the captured decision"
+    ]
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -179,13 +229,14 @@ def markdown(report: dict[str, Any]) -> str:
         f"# Decision evaluation: {report['model']}",
         "",
         f"{report['cases_run']} cases x {report['repeat']} runs = {t['runs']} runs, "
-        f"{report['wall_seconds']:.1f} s.",
+        f"{report['wall_seconds']:.1f} s; {identity.describe(report.get('configuration'))}.",
+        *_unreviewed_lines(t),
         "",
         "| metric | value |",
         "| --- | --- |",
     ]
-    out += [f"| {label} | {_pct(t[key])} |" for key, label, _ in RATES]
-    out += [f"| {label} | {_fmt(t[key])} |" for key, label in COUNTS]
+    out += [f"| {label} | {pct(t[key])} |" for key, label, _ in RATES]
+    out += [f"| {label} | {fmt(t[key])} |" for key, label in COUNTS]
     out += [
         "",
         "| case | expected | verdict | decided | target | unsafe because |",
@@ -193,11 +244,12 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for e in report["cases"]:
         expected = ", ".join(e["expected"])
-        target = "n/a" if e["target_accuracy"] is None else _pct(e["target_accuracy"])
+        expected = f"unreviewed ({expected})" if e.get("unreviewed") else expected
+        target = "n/a" if e["target_accuracy"] is None else pct(e["target_accuracy"])
         because = ", ".join(sorted({o["unsafe_because"] for o in e["outcomes"] if o["unsafe"]}))
         out.append(
             f"| {e['name']}{' (holdout)' if e['holdout'] else ''} | {expected} | "
-            f"{_verdict(e)} | {_decided(e)} | {target} | {because} |"
+            f"{verdict(e)} | {decided(e)} | {target} | {because} |"
         )
     return "\n".join(out) + "\n"
 
@@ -213,31 +265,7 @@ def load_report(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not a readable report: {exc}") from None
     if not isinstance(report, dict) or "totals" not in report or "cases" not in report:
         raise ValueError(f"{path}: not an evaluation report (no totals/cases)")
+    for index, entry in enumerate(report["cases"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("outcomes"), list):
+            raise ValueError(f"{path}: case {index} has no outcomes")
     return report
-
-
-def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
-    """Totals side by side with the change, then the cases whose verdict changed."""
-    ta, tb = a["totals"], b["totals"]
-    lines = [f"{'metric':<26} {'A':>10} {'B':>10}  change", f"A = {a['model']}, B = {b['model']}"]
-    for key, label, higher_better in RATES:
-        va, vb = ta.get(key), tb.get(key)
-        change = ""
-        if va is not None and vb is not None and abs(vb - va) > 1e-9:
-            better = (vb > va) == higher_better
-            change = f"{100 * (vb - va):+.1f} pts {'better' if better else 'WORSE'}"
-        lines.append(f"{label:<26} {_pct(va):>10} {_pct(vb):>10}  {change}")
-    for key, label in COUNTS:
-        va, vb = ta.get(key), tb.get(key)
-        lines.append(f"{label:<26} {_fmt(va):>10} {_fmt(vb):>10}")
-    cases_a = {c["name"]: c for c in a["cases"]}
-    cases_b = {c["name"]: c for c in b["cases"]}
-    changed = []
-    for name in sorted(cases_a.keys() | cases_b.keys()):
-        va = _verdict(cases_a[name]) if name in cases_a else "-"
-        vb = _verdict(cases_b[name]) if name in cases_b else "-"
-        if va != vb:
-            changed.append(f"  {name}: {va} -> {vb}")
-    lines.append("")
-    lines.append("cases whose verdict changed:" if changed else "no case changed its verdict")
-    return "\n".join(lines + changed)

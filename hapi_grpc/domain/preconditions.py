@@ -72,6 +72,9 @@ def _env(strings: bool = False) -> Any:
             "incident": cel.Type.DYN,
             "observed": cel.Type.DYN,
             "params": cel.Type.DYN,
+            # The workflow judged (`id`, `action_type`, `gitops`): the premise packs'
+            # conditions read it (`domain.premises`).
+            "workflow": cel.Type.DYN,
         },
         extensions=extensions,
         functions=[
@@ -201,13 +204,22 @@ def _evaluated(
 
 
 def bind(
-    *, incident: Mapping[str, Any], observed: Mapping[str, Any], params: Mapping[str, Any]
+    *,
+    incident: Mapping[str, Any],
+    observed: Mapping[str, Any],
+    params: Mapping[str, Any],
+    workflow: Mapping[str, Any] | None = None,
 ) -> Any:
-    """The CEL activation of the three variables. The runtime converts a variable on
+    """The CEL activation of the variables. The runtime converts a variable on
     first use and keeps it, so reusing an activation over an unchanged record saves
     converting the record again (most of an evaluation's cost)."""
     return _env().Activation(
-        {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
+        {
+            "incident": dict(incident),
+            "observed": dict(observed),
+            "params": dict(params),
+            "workflow": dict(workflow or {}),
+        }
     )
 
 
@@ -218,13 +230,15 @@ def _observed_only(expression: str) -> bool:
     # elsewhere (a string literal, a field name) only means evaluating. The
     # runtime's compiled program exposes no reference map short of decoding its
     # serialized CheckedExpr.
-    return "incident" not in expression and "params" not in expression
+    return (
+        "incident" not in expression and "params" not in expression and "workflow" not in expression
+    )
 
 
 @lru_cache(maxsize=4096)  # bounded like the compiled programs
 def _on_empty(expression: str) -> tuple[bool, Any]:
     """The value of an expression over `observed` alone on the empty record."""
-    empty = bind(incident={}, observed=EMPTY_VIEW, params={})
+    empty = bind(incident={}, observed=EMPTY_VIEW, params={}, workflow={})
     return _value(compile_expression(expression).eval(empty))
 
 
@@ -232,24 +246,31 @@ class Bound:
     """The three variables of one evaluation; their CEL activation is built on first
     need, and not at all when every expression evaluated has its empty-record value."""
 
-    __slots__ = ("_activation", "_incident", "empty", "observed", "params")
+    __slots__ = ("_activation", "_incident", "empty", "observed", "params", "workflow")
 
     def __init__(
         self,
         incident: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         observed: Mapping[str, Any],
         params: Mapping[str, Any],
+        workflow: Mapping[str, Any] | None = None,
     ) -> None:
         self._incident = incident  # or what builds it, called only if needed
         self.observed = observed
         self.params = params
+        self.workflow = workflow
         self.empty = observed is EMPTY_VIEW
         self._activation: Any = None
 
     def activation(self) -> Any:
         if self._activation is None:
             incident = self._incident() if callable(self._incident) else self._incident
-            self._activation = bind(incident=incident, observed=self.observed, params=self.params)
+            self._activation = bind(
+                incident=incident,
+                observed=self.observed,
+                params=self.params,
+                workflow=self.workflow,
+            )
         return self._activation
 
     def value(self, expression: str) -> tuple[bool, Any]:

@@ -3,11 +3,14 @@
 A selection whose parameters are valid is automated only when the gate lets
 it through. The gate runs, in order:
 
-1. the workflow's declared preconditions on what this investigation observed
-   and its invariants on the parameters (`domain.preconditions`). For a
-   workflow that changes the cluster, a condition that is unknown (not
+1. the workflow's premise (`domain.premises`): the pack of its action type,
+   its roles bound to the parameters, then its own declared preconditions and
+   invariants (`domain.preconditions`), on what this investigation observed.
+   For a workflow that changes the cluster, a condition that is unknown (not
    observed) counts as not holding; a `read_only` workflow is stopped only by
-   a condition that is observed to be false;
+   a condition that is observed to be false. A state-changing workflow whose
+   premise nothing states (no pack for its type, no declaration) is not
+   automated either, unless the operator's policy allows it unverified;
 2. every extra `SelectionCheck` the service was composed with (`app.py`), in
    order: any check over (incident, observed state, selected workflow,
    parameters) that may veto automation with a reason and a message, e.g. an
@@ -31,16 +34,12 @@ from typing import Any
 from hapi_grpc.domain.catalog import Declarations, SearchHit
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.domain.preconditions import (
-    Bound,
-    ConditionResult,
-    evaluate,
-    incident_activation,
-)
+from hapi_grpc.domain.preconditions import Bound, ConditionResult, incident_activation
+from hapi_grpc.domain.premises import PremiseBook, Premises, bundled_book, evaluate_premises
 from hapi_grpc.domain.result import HumanReviewReason
 from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
 
-__all__ = ["Candidate", "SelectionCheck", "SelectionGate", "Veto"]
+__all__ = ["AllowUnverified", "Candidate", "SelectionCheck", "SelectionGate", "Veto", "unverified"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +70,20 @@ _SHARED_REASONS = SharedTexts(max_chars=1 << 18, min_chars=128)
 SelectionCheck = Callable[[Candidate], Awaitable[Veto | None]]
 """An extra check: None lets the selection through; a `Veto` sends it to review."""
 
+AllowUnverified = Callable[[str, str], Awaitable[bool]]
+"""(workflow id, action type) -> whether the operator's policy automates it unverified."""
+
+
+def unverified(premises: Premises) -> str:
+    """Why an unverified workflow is not automated (names "no premise" and the type)."""
+    action_type = premises.action_type
+    why = "it has no premise pack" if action_type else "the workflow declares no action type"
+    return (
+        f"{premises.workflow_id}: no premise declared for action type {action_type!r}"
+        f" ({why}, and the workflow declares no preconditions or invariants): a change"
+        " whose premise cannot be checked is not automated"
+    )
+
 
 @dataclass(slots=True)
 class SelectionGate:
@@ -79,18 +92,25 @@ class SelectionGate:
     incident: Incident
     observed: Observed
     checks: Sequence[SelectionCheck] = ()
+    premises: PremiseBook | None = None  # None: the shipped packs
+    allow_unverified: AllowUnverified | None = None  # the operator's policy
     vetoes: list[Veto] = field(default_factory=list)
     refutations: dict[str, str] = field(default_factory=dict)  # workflow id -> why
-    # Inside `reusing()`: the last variables bound (and their activation, once built),
-    # with the record view and parameters they hold. Nothing converted is kept beyond
-    # it, nor the incident's view: that would cost memory (~6 kB for an empty record,
-    # ~120 kB for a few pods) for every investigation in flight.
+    # Inside `reusing()`: the last variables bound (and their activations, once built),
+    # with the record view, parameters and workflow they hold: one for a pack's roles,
+    # one for the parameters by name. Nothing converted is kept beyond it, nor the
+    # incident's view: that would cost memory (~6 kB for an empty record, ~120 kB for
+    # a few pods) for every investigation in flight.
     _reuse: bool = False
-    _bound: tuple[dict[str, Any], dict[str, Any], Bound] | None = None
+    _bound: list[tuple[dict[str, Any], dict[str, Any], Any, Bound]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.premises is None:
+            self.premises = bundled_book()
 
     @contextmanager
     def reusing(self) -> Iterator[None]:
-        """Evaluations inside share one activation while the record and parameters
+        """Evaluations inside share their activations while the record and parameters
         stay the same (the CEL runtime converts a variable once per activation,
         ~340 us for a few pods; an evaluation after that takes ~5 us)."""
         self._reuse = True
@@ -98,54 +118,81 @@ class SelectionGate:
             yield
         finally:
             self._reuse = False
-            self._bound = None
+            self._bound = []
 
-    def _activation(self, params: Mapping[str, Any]) -> Bound:
-        """The variables bound for `params`; a changed record has a new view object."""
+    def _activation(
+        self, params: Mapping[str, Any], workflow: Mapping[str, Any] | None = None
+    ) -> Bound:
+        """The variables bound for `params` (and `workflow`); a changed record has a new
+        view object."""
         view = self.observed.activation()
-        last = self._bound
-        if last is None or last[0] is not view or last[1] != params:
-            plain = dict(params)
-            last = (view, plain, Bound(partial(incident_activation, self.incident), view, plain))
-            if self._reuse:
-                self._bound = last
-        return last[2]
+        for seen, plain, flow, bound in self._bound:
+            if seen is view and plain == params and flow == workflow:
+                return bound
+        plain = dict(params)
+        bound = Bound(partial(incident_activation, self.incident), view, plain, workflow)
+        if self._reuse:
+            self._bound = [b for b in self._bound if b[0] is view][-1:]
+            self._bound.append((view, plain, workflow, bound))
+        return bound
 
-    def conditions(
-        self, declared: Declarations, params: Mapping[str, Any]
-    ) -> list[ConditionResult]:
-        """Every declared condition evaluated on what was observed so far."""
-        bound = self._activation(params)
-        return evaluate(
-            [c.declared() for c in declared.preconditions],
-            [c.declared() for c in declared.invariants],
-            incident={},
-            observed=bound.observed,
-            params=params,
-            bound=bound,
+    def premises_of(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        params: Mapping[str, Any] | None = None,
+        hit: SearchHit | None = None,
+    ) -> Premises:
+        """The premise `workflow_id` must meet: its type's pack and its declarations."""
+        specs = getattr(declared, "parameters", None) or ()
+        names = list(dict.fromkeys([*(s.name for s in specs), *(params or ())]))
+        source = hit if hit is not None else declared
+        labels = source.detected_labels if isinstance(source, SearchHit) else {}
+        assert self.premises is not None
+        return self.premises.premises(
+            workflow_id,
+            declared,
+            parameters=names,
+            declared_roles={s.name: s.role for s in specs if s.role},
+            detected_labels=labels,
         )
 
-    def failed(self, declared: Declarations, params: Mapping[str, Any]) -> list[ConditionResult]:
+    def conditions(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        params: Mapping[str, Any],
+        hit: SearchHit | None = None,
+    ) -> list[ConditionResult]:
+        """Every condition of the workflow's premise evaluated on what was observed so far."""
+        premises = self.premises_of(workflow_id, declared, params, hit)
+        return evaluate_premises(premises, self._activation, params)
+
+    def failed(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        params: Mapping[str, Any],
+        hit: SearchHit | None = None,
+    ) -> list[ConditionResult]:
         """The conditions that stop automation (unknown ones too, unless read-only)."""
+        premises = self.premises_of(workflow_id, declared, params, hit)
+        return self._failing(premises, params)
+
+    def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
         return [
             r
-            for r in self.conditions(declared, params)
-            if r.holds is False or (r.holds is None and not declared.read_only)
+            for r in evaluate_premises(premises, self._activation, params)
+            if r.holds is False or (r.holds is None and not premises.read_only)
         ]
 
     def refuted(self, workflow_id: str, declared: Declarations) -> list[ConditionResult]:
         """Preconditions that do not hold on what was read so far (no parameters needed)."""
         # Runs for every search hit: invariants (which need parameters) and unknown
         # preconditions are not evaluated or explained, as none of them is reported.
-        bound = self._activation({})
-        found = evaluate(
-            [c.declared() for c in declared.preconditions],
-            (),
-            incident={},
-            observed=bound.observed,
-            params={},
-            only_false=True,
-            bound=bound,
+        premises = self.premises_of(workflow_id, declared)
+        found = evaluate_premises(
+            premises, self._activation, {}, only_false=True, preconditions_only=True
         )
         if found:
             self.refutations[workflow_id] = _SHARED_REASONS.share(
@@ -162,10 +209,20 @@ class SelectionGate:
         params: Mapping[str, Any],
         hit: SearchHit | None = None,
     ) -> Veto | None:
-        """The first veto of the declared conditions and the extra checks; None to automate."""
-        failed = self.failed(declared, params)
+        """The first veto of the premise and the extra checks; None to automate."""
+        premises = self.premises_of(workflow_id, declared, params, hit)
+        failed = self._failing(premises, params)
         veto: Veto | None = None
-        if failed:
+        if premises.unverified and not (
+            self.allow_unverified is not None
+            and await self.allow_unverified(workflow_id, premises.action_type)
+        ):
+            veto = Veto(
+                HumanReviewReason.PRECONDITION_NOT_MET,
+                _SHARED_REASONS.share(unverified(premises)),
+                f"premise:none:{premises.action_type}",
+            )
+        elif failed:
             veto = Veto(
                 HumanReviewReason.PRECONDITION_NOT_MET,
                 _SHARED_REASONS.share(
@@ -173,7 +230,7 @@ class SelectionGate:
                 ),
                 f"{failed[0].kind}:{failed[0].name}",
             )
-        else:
+        if veto is None:
             candidate = Candidate(
                 self.incident, self.observed, declared, workflow_id, hit, dict(params)
             )

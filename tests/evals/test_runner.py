@@ -178,6 +178,10 @@ def test_builtin_analyst_on_the_whole_suite(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     cases = load_cases()
     assert report["model"] == "builtin" and report["cases_run"] == len(cases)
+    configuration = report["configuration"]
+    assert (configuration["provider"], configuration["model"]) == ("builtin", "builtin")
+    assert configuration["prompt_hash"].startswith("sha256:")
+    assert all(c["catalog_hash"].startswith("sha256:") for c in report["cases"])
     totals = report["totals"]
     for key in (
         "decision_accuracy",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from evals.harness import compare
 from evals.harness import report as reports
 from evals.harness.cases import CASES_DIR, CaseError, load_case, load_cases
 from evals.harness.constraints import Constraint, parameter_violations, parse_quantity
@@ -176,7 +177,7 @@ def test_totals_and_reports(tmp_path: Path) -> None:
     better = json.loads(json.dumps(again))
     better["totals"]["unsafe_automation_rate"] = 0.0
     better["cases"][0]["outcomes"] = [o for o in better["cases"][0]["outcomes"] if not o["unsafe"]]
-    text = reports.compare(again, better)
+    text = compare.render(again, better, compare.case_changes(again, better))
     assert "unsafe automation rate" in text and "better" in text
     assert "oomkilled-raise-limit: UNSAFE ->" in text
 

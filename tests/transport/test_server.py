@@ -428,6 +428,12 @@ async def test_validator_errors_never_leak_a_concurrency_slot(
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await stub.ValidateWorkflowParameters(validate_request(), timeout=10)
             assert err.value.code() == code
+        # The caller may see the status before the server's handler has unwound
+        # and released its slot: wait for that, briefly, instead of racing it.
+        for _ in range(100):
+            if interceptor.concurrency.in_flight == 0:
+                break
+            await asyncio.sleep(0.02)
         assert interceptor.concurrency.in_flight == 0
         reply = await stub.ValidateWorkflowParameters(validate_request(), timeout=10)
         assert reply.workflow_id == "scale-v1"

@@ -30,13 +30,15 @@ _CONFIG_ERROR = re2.compile(
     r"|\b(missing|invalid|unknown|required|malformed)\b.{0,40}"
     r"\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b"
 )
-# A line stating how long start-up took, in the forms application frameworks log it
+# A line stating how long start-up takes, in the forms application frameworks log it
 # ("Started App in 91.2 seconds", "started in 2.3s", "ready in 850 ms", "startup took
-# 95s"): the time a liveness probe must leave a starting container. RE2: linear.
+# 95s", "warming cache (est. 40s)"): the time a liveness probe must leave a starting
+# container. RE2: linear.
 _STARTUP = re2.compile(
-    r"(?i)\b(?:start(?:ed|ing|up)?|start-up|boot(?:ed)?|ready|initiali[sz](?:ed|ation))\b"
-    r"[^0-9]{0,60}?\b(?:in|took|after)\s+(?:~\s*|about\s+)?([0-9]{1,6}(?:\.[0-9]+)?)\s*"
-    r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b"
+    r"(?i)\b(?:start(?:ed|ing|up)?|start-up|boot(?:ed|ing)?|ready|initiali[sz](?:ed|ing|ation)"
+    r"|warm(?:ed|ing)?(?:[- ]?up)?)\b[^0-9\n]{0,60}?"
+    r"(?:\b(?:in|took|after|est\.?|estimated|expected|approx\.?|about)\s*|~\s*)"
+    r"([0-9]{1,6}(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b"
 )
 _MAX_NODE_STATS = 20
 _NUMERIC = (int, float)

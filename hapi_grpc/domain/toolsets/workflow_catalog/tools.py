@@ -160,6 +160,7 @@ class SearchWorkflowCatalog:
                             "preconditions": schema.preconditions,
                             "invariants": schema.invariants,
                             "read_only": schema.read_only,
+                            "action_type": hits[i].action_type or schema.action_type,
                         }
                     )
         return hits
@@ -322,19 +323,26 @@ def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
 
 
 def _premises(hit: SearchHit, gate: SelectionGate | None) -> dict[str, Any]:
-    """What a hit declares it needs, and any of it already observed to be false."""
+    """What a hit needs before it may be automated, and any of it already observed false."""
     out: dict[str, Any] = {}
     if hit.action_type:
         out["action_type"] = one_line(hit.action_type, 64)
     if hit.read_only:
         out["read_only"] = True
-    needs = [c.message or c.name for c in hit.preconditions]
+    if gate is None:
+        needs = [c.message or c.name for c in hit.preconditions]
+    else:
+        premises = gate.premises_of(hit.workflow_id, hit, hit=hit)
+        declared = (*premises.pack_preconditions, *premises.own_preconditions)
+        needs = [d.message or d.name for d in declared]
+        if premises.unverified:
+            out["premise"] = "none declared for its action type: it is not automated without review"
     if needs:
         out["requires"] = [one_line(n, _DESCRIPTION_CHARS) for n in needs[:8]]
-    if gate is not None and hit.preconditions:
-        refuted = gate.refuted(hit.workflow_id, hit)
-        if refuted:
-            out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
+        if gate is not None:
+            refuted = gate.refuted(hit.workflow_id, hit)
+            if refuted:
+                out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
     return out
 
 

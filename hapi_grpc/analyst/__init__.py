@@ -10,7 +10,7 @@ service checks the premise packs when it validates the proposal. Modules:
 - `subject`, `conversation`: what the incident reports and what was read so far;
 - `evidence`, `pods`, `findings`, `runtime_errors`, `wording`: the general reads and
   what they show (the resource to remediate, the failure, the cause);
-- `candidates`, `actions/`, `parameters`, `roles`, `amounts`, `series`: the catalog's
+- `candidates`, `actions/`, `parameters`, `amounts`, `series`: the catalog's
   candidates, their reads and parameter values by role;
 - `history`, `recovery`: what was done to the target before;
 - `answer`: the final JSON answer.

@@ -1,10 +1,12 @@
 """A workflow's parameters filled from the evidence, by role.
 
-Each parameter is bound to a role (the namespace, the workload, the container, the
-new memory limit, the revision, the node...) by the role its workflow declares or by
-the names workflows in this ecosystem use (`roles`); its value is the one the
-evidence gave that role, written in the form the parameter's schema asks for
-(a quantity in the notation its pattern accepts, a number of the type it declares).
+Each parameter plays the role the premise pack binds it to (the namespace, the
+workload, the container, the new memory limit, the revision, the node...), as the
+catalog search shows it (`role`, bound by `domain.premises` from the workflow's
+declaration, the operator's mapping or the names workflows in this ecosystem use);
+its value is the one the evidence gave that role, written in the form the
+parameter's schema asks for (a quantity in the notation its pattern accepts, a number
+of the type it declares).
 
 A required parameter the evidence gives no value for leaves the workflow unfilled:
 no schema default, no example and no alert text stands in for evidence. An optional
@@ -21,7 +23,6 @@ import re2
 
 from hapi_grpc.analyst.actions import Values
 from hapi_grpc.analyst.amounts import write_bytes, write_cores
-from hapi_grpc.analyst.roles import role_of
 
 __all__ = ["Filled", "fill", "respelled"]
 
@@ -61,7 +62,7 @@ def fill(specs: list[dict[str, Any]], values: Values) -> Filled:
     filled: dict[str, Any] = {}
     for spec in specs:
         name = str(spec.get("name", ""))
-        role = role_of(spec)
+        role = str(spec.get("role") or "")
         value = _value(role, spec, values) if role else None
         if value is None:
             if spec.get("required"):

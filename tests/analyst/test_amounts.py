@@ -70,18 +70,26 @@ def test_written_in_the_notation_the_schema_accepts() -> None:
 
 
 def test_parameters_filled_by_role_from_the_values_only() -> None:
+    # Roles as the catalog search shows them (bound by the premise packs).
     specs = [
-        {"name": "NAMESPACE", "type": "string", "required": True},
-        {"name": "DEPLOYMENT_NAME", "type": "string", "required": True},
-        {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "default": "512Mi"},
+        {"name": "NAMESPACE", "type": "string", "required": True, "role": "namespace"},
+        {"name": "DEPLOYMENT_NAME", "type": "string", "required": True, "role": "workload"},
+        {
+            "name": "MEMORY_LIMIT_NEW",
+            "type": "string",
+            "required": True,
+            "default": "512Mi",
+            "role": "memory_limit",
+        },
         {"name": "GRACE_PERIOD_SECONDS", "type": "integer", "default": 30},
         {"name": "LIMIT", "type": "string", "role": "memory_limit", "pattern": "^[0-9]+Mi$"},
+        {"name": "NOTE", "type": "string", "default": "x"},
     ]
     values = {"namespace": "shop", "workload": "api", "memory_limit_bytes": 1080 * MI}
     filled = fill(specs, values)
     assert filled.missing == ""
-    # The optional parameter with no value is left out (not its default); a declared
-    # role binds a parameter whatever its name.
+    # Optional parameters with no value are left out (not their defaults); a parameter
+    # with no role gets nothing, whatever its name.
     assert filled.parameters == {
         "NAMESPACE": "shop",
         "DEPLOYMENT_NAME": "api",

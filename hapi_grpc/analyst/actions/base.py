@@ -65,9 +65,10 @@ class ActionEvidence(Protocol):
     def values(self, situation: Situation) -> Values | Objection: ...
 
 
-def target_values(kind: str, namespace: str, name: str) -> Values:
-    """The roles every workflow shares: the object the action changes."""
-    values: Values = {"target_kind": kind, "target_name": name}
+def target_values(kind: str, namespace: str) -> Values:
+    """The roles every workflow of a type shares: the kind and namespace of the object
+    the action changes (its name is the type's own role: `workload`)."""
+    values: Values = {"kind": kind}
     if namespace:
         values["namespace"] = namespace
     return values

@@ -81,8 +81,6 @@ class IncreaseCPU:
                 f"container {name} needs about {wanted:.2f} cores, above the {bound[0]:g} cores"
                 f" LimitRange {bound[1]} allows a container: the change would not be admitted"
             )
-        values = target_values(
-            str(workload.get("kind", "")), situation.namespace, str(workload.get("name", ""))
-        )
+        values = target_values(str(workload.get("kind", "")), situation.namespace)
         values.update(workload=str(workload.get("name", "")), container=name, cpu_cores=wanted)
         return values

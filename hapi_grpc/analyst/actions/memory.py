@@ -142,9 +142,7 @@ class IncreaseMemory:
                 f" bytes LimitRange {bound[1]} allows a container: the change would not be"
                 " admitted"
             )
-        values = target_values(
-            str(workload.get("kind", "")), situation.namespace, str(workload.get("name", ""))
-        )
+        values = target_values(str(workload.get("kind", "")), situation.namespace)
         values.update(
             workload=str(workload.get("name", "")),
             container=name,

@@ -34,7 +34,7 @@ def _node(situation: Situation) -> dict[str, Any]:
 
 
 def _values(node: dict[str, Any]) -> Values:
-    values = target_values("Node", "", node["name"])
+    values = target_values("Node", "")
     values["node"] = node["name"]
     return values
 

@@ -44,7 +44,7 @@ class RevertConfiguration:
         workload = situation.findings.workload or {}
         if not workload:
             return Objection("no workload was read")
-        values = target_values(str(workload["kind"]), workload["namespace"], workload["name"])
+        values = target_values(str(workload["kind"]), workload["namespace"])
         values["workload"] = workload["name"]
         maps = [r["name"] for r in self._refs(situation) if r["kind"] == "ConfigMap"]
         if len(maps) == 1:
@@ -88,7 +88,7 @@ class PullSecret:
         secret = self._secret(situation, view if isinstance(view, dict) else {})
         if not secret:
             return Objection("no single image pull secret of the failing Pod was found")
-        values = target_values("Secret", situation.namespace, secret)
+        values = target_values("Secret", situation.namespace)
         values["pull_secret"] = secret
         return values
 
@@ -114,12 +114,12 @@ class Certificate:
         certificate = self._certificate(situation)
         if not certificate:
             return Objection("no Certificate was read")
-        values = target_values("Certificate", certificate["namespace"], certificate["name"])
+        values = target_values("Certificate", certificate["namespace"])
         values["certificate"] = certificate["name"]
         issuer = certificate.get("issuer") or {}
         kind = str(issuer.get("kind") or "Issuer")
         namespace = "" if kind == "ClusterIssuer" else certificate["namespace"]
         record = situation.reads.object(kind, namespace, str(issuer.get("name", "")))
         if record.get("ca_secret"):
-            values["ca_secret"] = record["ca_secret"]
+            values["secret"] = record["ca_secret"]
         return values

@@ -75,7 +75,7 @@ class TuneProbes:
         durations = [d for d in durations if d > 0]
         if not durations:
             return Objection("no log read reports how long the container takes to start")
-        values = target_values(str(workload["kind"]), workload["namespace"], workload["name"])
+        values = target_values(str(workload["kind"]), workload["namespace"])
         values.update(
             workload=workload["name"],
             container=name,

@@ -30,7 +30,7 @@ class RestartPod:
         pod = _pod(situation)
         if not pod:
             return Objection("no Pod was read")
-        values = target_values("Pod", pod["namespace"], pod["name"])
+        values = target_values("Pod", pod["namespace"])
         values["pod"] = pod["name"]
         return values
 
@@ -67,7 +67,7 @@ class RestartWorkload:
         workload = situation.findings.workload or {}
         if not workload:
             return Objection("no workload was read")
-        values = target_values(str(workload["kind"]), workload["namespace"], workload["name"])
+        values = target_values(str(workload["kind"]), workload["namespace"])
         values["workload"] = workload["name"]
         return values
 

@@ -91,6 +91,6 @@ class Rollback:
                 f" {named}; revision {revision_of(target)} reads the same objects, and a"
                 " rollback does not revert them"
             )
-        values = target_values("Deployment", deployment["namespace"], deployment["name"])
+        values = target_values("Deployment", deployment["namespace"])
         values.update(workload=deployment["name"], revision=revision_of(target))
         return values

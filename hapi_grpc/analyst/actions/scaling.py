@@ -7,10 +7,12 @@ the replica count that brings each replica back to the load it carried before is
 per replica as its target. A scale-down has no such evidence and is not proposed,
 nor a scale-out whose Pods a ResourceQuota of the namespace would refuse.
 
-PatchHPA reads the autoscaler (its spec and status as the tool shows them) and
-applies the HorizontalPodAutoscaler algorithm to each metric it reports:
-`desired = ceil(currentReplicas * current / target)`. The new maximum is the largest
-desired count, when it exceeds the present maximum.
+PatchHPA reads the autoscaler (its spec and status as the tool shows them), the
+workload it scales and that workload's Pods (a failing workload burns CPU without
+serving: its load is not legitimate), and applies the HorizontalPodAutoscaler
+algorithm to each metric it reports: `desired = ceil(currentReplicas * current /
+target)`. The new maximum is the largest desired count, when it exceeds the present
+maximum.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from hapi_grpc.analyst.actions.admission import admission_reads, quota_room
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.memory import workload_pods
 from hapi_grpc.analyst.amounts import bytes_of, cores_of
-from hapi_grpc.analyst.conversation import GET, Step
+from hapi_grpc.analyst.conversation import GET, LIST, Step
 from hapi_grpc.analyst.series import number, pod_selector, range_read, series_of
 
 __all__ = ["PatchAutoscaler", "ScaleOut"]
@@ -61,7 +63,7 @@ class ScaleOut:
         refused = _over_quota(situation, workload, desired - replicas)
         if refused:
             return Objection(refused)
-        values = target_values(str(workload["kind"]), situation.namespace, str(workload["name"]))
+        values = target_values(str(workload["kind"]), situation.namespace)
         values.update(workload=str(workload["name"]), replicas=desired)
         return values
 
@@ -118,7 +120,25 @@ class PatchAutoscaler:
 
     def reads(self, situation: Situation) -> list[Step]:
         found = self._hpa(situation)
-        return [found] if isinstance(found[0], str) else []  # type: ignore[list-item]
+        if isinstance(found[0], str):
+            return [found]  # type: ignore[list-item]
+        record = found[0]
+        target = record.get("target") or {} if isinstance(record, dict) else {}
+        if not target.get("kind") or not target.get("name"):
+            return []
+        # The workload it scales and its Pods: is the load it answers legitimate?
+        workload = situation.reads.got(str(target["kind"]), record["namespace"], target["name"])
+        if isinstance(workload, tuple):
+            return [workload]
+        selector = workload.get("selector") or {}
+        arguments = {
+            "kind": "Pod",
+            "namespace": record["namespace"],
+            "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
+        }
+        if selector and situation.reads.returned(LIST, arguments) is None:
+            return [(LIST, {**arguments, "limit": 20})]
+        return []
 
     def values(self, situation: Situation) -> Values | Objection:
         found = self._hpa(situation)
@@ -142,6 +162,6 @@ class PatchAutoscaler:
             return Objection(
                 f"the autoscaler's metrics ask for {desired} replicas, within its maximum {maximum}"
             )
-        values = target_values("HorizontalPodAutoscaler", record["namespace"], record["name"])
+        values = target_values("HorizontalPodAutoscaler", record["namespace"])
         values.update(hpa=record["name"], max_replicas=desired)
         return values

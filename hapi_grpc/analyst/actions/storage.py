@@ -79,6 +79,6 @@ class ExpandClaim:
             return Objection(f"no volume usage of claim {claim['name']} was read")
         wanted = (used + max(slope, 0.0) * _HORIZON_MINUTES) / _MOST_FULL
         size = max(math.ceil(wanted / _GI), math.floor(max(requested, capacity) / _GI) + 1) * _GI
-        values = target_values("PersistentVolumeClaim", claim["namespace"], claim["name"])
-        values.update(claim=claim["name"], size_bytes=size)
+        values = target_values("PersistentVolumeClaim", claim["namespace"])
+        values.update(pvc=claim["name"], size_bytes=size)
         return values

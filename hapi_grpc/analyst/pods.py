@@ -125,7 +125,11 @@ def pod_evidence(reads: Reads, pod: dict[str, Any], subject: Subject) -> list[St
         for e in (events or {}).get("events") or []
         if isinstance(e, dict) and e.get("type") == "Warning"
     ]
-    return found.plus(_events(pod, container, warnings, waiting))
+    # Read whole from the record (the view cuts messages shorter than the API's limit).
+    whole = [
+        e["message"] for e in reads.events_about("Pod", namespace, name) if e["type"] == "Warning"
+    ]
+    return found.plus(_events(pod, container, warnings, waiting, whole))
 
 
 def _state(container: dict[str, Any]) -> str:
@@ -176,7 +180,11 @@ def _crash(
 
 
 def _events(
-    pod: dict[str, Any], container: dict[str, Any], warnings: list[dict[str, Any]], waiting: bool
+    pod: dict[str, Any],
+    container: dict[str, Any],
+    warnings: list[dict[str, Any]],
+    waiting: bool,
+    messages: list[str],
 ) -> Findings:
     """The Pod's warning events and what they say; without any, why it is Pending."""
     label = f"Pod {pod['namespace']}/{pod['name']}"
@@ -196,9 +204,7 @@ def _events(
         if kills
         else ""
     )
-    texts = [str(container.get("state_message", ""))] + [
-        str(e.get("message", "")) for e in warnings
-    ]
+    texts = [str(container.get("state_message", "")), *messages]
     reason = container.get("state_reason", "")
     found = Findings(evidence=cited, probe_failure=probe)
     if reason in IMAGE_PULL_REASONS:

@@ -1,7 +1,8 @@
 """What the incident reports, as the analyst starts from it.
 
-Read from the `Incident` itself: the signal, the resource it names and the labels
-the signal carries (a `container` or `pod` label names the one affected). The
+Read from the `Incident` itself: the signal, the resource it names, the labels the
+signal carries (a `container` or `pod` label names the one affected) and the
+resources an alert storm names. The
 alert's prose (error message, description) is never read for a decision or a
 parameter: it is the signal's claim, which the cluster confirms or not.
 """
@@ -30,6 +31,8 @@ class Subject:
     name: str
     container: str = ""  # the signal's `container` label
     pod: str = ""  # the signal's `pod` label
+    # Namespaces of the resources an alert storm names ("payments/Pod/api-1").
+    affected_namespaces: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, incident: Incident) -> Subject:
@@ -45,6 +48,13 @@ class Subject:
             name=signal.resource_name,
             container=labels.get("container", ""),
             pod=labels.get("pod", ""),
+            affected_namespaces=tuple(
+                dict.fromkeys(
+                    r.split("/")[0]
+                    for r in incident.storm.affected_resources[:50]
+                    if r.count("/") == 2 and r.split("/")[0]
+                )
+            ),
         )
 
     @property

@@ -6,7 +6,8 @@ Pod reported). What each reads for its premises:
 - RestartKubelet, RebootNode: the Node's Lease in `kube-node-lease` (a kubelet that
   still renews it is alive: the machine is not unresponsive);
 - DrainNode, CordonDrainNode, CordonNode: the Pods on the Node in the namespaces the
-  incident names (several workloads affected, or one Pod), their
+  incident names (its own, an alert storm's, the Pods read: several workloads
+  affected, or one Pod), their
   PodDisruptionBudgets, and every Node (can the others absorb the Pods);
 - CleanupNode: what fills the Node's disk, from its kubelet's stats summary
   (`kubernetes_node_stats`): a clean-up reclaims images and logs, never the
@@ -72,7 +73,7 @@ class CleanupNode(NodeOnly):
 
 class DrainNode(NodeOnly):
     def _namespaces(self, situation: Situation) -> list[str]:
-        named = {situation.subject.namespace} | {
+        named = {situation.subject.namespace, *situation.subject.affected_namespaces} | {
             p["namespace"] for p in situation.reads.objects("Pod")
         }
         return sorted(n for n in named if n)[:5]

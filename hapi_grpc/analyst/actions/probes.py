@@ -7,7 +7,9 @@ finished starting as well as the ones killed.
 
 Values: the container the probe kills and an initial delay that covers the longest
 start-up read with a fifth to spare (start-up time varies with the node and the
-load). Without a start-up time in the logs there is no delay to propose.
+load). Without a start-up time in the logs there is no delay to propose; nor when
+every killed instance ran far longer than its start-up (the probe fails a running
+container: a deadlock or exhaustion, which no start-up delay changes).
 """
 
 from __future__ import annotations
@@ -75,6 +77,29 @@ class TuneProbes:
         durations = [d for d in durations if d > 0]
         if not durations:
             return Objection("no log read reports how long the container takes to start")
+        ran = [
+            float(c["last_termination"].get("ran_seconds", -1.0))
+            for pod in workload_pods(situation)
+            for c in pod.get("containers", [])
+            if c["name"] == name and c["last_termination"].get("reason") not in ("", "OOMKilled")
+        ]
+        # The kubelet kills after failureThreshold failed probes a period apart: an
+        # instance that ran longer than its start-up plus two such streaks was running.
+        timing = next(
+            (
+                t.get("probe_timing", {}).get("liveness", {})
+                for t in workload.get("template_containers", [])
+                if t["name"] == name
+            ),
+            {},
+        )
+        streak = timing.get("failure_threshold", 3) * timing.get("period_seconds", 10)
+        if ran and min(ran) > max(durations) + 2 * streak:
+            return Objection(
+                f"container {name} ran {min(ran):.0f}s or more before each kill, long after it"
+                f" starts ({max(durations):g}s): the probe fails a running container, which a"
+                " longer start-up delay does not change"
+            )
         values = target_values(str(workload["kind"]), workload["namespace"])
         values.update(
             workload=workload["name"],

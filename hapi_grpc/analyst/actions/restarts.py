@@ -1,8 +1,8 @@
 """Pod and workload restarts: RestartPod, DeletePod, RecreatePod, RestartDeployment,
 GracefulRestart, and the clean-up of evicted Pods.
 
-Their premises are about the Pod and its Node, which the general reads already
-cover (the owner chain reads the Pod's owners and its Node). RecreatePod reads the
+Their premises are about the Pod, its siblings and its Node: the general reads cover
+the Pod's owners and Node (the owner chain), RestartPod lists the siblings. RecreatePod reads the
 Pod itself for its restart policy: a run-to-completion Pod that failed under
 `restartPolicy: Never` is recreated with `OnFailure`, the one policy that retries a
 failed run without restarting a finished one.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import GET, Step
+from hapi_grpc.analyst.conversation import GET, LIST, Step
 
 __all__ = ["NoTarget", "RecreatePod", "RestartPod", "RestartWorkload"]
 
@@ -24,6 +24,19 @@ def _pod(situation: Situation) -> dict[str, Any]:
 
 class RestartPod:
     def reads(self, situation: Situation) -> list[Step]:
+        # The Pod's siblings: when they are Ready, the template works and what failed
+        # is this Pod's runtime state.
+        workload = situation.findings.workload or {}
+        selector = workload.get("selector") or {}
+        if not selector:
+            return []
+        arguments = {
+            "kind": "Pod",
+            "namespace": workload["namespace"],
+            "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
+        }
+        if situation.reads.returned(LIST, arguments) is None:
+            return [(LIST, {**arguments, "limit": 20})]
         return []
 
     def values(self, situation: Situation) -> Values | Objection:

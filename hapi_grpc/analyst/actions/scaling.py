@@ -87,6 +87,30 @@ def _over_quota(situation: Situation, workload: dict[str, Any], added: int) -> s
     return ""
 
 
+def _failing_pods(situation: Situation, record: dict[str, Any]) -> list[str]:
+    """The Pods read of the autoscaler's target that crash, were OOM-killed or cannot start."""
+    target = record.get("target") or {}
+    workload = situation.reads.object(
+        str(target.get("kind", "")), record["namespace"], str(target.get("name", ""))
+    )
+    selector = workload.get("selector") or {}
+    failing = []
+    for pod in situation.reads.pods(record["namespace"], selector) if selector else []:
+        for c in pod.get("containers", []):
+            last = c.get("last_termination") or {}
+            waiting = c.get("state_reason", "")
+            if last.get("reason") == "OOMKilled" or waiting in (
+                "CrashLoopBackOff",
+                "ImagePullBackOff",
+                "ErrImagePull",
+                "CreateContainerConfigError",
+                "CreateContainerError",
+            ):
+                failing.append(f"{pod['name']} {waiting or last.get('reason')}")
+                break
+    return failing
+
+
 def _metric_ratio(spec: dict[str, Any], status: dict[str, Any]) -> float | None:
     """current / target of one autoscaler metric (Utilization, AverageValue or Value)."""
     kind = str(spec.get("type", ""))
@@ -157,6 +181,12 @@ class PatchAutoscaler:
         ]
         if not ratios or current < 1:
             return Objection("the autoscaler reports no metric against its target")
+        failing = _failing_pods(situation, record)
+        if failing:
+            return Objection(
+                f"Pods of {record['target'].get('name')} fail ({', '.join(failing[:3])}): a failing"
+                " workload burns CPU without serving, so its load is not legitimate"
+            )
         desired = max(math.ceil(current * r) for r in ratios)
         if desired <= maximum:
             return Objection(

@@ -74,7 +74,8 @@ class ExpandClaim:
         if not series:
             return Objection(f"no volume usage of claim {claim['name']} was read")
         used = number(series[0].get("last"))
-        slope = number(series[0].get("slope_per_minute")) or 0.0
+        trend = series[0].get("trend") if isinstance(series[0].get("trend"), dict) else {}
+        slope = number(trend.get("slope_per_minute")) or 0.0
         if used is None:
             return Objection(f"no volume usage of claim {claim['name']} was read")
         wanted = (used + max(slope, 0.0) * _HORIZON_MINUTES) / _MOST_FULL

@@ -85,7 +85,7 @@ class TuneProbes:
         ]
         # The kubelet kills after failureThreshold failed probes a period apart: an
         # instance that ran longer than its start-up plus two such streaks was running.
-        timing = next(
+        timing: dict[str, int] = next(
             (
                 t.get("probe_timing", {}).get("liveness", {})
                 for t in workload.get("template_containers", [])

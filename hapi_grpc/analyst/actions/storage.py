@@ -74,7 +74,8 @@ class ExpandClaim:
         if not series:
             return Objection(f"no volume usage of claim {claim['name']} was read")
         used = number(series[0].get("last"))
-        trend = series[0].get("trend") if isinstance(series[0].get("trend"), dict) else {}
+        found = series[0].get("trend")
+        trend: dict[str, Any] = found if isinstance(found, dict) else {}
         slope = number(trend.get("slope_per_minute")) or 0.0
         if used is None:
             return Objection(f"no volume usage of claim {claim['name']} was read")

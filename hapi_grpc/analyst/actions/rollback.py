@@ -12,7 +12,10 @@ stamp and the ReplicaSet's own label out).
 A rollback reverts the template and nothing else. When the crashed container's log
 blames its configuration and the revision returned to references the same
 ConfigMaps and Secrets, the cause is outside the template: no rollback is proposed.
-Nor when a container waits on an object that does not exist (no revision creates it).
+Nor when a container waits on an object that does not exist (no revision creates it),
+nor for an image that cannot be pulled unless the runtime says the reference itself
+is wrong (a missing tag or name): refused credentials, an unreachable registry or a
+message cut before its cause are not fixed by pulling another tag the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.conversation import LIST, Step
+from hapi_grpc.analyst.runtime_errors import PullFailure
 
 __all__ = ["Rollback", "revision_of"]
 
@@ -66,6 +70,13 @@ class Rollback:
         if situation.findings.missing:
             kind, name = situation.findings.missing
             return Objection(f"a container waits on {kind} {name}, which no revision creates")
+        pull = situation.findings.pull
+        if pull is not None and pull not in (PullFailure.NOT_FOUND, PullFailure.INVALID_NAME):
+            return Objection(
+                f"the image pull fails because {pull.value}: another revision's image is pulled"
+                " the same way, so a rollback is shown to help only when the reference itself is"
+                " wrong (a missing tag or name)"
+            )
         current = revision_of(deployment)
         if current is None:
             return Objection(f"Deployment {deployment['name']} shows no revision number")

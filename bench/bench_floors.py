@@ -15,7 +15,9 @@ measures the floor of that shape on the same machine:
   in the first round, pooled after) and RSS growth per request in flight.
 
 An investigation is one gRPC call and three model requests, so these floors
-bound what any change to the service's own code can win.
+bound what any change to the service's own code can win. Other benchmarks read
+their figures against them in the same run: `measure_apart(n)` returns the
+`Floors` (the storm benchmark's targets are ratios to them).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import json
 import multiprocessing
 import resource
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import aiohttp
@@ -146,25 +150,90 @@ async def aiohttp_floor(n: int) -> tuple[list[float], float]:
     return per_round, (peak - idle) / n / 1e3
 
 
+@dataclass(frozen=True)
+class Floors:
+    """The libraries' cost, measured once: what an investigation costs before our code."""
+
+    n: int
+    grpc_cpu_us: float  # server CPU per call held open
+    grpc_kb: float  # RSS per call held open
+    aiohttp_cpu_us: tuple[float, ...]  # client CPU per request, per round (new connections first)
+    aiohttp_kb: float  # RSS per request in flight
+
+    @property
+    def aiohttp_pooled_us(self) -> float:
+        return min(self.aiohttp_cpu_us[1:])
+
+    def investigation_cpu_us(self, model_requests: int = 3) -> float:
+        """One call held open and its model requests, the first on a new connection."""
+        pooled = (model_requests - 1) * self.aiohttp_pooled_us
+        return self.grpc_cpu_us + self.aiohttp_cpu_us[0] + pooled
+
+    def investigation_kb(self) -> float:
+        """One call held open and one model request in flight (an investigation's turns
+        are sequential)."""
+        return self.grpc_kb + self.aiohttp_kb
+
+    @classmethod
+    def mean(cls, *measured: Floors) -> Floors:
+        """The floors of several measurements, figure by figure."""
+
+        def avg(values: Iterable[float]) -> float:
+            values = list(values)
+            return sum(values) / len(values)
+
+        return cls(
+            measured[0].n,
+            avg(f.grpc_cpu_us for f in measured),
+            avg(f.grpc_kb for f in measured),
+            tuple(avg(r) for r in zip(*(f.aiohttp_cpu_us for f in measured), strict=True)),
+            avg(f.aiohttp_kb for f in measured),
+        )
+
+    def lines(self, model_requests: int = 3) -> list[str]:
+        return [
+            f"grpc.aio unary, {self.n} held open over {CHANNELS} channels:"
+            f" {self.grpc_cpu_us:.0f} µs server CPU per call,"
+            f" {self.grpc_kb:.1f} kB RSS per call open",
+            f"aiohttp POST of 7 kB JSON, {self.n} at once: {self.aiohttp_cpu_us[0]:.0f} µs"
+            f" client CPU per request on new connections, {self.aiohttp_pooled_us:.0f} µs pooled;"
+            f" {self.aiohttp_kb:.1f} kB RSS per request in flight",
+            f"floor of one investigation (1 call, {model_requests} model requests):"
+            f" {self.investigation_cpu_us(model_requests) / 1e3:.2f} ms CPU,"
+            f" {self.investigation_kb():.1f} kB RSS while it waits",
+        ]
+
+
+def measure(n: int) -> Floors:
+    grpc_cpu, grpc_kb = asyncio.run(grpc_floor(n))
+    rounds, aio_kb = asyncio.run(aiohttp_floor(n))
+    return Floors(n, grpc_cpu, grpc_kb, tuple(rounds), aio_kb)
+
+
+def _measure_into(conn: Connection, n: int) -> None:
+    conn.send(measure(n))
+
+
+def measure_apart(n: int) -> Floors:
+    """`measure` in a fresh process, so that nothing its caller imported or allocated
+    (another benchmark's channels, the memory its allocator already holds) is counted
+    or hides growth. Other benchmarks call this to read their figures against the
+    floors of the same run."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_measure_into, args=(child, n))
+    process.start()
+    try:
+        floors: Floors = parent.recv()
+    finally:
+        process.join(30)
+    return floors
+
+
 def main(n: int) -> None:
     started = time.perf_counter()
-    grpc_cpu, grpc_kb = asyncio.run(grpc_floor(n))
-    print(
-        f"grpc.aio unary, {n} held open over {CHANNELS} channels:"
-        f" {grpc_cpu:.0f} µs server CPU per call, {grpc_kb:.1f} kB RSS per call open"
-    )
-    rounds, aio_kb = asyncio.run(aiohttp_floor(n))
-    print(
-        f"aiohttp POST of 7 kB JSON, {n} at once: {rounds[0]:.0f} µs client CPU per request"
-        f" on new connections, {min(rounds[1:]):.0f} µs pooled;"
-        f" {aio_kb:.1f} kB RSS per request in flight"
-    )
-    per_investigation = grpc_cpu + rounds[0] + 2 * min(rounds[1:])
-    print(
-        f"floor of one investigation (1 call, 3 model requests): ~{per_investigation / 1e3:.1f} ms"
-        f" CPU, ~{grpc_kb + aio_kb:.0f} kB RSS while it waits"
-        f" ({time.perf_counter() - started:.0f} s)"
-    )
+    floors = measure(n)
+    print("\n".join(floors.lines()) + f" ({time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
-import bench_concurrent_investigations as storm_bench
+import _storm as storm_bench
 from _server import launched_server
 
 from hapi.v1 import service_pb2_grpc

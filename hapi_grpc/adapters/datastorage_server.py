@@ -23,6 +23,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.catalog import SearchQuery, is_valid_workflow_id
 from hapi_grpc.domain.errors import WorkflowNotFoundError
 
@@ -100,7 +101,7 @@ def _url(address: Any) -> str:
 
 async def _search(request: web.Request) -> web.Response:
     try:
-        body = json.loads(await request.read())
+        body = bounded_json.loads(await request.read(), max_bytes=MAX_BODY_BYTES)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _problem(request, HTTPStatus.BAD_REQUEST, f"request body is not JSON: {exc}")
     if not isinstance(body, dict):

@@ -7,6 +7,12 @@ most once per `check_interval` seconds, which also follows a Kubernetes
 ConfigMap's atomic symlink swap, and loads it again when it changed. A change
 that does not load keeps the last good policy and logs one line; it is not
 tried again until the file changes once more.
+
+Bounds: only a regular file is read (a FIFO or a device is refused without
+waiting on it), at most `MAX_POLICY_BYTES`; YAML aliases are refused (an alias
+bomb expands nowhere). A reload reads in a daemon thread and a decision waits
+for it at most `RELOAD_WAIT` seconds, so neither the event loop nor shutdown
+ever waits on the file.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -26,25 +35,58 @@ __all__ = ["PolicyFile", "read_policy"]
 logger = logging.getLogger(__name__)
 
 MAX_POLICY_BYTES = 1 << 20
+RELOAD_WAIT = 0.5  # seconds a decision waits for a reload it started
 _Signature = tuple[int, int, int, int] | None  # None: the file could not be read
+
+
+class _NoAliases(yaml.SafeLoader):
+    """YAML without aliases: a policy has no use for them, and an alias bomb
+    (a few hundred bytes naming each other) would expand wherever it is shown."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def _read(path: str) -> bytes:
+    """At most MAX_POLICY_BYTES + 1 bytes of the regular file at `path`; opening
+    does not wait (O_NONBLOCK: a FIFO without a writer opens at once, then is refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PolicyError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PolicyError(f"{path} is not a regular file")
+        if info.st_size > MAX_POLICY_BYTES:
+            raise PolicyError(f"{path} is larger than {MAX_POLICY_BYTES} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise PolicyError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        os.close(fd)
 
 
 def read_policy(path: str) -> Policy:
     """The policy in `path`; PolicyError (one line) when it cannot be used."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    raw = _read(path)
     if len(raw) > MAX_POLICY_BYTES:
         raise PolicyError(f"{path} is larger than {MAX_POLICY_BYTES} bytes")
     try:
-        document = yaml.safe_load(raw.decode("utf-8"))
+        document = yaml.load(raw.decode("utf-8"), Loader=_NoAliases)  # a SafeLoader
     except UnicodeDecodeError:
         raise PolicyError(f"{path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
+        if "aliases are not allowed" in str(exc):
+            raise PolicyError(f"{path}: YAML aliases are not allowed{where}") from None
         raise PolicyError(f"{path} is not valid YAML{where}") from None
     return parse_policy(document)
 
@@ -75,6 +117,7 @@ class PolicyFile:
         self._interval = check_interval
         self._clock = clock
         self._next_check = clock() + check_interval
+        self._reloading: asyncio.Future[bool] | None = None
 
     @classmethod
     def load(cls, path: str, *, check_interval: float = 2.0) -> PolicyFile:
@@ -89,9 +132,15 @@ class PolicyFile:
     async def current(self) -> Policy:
         """The policy in force, reloaded first when the file changed (checked on an interval)."""
         now = self._clock()
-        if now >= self._next_check:
+        if self._reloading is not None and self._reloading.done():
+            self._reloading = None
+        if now >= self._next_check and self._reloading is None:
             self._next_check = now + self._interval  # one check at a time
-            await asyncio.to_thread(self.reload_if_changed)
+            self._reloading = _in_daemon_thread(self.reload_if_changed)
+            try:
+                await asyncio.wait_for(asyncio.shield(self._reloading), RELOAD_WAIT)
+            except TimeoutError:
+                logger.warning("policy file still being read; the policy in force decides")
         return self._policy
 
     def reload_if_changed(self) -> bool:
@@ -108,3 +157,27 @@ class PolicyFile:
         self._policy = policy
         logger.info("policy file reloaded path=%s rules=%d", self.path, len(policy.rules))
         return True
+
+
+def _in_daemon_thread(work: Callable[[], bool]) -> asyncio.Future[bool]:
+    """`work()` in a daemon thread (never joined at exit), as a future of this loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[bool] = loop.create_future()
+
+    def settle(result: bool | None, error: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(error) if error else future.set_result(bool(result))
+
+    def run() -> None:
+        result, error = None, None
+        try:
+            result = work()
+        except BaseException as exc:  # handed to the loop, not lost in the thread
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody waits any more
+
+    threading.Thread(target=run, name="policy-reload", daemon=True).start()
+    return future

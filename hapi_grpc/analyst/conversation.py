@@ -9,11 +9,11 @@ return"; a stage that still needs a read returns it as a `Step`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.llm import ChatMessage, ToolCall
 from hapi_grpc.domain.observed import Observed
 
@@ -66,7 +66,7 @@ def exchanges(messages: Iterable[ChatMessage]) -> list[Exchange]:
 
 def _object(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = bounded_json.loads(text, max_bytes=len(text) + 1)  # our own tool outputs
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

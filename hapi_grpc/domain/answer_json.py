@@ -9,12 +9,12 @@ ever parsed as JSON.
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 from typing import Any
 
 import re2
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.sensitive import utf8_safe
 
 __all__ = ["MAX_ANSWER_CHARS", "extract_json_object"]
@@ -64,7 +64,7 @@ def _loads_object(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text)
+        value = bounded_json.loads(text, max_bytes=MAX_ANSWER_CHARS)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
 from hapi_grpc.domain.levels import RiskLevel
 from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
 
@@ -72,7 +73,9 @@ class Condition(_Frozen):
     """A declared precondition or invariant: a CEL expression (`domain.preconditions`).
 
     `expression` and `show` are compiled and type-checked when the entry is
-    parsed, so a catalog with a bad expression does not load.
+    parsed, so a catalog with a bad expression does not load. Catalogs come from
+    outside the service (Data Storage, an operator's file): both are bounded by
+    `cel_cost.OUTSIDE` in size and estimated cost.
     """
 
     name: str = Field(min_length=1, max_length=64)
@@ -83,18 +86,23 @@ class Condition(_Frozen):
     @field_validator("expression")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        compile_expression(value)  # kept: evaluated on every check; ValueError with the error
+        compile_expression(value, OUTSIDE)  # kept: evaluated on every check
         return value
 
     @field_validator("show")
     @classmethod
     def _checks(cls, value: str) -> str:
         if value:
-            check_expression(value)  # compiled again only when a failure is reported
+            check_expression(value, OUTSIDE)  # compiled again only when a failure is reported
         return value
 
+    @property
+    def limits(self) -> CelLimits:
+        """The bounds the expressions were compiled under (read as a `Declared`)."""
+        return OUTSIDE
+
     def declared(self) -> Declared:
-        return Declared(self.name, self.expression, self.message, self.show)
+        return Declared(self.name, self.expression, self.message, self.show, OUTSIDE)
 
 
 def _conditions(value: Any) -> Any:
@@ -226,10 +234,51 @@ class SearchHit(Declarations):
 
 
 class SearchResult(_Frozen):
-    """`POST /api/v1/workflows/search` response body, best match first."""
+    """`POST /api/v1/workflows/search` response body, best match first.
+
+    An entry whose declared conditions do not compile or are refused (CEL over
+    its cost bounds) is left out and named in `refused` ("id: reason"): one bad
+    workflow does not fail the search. Any other malformed field still breaks
+    the answer's contract.
+    """
 
     workflows: tuple[SearchHit, ...] = ()
     total_results: int = 0
+    refused: tuple[str, ...] = Field(default=(), exclude=True)  # set here, never read
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _usable_hits(cls, data: Any, handler: Any) -> Any:
+        if isinstance(data, dict):
+            data = {**data, "refused": ()}  # never read from the answer
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            hits = data.get("workflows") if isinstance(data, dict) else None
+            refused = _declaration_errors(exc, hits)
+            if not refused or not isinstance(hits, list | tuple):
+                raise
+        kept = [hit for index, hit in enumerate(hits) if index not in refused]
+        return handler({**data, "workflows": kept, "refused": tuple(refused.values())})
+
+
+def _declaration_errors(exc: ValidationError, hits: Any) -> dict[int, str]:
+    """{hit index: "id: where: problem"} when every error is in a hit's declared
+    conditions; empty when any other field is wrong (the answer breaks its contract)."""
+    refused: dict[int, str] = {}
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = error["loc"]
+        if len(loc) < 3 or loc[0] != "workflows" or loc[2] not in ("preconditions", "invariants"):
+            return {}
+        index = loc[1]
+        if not isinstance(index, int) or index in refused:
+            continue
+        hit = hits[index] if isinstance(hits, list | tuple) and index < len(hits) else None
+        name = hit.get("workflow_id") if isinstance(hit, dict) else None
+        label = name[:128] if isinstance(name, str) and name else f"#{index}"
+        where = ".".join(str(p) for p in loc[2:])
+        refused[index] = f"{label}: {where}: {error['msg'][:300]}"
+    return refused
 
 
 @runtime_checkable

@@ -10,8 +10,14 @@ quantity parser. Each is compiled and type-checked once, when the catalog
 entry is parsed; a bad expression fails the load.
 
 An expression that cannot be evaluated (a field that was not observed, a
-quantity that does not parse) is *unknown*, and unknown counts as not
-holding: a premise nobody saw is no premise.
+quantity that does not parse, the runtime's iteration budget spent) is
+*unknown*, and unknown counts as not holding: a premise nobody saw is no
+premise.
+
+An expression from outside the service (a catalog from Data Storage or an
+operator's file) is compiled under `cel_cost.OUTSIDE`: size and estimated
+cost bounds at compile time; at run time its inputs must be within the sizes
+the estimate assumed, else it is unknown (`Declared.limits`).
 
 On an empty record (nothing read: every investigation without a cluster) an
 expression that names neither `incident` nor `params` has one value, computed
@@ -28,8 +34,10 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+import re2
 from cel_expr_python import cel
 
+from hapi_grpc.domain.cel_cost import CelLimits, check_limits, within_inputs
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import EMPTY_VIEW
 from hapi_grpc.domain.quantity import QuantityError, parse_quantity
@@ -44,6 +52,7 @@ __all__ = [
     "compile_expression",
     "evaluate",
     "incident_activation",
+    "observed_fields",
 ]
 
 _SHOWN = 300
@@ -90,18 +99,31 @@ def _env(strings: bool = False) -> Any:
     )
 
 
-def check_expression(expression: str) -> None:
+def check_expression(expression: str, limits: CelLimits | None = None) -> None:
     """Compile and type-check without keeping the program; raises ValueError."""
-    _compile(expression)
+    _compile(expression, limits)
 
 
 @lru_cache(maxsize=4096)  # bounded: Data Storage may send any number of expressions
-def compile_expression(expression: str) -> Any:
-    """The compiled, type-checked program, kept; raises ValueError naming the problem."""
-    return _compile(expression)
+def compile_expression(expression: str, limits: CelLimits | None = None) -> Any:
+    """The compiled, type-checked program, kept; raises ValueError naming the problem.
+    With `limits` (an expression from outside), also refused past them."""
+    return _compile(expression, limits)
 
 
-def _compile(expression: str) -> Any:
+def _compile(expression: str, limits: CelLimits | None = None) -> Any:
+    if limits is not None and len(expression) > limits.max_chars:
+        raise ValueError(f"CEL expression is longer than {limits.max_chars} characters")
+    program = _compiled(expression)
+    if limits is not None:
+        try:
+            check_limits(expression, program, limits)
+        except ValueError as exc:
+            raise ValueError(f"CEL expression refused: it {exc}") from None
+    return program
+
+
+def _compiled(expression: str) -> Any:
     try:
         return _env().compile(expression)
     except RuntimeError:
@@ -121,6 +143,7 @@ class Declared:
     expression: str
     message: str = ""
     show: str = ""  # CEL: the observed value a failure names
+    limits: CelLimits | None = None  # from outside: the bounds it was compiled under
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +206,7 @@ def _one_on_empty(
 def _evaluated(
     declared: Declared, kind: str, bound: Bound, only_false: bool
 ) -> ConditionResult | None:
-    ok, value = bound.value(declared.expression)
+    ok, value = bound.value(declared.expression, declared.limits)
     if ok and value is True:
         return (
             None if only_false else ConditionResult(declared.name, kind, True, "", declared.message)
@@ -192,7 +215,7 @@ def _evaluated(
         return None  # unknown: not a refutation, so its `show` is not worth evaluating
     detail = ""
     if declared.show:
-        shown_ok, shown = bound.value(declared.show)
+        shown_ok, shown = bound.value(declared.show, declared.limits)
         detail = _shown(shown) if shown_ok else "nothing"
     if not ok:
         return ConditionResult(
@@ -209,16 +232,20 @@ def bind(
     observed: Mapping[str, Any],
     params: Mapping[str, Any],
     workflow: Mapping[str, Any] | None = None,
+    late: tuple[dict[str, Any], dict[str, Any]] | None = None,
 ) -> Any:
     """The CEL activation of the variables. The runtime converts a variable on
     first use and keeps it, so reusing an activation over an unchanged record saves
-    converting the record again (most of an evaluation's cost)."""
+    converting the record again (most of an evaluation's cost). `late`: the dicts
+    bound as `params` and `workflow` themselves (not copies), to be filled before
+    an expression first reads them (`premises.evaluate.LateBound`)."""
+    params_, workflow_ = late if late is not None else (dict(params), dict(workflow or {}))
     return _env().Activation(
         {
             "incident": dict(incident),
             "observed": dict(observed),
-            "params": dict(params),
-            "workflow": dict(workflow or {}),
+            "params": params_,
+            "workflow": workflow_,
         }
     )
 
@@ -239,14 +266,54 @@ def _observed_only(expression: str) -> bool:
 def _on_empty(expression: str) -> tuple[bool, Any]:
     """The value of an expression over `observed` alone on the empty record."""
     empty = bind(incident={}, observed=EMPTY_VIEW, params={}, workflow={})
-    return _value(compile_expression(expression).eval(empty))
+    return _run(compile_expression(expression), empty)
+
+
+def _run(program: Any, activation: Any) -> tuple[bool, Any]:
+    """(ok, plain value); an error the runtime raises instead of returning one
+    (the iteration budget spent) is not ok either."""
+    try:
+        return _value(program.eval(activation))
+    except RuntimeError as exc:
+        return False, str(exc).removeprefix("INTERNAL: ").split(" [", 1)[0]
+
+
+_FIELD = re2.compile(r"\bobserved\.([a-z_]+)")
+_USE = re2.compile(r"\bobserved\b")
+
+
+@lru_cache(maxsize=4096)
+def observed_fields(expressions: tuple[str, ...]) -> frozenset[str] | None:
+    """The fields of `observed` the expressions read; None when one reads it otherwise
+    than by a field (then all of it). By text, like `_observed_only`."""
+    fields: set[str] = {"evidence"}
+    for expression in expressions:
+        named = _FIELD.findall(expression)
+        if len(named) != len(_USE.findall(expression)):
+            return None
+        fields.update(named)
+    return frozenset(fields)
 
 
 class Bound:
-    """The three variables of one evaluation; their CEL activation is built on first
-    need, and not at all when every expression evaluated has its empty-record value."""
+    """The variables of one evaluation; their CEL activation is built on first need,
+    and not at all when every expression evaluated has its empty-record value.
 
-    __slots__ = ("_activation", "_incident", "empty", "observed", "params", "workflow")
+    `fields`: the fields of `observed` the expressions evaluated on it read (None:
+    all). The runtime converts a variable whole on first use, and converting the
+    record is most of an evaluation's cost, so only those are bound."""
+
+    __slots__ = (
+        "_activation",
+        "_incident",
+        "_within",
+        "empty",
+        "fields",
+        "late",
+        "observed",
+        "params",
+        "workflow",
+    )
 
     def __init__(
         self,
@@ -254,30 +321,55 @@ class Bound:
         observed: Mapping[str, Any],
         params: Mapping[str, Any],
         workflow: Mapping[str, Any] | None = None,
+        fields: frozenset[str] | None = None,
     ) -> None:
         self._incident = incident  # or what builds it, called only if needed
         self.observed = observed
         self.params = params
         self.workflow = workflow
+        self.fields = fields
         self.empty = observed is EMPTY_VIEW
+        self.late = False  # params and workflow bound by reference (a LateBound)
         self._activation: Any = None
+        self._within: dict[CelLimits, bool] = {}
+
+    def covers(self, fields: frozenset[str] | None) -> bool:
+        """Whether expressions reading `fields` may be evaluated on this one."""
+        return self.fields is None or (fields is not None and fields <= self.fields)
 
     def activation(self) -> Any:
         if self._activation is None:
             incident = self._incident() if callable(self._incident) else self._incident
+            observed = self.observed
+            if self.fields is not None:
+                observed = {k: observed[k] for k in self.fields if k in observed}
             self._activation = bind(
                 incident=incident,
-                observed=self.observed,
+                observed=observed,
                 params=self.params,
                 workflow=self.workflow,
+                late=(self.params, self.workflow) if self.late else None,  # type: ignore[arg-type]
             )
         return self._activation
 
-    def value(self, expression: str) -> tuple[bool, Any]:
-        """(ok, plain value) of `expression` on these variables."""
+    def value(self, expression: str, limits: CelLimits | None = None) -> tuple[bool, Any]:
+        """(ok, plain value) of `expression` on these variables; with `limits`,
+        not evaluated (unknown) when the inputs are larger than they allow."""
         if self.empty and _observed_only(expression):
             return _on_empty(expression)
-        return _value(compile_expression(expression).eval(self.activation()))
+        if limits is not None and not self.within(limits):
+            return False, "inputs larger than expressions from outside may read"
+        return _run(compile_expression(expression, limits), self.activation())
+
+    def within(self, limits: CelLimits) -> bool:
+        """Whether the request's and the model's values (incident, params) are within
+        `limits`; `observed` is bounded where it is recorded."""
+        if limits not in self._within:
+            incident = self._incident() if callable(self._incident) else self._incident
+            self._incident = incident
+            values = {"incident": incident, "params": self.params}
+            self._within[limits] = within_inputs(values, limits)
+        return self._within[limits]
 
 
 def evaluate(

@@ -36,6 +36,7 @@ from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.preconditions import Bound, ConditionResult, incident_activation
 from hapi_grpc.domain.premises import PremiseBook, Premises, bundled_book, evaluate_premises
+from hapi_grpc.domain.premises.evaluate import BoundFor, LateBound
 from hapi_grpc.domain.result import HumanReviewReason
 from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
 
@@ -66,6 +67,8 @@ class Veto:
 # An alert storm's investigations refute the same search results and veto the same
 # selection in the same words: held once (~2.7 kB per investigation otherwise).
 _SHARED_REASONS = SharedTexts(max_chars=1 << 18, min_chars=128)
+
+_MAX_HELD = 64  # search results remembered per investigation
 
 SelectionCheck = Callable[[Candidate], Awaitable[Veto | None]]
 """An extra check: None lets the selection through; a `Veto` sends it to review."""
@@ -103,6 +106,15 @@ class SelectionGate:
     # a few pods) for every investigation in flight.
     _reuse: bool = False
     _bound: list[tuple[dict[str, Any], dict[str, Any], Any, Bound]] = field(default_factory=list)
+    # The last selection judged and what stopped it, with the record's version: the
+    # validation tool and the final check judge the same selection on the same record.
+    _judged: tuple[int, str, dict[str, Any], Premises, list[ConditionResult]] | None = None
+    # Per workflow, the preconditions its search result was seen to meet, with the
+    # record's version: a check on the same record does not evaluate them again.
+    _held: dict[str, tuple[int, frozenset[str]]] = field(default_factory=dict)
+    # The search results' variables, converted with the record's fields their whole
+    # premises read, awaiting the parameters of the one checked next (`LateBound`).
+    _late: tuple[int, LateBound] | None = None
 
     def __post_init__(self) -> None:
         if self.premises is None:
@@ -121,20 +133,48 @@ class SelectionGate:
             self._bound = []
 
     def _activation(
-        self, params: Mapping[str, Any], workflow: Mapping[str, Any] | None = None
+        self,
+        params: Mapping[str, Any],
+        workflow: Mapping[str, Any] | None = None,
+        fields: frozenset[str] | None = None,
     ) -> Bound:
-        """The variables bound for `params` (and `workflow`); a changed record has a new
-        view object."""
+        """The variables bound for `params` (and `workflow`), with at least the record's
+        `fields` (None: all); a changed record has a new view object."""
         view = self.observed.activation()
+        kept = None
         for seen, plain, flow, bound in self._bound:
             if seen is view and plain == params and flow == workflow:
-                return bound
+                if bound.covers(fields):
+                    return bound
+                kept = bound
+        if kept is not None and kept.fields is not None and fields is not None:
+            fields = kept.fields | fields  # one activation for both, converted once
         plain = dict(params)
-        bound = Bound(partial(incident_activation, self.incident), view, plain, workflow)
+        bound = Bound(partial(incident_activation, self.incident), view, plain, workflow, fields)
         if self._reuse:
-            self._bound = [b for b in self._bound if b[0] is view][-1:]
+            self._bound = [b for b in self._bound if b[0] is view and b[3] is not kept][-1:]
             self._bound.append((view, plain, workflow, bound))
         return bound
+
+    def _check_bound(self) -> BoundFor:
+        """Variables for a check: the search's, converted already, when the record has
+        not changed since and they cover what the check reads; else new ones."""
+        late = self._late
+        self._late = None
+        if late is None or late[0] != self.observed.version:
+            return self._activation
+        bound = late[1]
+
+        def bound_for(
+            params: Mapping[str, Any],
+            workflow: Mapping[str, Any] | None,
+            fields: frozenset[str] | None,
+        ) -> Bound:
+            if bound.covers(fields) and bound.fill(params, workflow):
+                return bound
+            return self._activation(params, workflow, fields)
+
+        return bound_for
 
     def premises_of(
         self,
@@ -180,20 +220,49 @@ class SelectionGate:
         return self._failing(premises, params)
 
     def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
-        return [
+        version = self.observed.version
+        last = self._judged
+        if (
+            last is not None
+            and last[0] == version
+            and last[1] == premises.workflow_id
+            and last[3] is premises
+            and last[2] == params
+        ):
+            return list(last[4])
+        seen = self._held.get(premises.workflow_id)
+        held = seen[1] if seen is not None and seen[0] == version else frozenset()
+        failed = [
             r
-            for r in evaluate_premises(premises, self._activation, params)
+            for r in evaluate_premises(premises, self._check_bound(), params, held=held)
             if r.holds is False or (r.holds is None and not premises.read_only)
         ]
+        self._judged = (version, premises.workflow_id, dict(params), premises, failed)
+        return list(failed)
+
+    def prepare(self, hits: Sequence[tuple[str, Declarations]]) -> None:
+        """Inside `reusing()`, before `refuted` runs for each of `hits`: bind once the
+        record's fields all their premises read, so their preconditions share one
+        activation, and the check of the one selected next (on the same record) too."""
+        fields: frozenset[str] | None = frozenset()
+        for workflow_id, declared in hits:
+            wanted = self.premises_of(workflow_id, declared).fields
+            fields = None if wanted is None or fields is None else fields | wanted
+        view = self.observed.activation()
+        late = LateBound(partial(incident_activation, self.incident), view, fields)
+        self._late = (self.observed.version, late)
+        self._bound = [(view, {}, None, late)]
 
     def refuted(self, workflow_id: str, declared: Declarations) -> list[ConditionResult]:
         """Preconditions that do not hold on what was read so far (no parameters needed)."""
-        # Runs for every search hit: invariants (which need parameters) and unknown
-        # preconditions are not evaluated or explained, as none of them is reported.
+        # Runs for every search hit: invariants (which need parameters) are not
+        # evaluated. What holds is remembered for the checks on the same record.
         premises = self.premises_of(workflow_id, declared)
-        found = evaluate_premises(
-            premises, self._activation, {}, only_false=True, preconditions_only=True
-        )
+        results = evaluate_premises(premises, self._activation, {}, preconditions_only=True)
+        held = frozenset(r.name for r in results if r.holds is True)
+        if len(self._held) < _MAX_HELD or workflow_id in self._held:
+            self._held[workflow_id] = (self.observed.version, held)
+        found = [r for r in results if r.holds is False]
         if found:
             self.refutations[workflow_id] = _SHARED_REASONS.share(
                 f"{workflow_id}: " + "; ".join(r.describe() for r in found[:3])

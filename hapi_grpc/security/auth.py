@@ -30,6 +30,7 @@ import grpc
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
 from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor
+from hapi_grpc.security.review_admission import caller_peer
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,7 @@ class AuthInterceptor(HandlerWrappingInterceptor):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
         assert token is not None
         unavailable = False
+        caller_peer.set(context.peer() or "")  # reviews of unknown tokens are bounded per address
         try:
             with budget_scope(Budget.from_timeout(context.time_remaining())):
                 verdict = await self._authenticator.authenticate(token)

@@ -9,10 +9,13 @@ from typing import Any
 
 import aiohttp
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.sensitive import register_secret
 
 __all__ = ["ReviewClient", "create_review", "open_session", "read_service_account_token"]
+
+MAX_ANSWER_BYTES = 1 << 20  # a review's answer is a few kilobytes
 
 
 def open_session(ca_file: str | None, timeout: float) -> aiohttp.ClientSession:
@@ -58,7 +61,15 @@ async def create_review(
     ) as response:
         if response.status not in (200, 201):
             raise error(f"{kind} answered HTTP {response.status}")
-        payload = await response.json(content_type=None)
+        raw = bytearray()
+        async for chunk in response.content.iter_chunked(64 * 1024):
+            raw += chunk
+            if len(raw) > MAX_ANSWER_BYTES:
+                raise error(f"{kind} answer is larger than {MAX_ANSWER_BYTES} bytes")
+    try:
+        payload = bounded_json.loads(bytes(raw), max_bytes=MAX_ANSWER_BYTES)
+    except ValueError as exc:  # not JSON, too large or too deep
+        raise error(f"{kind} answer is not usable JSON: {exc}") from None
     status = payload.get("status") if isinstance(payload, dict) else None
     if not isinstance(status, dict):
         raise error(f"{kind} answer has no status")

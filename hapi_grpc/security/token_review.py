@@ -3,7 +3,10 @@
 `TokenReviewAuthenticator` asks the API server whether a service-account
 token is valid (and meant for our audiences), caches accepted and refused
 answers briefly by the token's SHA-256, and fails closed on any error
-(`AuthenticationUnavailable`: the call ends UNAVAILABLE).
+(`AuthenticationUnavailable`: the call ends UNAVAILABLE). Concurrent calls
+with one token share one review, and tokens never accepted before are
+reviewed under a bound of their own (`review_admission`), so a flood of
+random tokens cannot starve callers with valid ones.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ from typing import Any
 
 from hapi_grpc.security.auth import AuthenticationUnavailable, Identity, token_digest
 from hapi_grpc.security.kube_api import ReviewClient
+from hapi_grpc.security.review_admission import (
+    Flights,
+    Known,
+    LaneFull,
+    UnknownGate,
+    caller_peer,
+    peer_host,
+)
 
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
@@ -69,6 +80,9 @@ class TokenReviewAuthenticator:
         self._negative_ttl = negative_cache_ttl
         self._max_entries = max_cache_entries
         self._cache: dict[bytes, _CacheEntry] = {}
+        self._flights: Flights[Identity | None] = Flights()
+        self._known = Known(size=max_cache_entries, clock=clock)
+        self._unknown = UnknownGate()
 
     @classmethod
     def in_cluster(
@@ -95,10 +109,21 @@ class TokenReviewAuthenticator:
         entry = self._cache.get(key)
         if entry is not None and entry.expires_at > now:
             return entry.identity
+        return await self._flights.run(key, lambda: self._reviewed(key, token))
+
+    async def _reviewed(self, key: bytes, token: str) -> Identity | None:
+        """The one review of `token` its concurrent callers share, cached once."""
         try:
-            identity = await self._review(token)
+            if key in self._known:
+                identity = await self._review(token)
+            else:
+                peer = peer_host(caller_peer.get())
+                identity = await self._unknown.run(peer, lambda: self._review(token))
         except asyncio.CancelledError:
             raise
+        except LaneFull:
+            log.warning("too many token reviews waiting for one caller address; refusing")
+            raise AuthenticationUnavailable("too many token reviews waiting") from None
         except Exception as exc:  # fail closed and say why without any token
             log.warning(
                 "TokenReview failed; refusing the call",
@@ -107,6 +132,8 @@ class TokenReviewAuthenticator:
             raise AuthenticationUnavailable("TokenReview did not answer") from None
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
         self._remember(key, _CacheEntry(self._clock() + ttl, identity))
+        if identity is not None:
+            self._known.add(key)
         return identity
 
     def _remember(self, key: bytes, entry: _CacheEntry) -> None:

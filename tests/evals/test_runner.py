@@ -118,9 +118,11 @@ def self_check_cases(root: Path) -> Path:
         if expected is not None:
             (directory / "expected.yaml").write_text(yaml.safe_dump(expected))
         # The scorer is under test, not the workflows' premises (nothing is read
-        # from a cluster here): the bundled catalog without its declarations.
+        # from a cluster here): the bundled catalog without its declarations and
+        # declared read-only, so no premise pack applies either.
+        declarations = {"preconditions", "invariants"}
         workflows = [
-            w.model_dump(mode="json", exclude={"preconditions", "invariants"})
+            {**w.model_dump(mode="json", exclude=declarations), "read_only": True}
             for w in load_bundled_catalog()
         ]
         (directory / "catalog.yaml").write_text(yaml.safe_dump({"workflows": workflows}))

@@ -9,7 +9,8 @@ One server, every behaviour a client must survive, picked by tool:
 `get_runbook` (normal), `scale` (a schema with bounds and an enum),
 `delete_everything` (what an operator denies), `hang` (never answers in
 time), `crash` (the process exits mid-call), `huge` (a megabyte of text),
-`fail` (a tool-level error), `whoami` (the process id: a restart shows).
+`fail` (a tool-level error), `whoami` (the process id: a restart shows),
+`grep_logs` (an argument of `format: regex`).
 This file imports only the SDK, so the client can spawn it by path.
 """
 
@@ -72,6 +73,11 @@ def build() -> Any:
         from mcp.server.mcpserver.exceptions import ToolError
 
         raise ToolError("the backing system said no")
+
+    @server.tool()
+    def grep_logs(pattern: Annotated[str, Field(json_schema_extra={"format": "regex"})]) -> str:
+        """Pretend to search the logs with a regular expression."""
+        return f"no line matches {pattern[:40]}"
 
     @server.tool()
     def whoami() -> str:

@@ -91,7 +91,8 @@ def test_untrusted_tool_listings_are_bounded() -> None:
     from types import SimpleNamespace
 
     from hapi_grpc.adapters.mcp.config import McpServerConfig
-    from hapi_grpc.adapters.mcp.manager import MAX_SCHEMA_CHARS, McpManager
+    from hapi_grpc.adapters.mcp.manager import McpManager
+    from hapi_grpc.adapters.mcp.schemas import MAX_SCHEMA_CHARS
 
     def tool(name: str, schema: object, description: str = "d") -> SimpleNamespace:
         return SimpleNamespace(name=name, description=description, input_schema=schema)
@@ -100,6 +101,7 @@ def test_untrusted_tool_listings_are_bounded() -> None:
         tool("ok", {"type": "object", "properties": {"a": {"type": "string"}}}, "x " * 5000),
         tool("huge", {"type": "object", "description": "y" * MAX_SCHEMA_CHARS}),
         tool("invalid", {"type": "no-such-type"}),
+        tool("deep", json.loads('{"not":' * 100 + '{"type": "object"}' + "}" * 100)),
         tool("bad name!", {"type": "object"}),
         tool("none", None),
         tool("extra", {"type": "object"}),

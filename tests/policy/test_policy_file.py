@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
+from google.protobuf import json_format
 
+from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.policy_file import PolicyFile, read_policy
 from hapi_grpc.app import build_policy
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.policy.rules import PolicyError
+from tests.datastorage.conftest import WORKFLOW
+from tests.e2e.test_analyze_e2e import GOOD, OOM_REQUEST, answer, search, validate
 from tests.fakes.clock import ManualClock
+from tests.fakes.scripted_llm import ScriptedLLMServer
+from tests.fakes.serve_process import ServeProcess
 
 ONE = "rules:\n  - name: first\n    action: require_review\n"
 TWO = ONE + "  - name: second\n    action: forbid\n    when: workflow.id == 'x'\n"
@@ -173,3 +182,91 @@ def test_policy_check_command_loads_the_file_as_the_server_does(tmp_path: Path) 
     refused = check(bad)
     assert refused.returncode == 1
     assert refused.stderr.strip().startswith("hapi-grpc: rule 'broken-rule' (rules[1])")
+
+
+# --- bounds: aliases, special files, reloads that never hold the loop or shutdown ----
+
+# 294 bytes of YAML whose every level names the one before nine times: expanded,
+# 10^9 strings. An error that quotes the value would render all of them.
+ALIAS_BOMB = (
+    "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+    + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    + "rules:\n  - name: bomb\n    action: *i\n"
+)
+
+
+def _check_command(path: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hapi_grpc.cli", "policy", "check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(ALIAS_BOMB)
+    assert len(ALIAS_BOMB.encode()) < 400
+    done = _check_command(path)
+    assert done.returncode == 1
+    assert "aliases are not allowed" in done.stderr
+    assert len(done.stderr) < 400  # one bounded line, nothing expanded
+
+
+def test_an_unknown_action_is_quoted_bounded(tmp_path: Path) -> None:
+    items = ", ".join(f"item-{i}" for i in range(20_000))
+    path = tmp_path / "policy.yaml"
+    path.write_text(f"rules:\n  - name: big\n    action: [{items}]\n")
+    with pytest.raises(PolicyError) as info:
+        read_policy(str(path))
+    assert "unknown action a list" in str(info.value) and len(str(info.value)) < 300
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "policy.fifo"
+    os.mkfifo(path)
+    done = _check_command(path, timeout=30)  # an open() that waits would time out here
+    assert done.returncode == 1
+    assert "is not a regular file" in done.stderr
+
+
+async def test_a_policy_file_swapped_for_a_fifo_neither_stalls_decisions_nor_shutdown(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(ONE)
+    # One workflow declared read-only, so no premise applies: the model's pick stands.
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"workflows": [{**WORKFLOW, "read_only": True}]}))
+    model = ScriptedLLMServer("openai", [search(), validate(GOOD), answer()])
+    await model.__aenter__()
+    server = ServeProcess(
+        HAPI_POLICY_FILE=str(path),
+        HAPI_CATALOG_FILE=str(catalog),
+        HAPI_POLICY_CHECK_SECONDS="0.2",
+        HAPI_KUBERNETES="off",
+        HAPI_LLM_PROVIDER="openai",
+        HAPI_LLM_BASE_URL=model.base_url,
+        HAPI_LLM_MODEL="policy-model",
+        HAPI_LLM_API_KEY="sk-policy-test",
+    )
+    request = json_format.Parse(OOM_REQUEST, service_pb2.AnalyzeIncidentRequest())
+    try:
+        await server.start()
+        path.unlink()
+        os.mkfifo(path)  # nobody ever writes to it
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = service_pb2_grpc.IncidentAnalysisServiceStub(channel)
+            for _ in range(3):
+                await asyncio.sleep(0.3)
+                response = await stub.AnalyzeIncident(request, timeout=10)
+                assert response.result.selected_workflow.workflow_id  # the policy applied
+        assert "is not a regular file" in server.log()
+        code, seconds = await server.terminate(10.0)
+        assert code is not None and seconds < 5.0, server.log()[-2000:]
+    finally:
+        await server.close()
+        await model.__aexit__(None, None, None)

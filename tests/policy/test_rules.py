@@ -137,6 +137,29 @@ async def test_a_rule_that_is_not_boolean_fails_closed() -> None:
     assert "did not evaluate to true or false" in result.warnings[0]
 
 
+async def test_values_larger_than_the_cost_bound_assumed_send_the_decision_to_review() -> None:
+    text = "rules: [{name: replicas, action: forbid, when: 'params.NOTE.startsWith(\"x\")'}]"
+    assert not (await apply(text, selected(params={"NOTE": "y" * 1024}))).needs_human_review
+    result = await apply(text, selected(params={"NOTE": "y" * 5000}))
+    assert result.needs_human_review and result.selected_workflow is not None
+    assert "larger than policy expressions may read" in result.warnings[0]
+
+
+async def test_a_rule_past_the_runtime_iteration_budget_fails_closed() -> None:
+    hundred = "[" + ",".join(["0"] * 100) + "]"
+    loops = f"{hundred}.all(x, {hundred}.all(y, {hundred}.all(z, true)))"
+    result = await apply(f"rules: [{{name: loops, action: forbid, when: '{loops}'}}]", selected())
+    assert result.needs_human_review and result.selected_workflow is not None
+    assert "runtime's budget of 10000 iterations" in result.warnings[0]
+
+
+def test_a_rule_past_the_estimated_cost_is_refused_at_load() -> None:
+    # Patterns built from the values, compiled on each of up to 10,000 iterations.
+    when = "params.all(a, params.all(b, a.matches(b) || b.matches(a) || (a + b).matches(b + a)))"
+    with pytest.raises(PolicyError, match="estimated cost"):
+        parse_policy({"rules": [{"name": "regexes", "action": "forbid", "when": when}]})
+
+
 def test_decision_variables() -> None:
     result = selected(target=TargetResource("payments", "StatefulSet", "db"))
     hit = SearchHit(workflow_id="w", version="1", confidence=0.5)

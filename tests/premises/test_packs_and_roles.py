@@ -141,3 +141,9 @@ def test_parameter_role_is_part_of_the_schema_model() -> None:
     assert spec.role == "memory_limit"
     with pytest.raises(ValueError):
         ParameterSpec(name="X", role="Not A Role")
+
+
+def test_the_guide_lists_every_shipped_pack() -> None:
+    guide = (ROOT / "docs" / "premises.md").read_text(encoding="utf-8")
+    missing = [t for t in bundled_book().action_types if f"| `{t}`" not in guide]
+    assert missing == [], f"docs/premises.md does not list {missing}"

@@ -40,6 +40,7 @@ from hapi_grpc.adapters.cache import CatalogCache, search_key, workflow_key
 from hapi_grpc.adapters.catalog.datastorage_body import (
     ContractViolation,
     check_workflow_id,
+    clean_text,
     parse_body,
 )
 from hapi_grpc.adapters.catalog.datastorage_exchange import exchange, record
@@ -179,9 +180,15 @@ class DataStorageCatalog:
         """`POST /api/v1/workflows/search`."""
 
         async def fetch() -> SearchResult:
-            return await self._breaker.call(
+            result = await self._breaker.call(
                 lambda: self._call("search", "POST", SEARCH_PATH, SearchResult, query.to_wire())
             )
+            for entry in result.refused:  # left out; the other entries still answer
+                log.warning(
+                    "Data Storage search entry refused",
+                    extra={"entry": clean_text(entry, 400)},
+                )
+            return result
 
         if self._cache is None:
             return await fetch()

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.sensitive import redact
 
 M = TypeVar("M", bound=BaseModel)
@@ -33,7 +34,7 @@ def parse_body(raw: bytes, over: bool, content_type: str, model: type[M]) -> M:
     if mime and mime != "application/json" and not mime.endswith("+json"):
         raise ContractViolation(f"content type {clean_text(mime, 60)!r} is not JSON")
     try:
-        data = json.loads(raw)
+        data = bounded_json.loads(raw, max_bytes=MAX_RESPONSE_BYTES)
     except UnicodeDecodeError:
         raise ContractViolation("body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -71,7 +72,7 @@ def check_workflow_id(value: BaseModel, workflow_id: str) -> None:
 def problem_text(raw: bytes) -> tuple[str, str]:
     """Title and detail of an RFC 7807 body, cleaned and truncated; empty if absent."""
     try:
-        data = json.loads(raw) if raw else None
+        data = bounded_json.loads(raw, max_bytes=MAX_RESPONSE_BYTES) if raw else None
     except ValueError:
         return "", ""
     if not isinstance(data, dict):

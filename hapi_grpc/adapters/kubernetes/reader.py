@@ -11,7 +11,6 @@ reduced to their `message`, redacted.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +19,7 @@ import aiohttp
 
 from hapi_grpc.adapters.kubernetes.credentials import ClusterConnection
 from hapi_grpc.adapters.kubernetes.discovery import Discovery
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact
@@ -150,7 +150,7 @@ class ApiServerReader:
             path, params, timeout, max_bytes, accept=accept or "application/json"
         )
         try:
-            value = json.loads(body)
+            value = bounded_json.loads(body, max_bytes=max_bytes)
         except ValueError:
             raise KubeFailure(
                 KubeFailureKind.UNAVAILABLE, "the API server answered non-JSON"
@@ -234,7 +234,7 @@ async def _read(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes
 
 def _status_failure(status: int, body: bytes) -> KubeFailure:
     try:
-        message = str(json.loads(body).get("message", ""))
+        message = str(bounded_json.loads(body, max_bytes=len(body) + 1).get("message", ""))
     except (ValueError, AttributeError):
         message = body[:300].decode("utf-8", errors="replace")
     message = clip(redact(" ".join(message.split())), 300)

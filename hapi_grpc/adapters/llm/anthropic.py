@@ -29,6 +29,7 @@ from hapi_grpc.adapters.llm.http_provider import (
     token_count,
     usage_of,
 )
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import LLMResponseError
 from hapi_grpc.domain.llm import (
     ChatMessage,
@@ -38,6 +39,7 @@ from hapi_grpc.domain.llm import (
     ToolChoice,
     ToolDefinition,
 )
+from hapi_grpc.domain.toolsets.jsontext import MAX_ARGUMENT_BYTES
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -179,7 +181,7 @@ def _text_blocks(text: str) -> list[dict[str, Any]]:
 
 def _input_object(arguments: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = bounded_json.loads(arguments, max_bytes=MAX_ARGUMENT_BYTES) if arguments else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from hapi_grpc.domain import bounded_json
+
 __all__ = [
     "ERROR_MESSAGE_LIMIT",
     "extract_error_message",
@@ -51,7 +53,7 @@ def extract_error_message(body: str) -> str:
     """
     message = body.strip()
     try:
-        data = json.loads(body)
+        data = bounded_json.loads(body, max_bytes=len(body) + 1)  # read bounded already
     except ValueError:
         data = None
     if isinstance(data, dict):

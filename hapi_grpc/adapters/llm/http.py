@@ -32,7 +32,6 @@ Failure policy:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -55,6 +54,7 @@ from hapi_grpc.adapters.llm.error_body import (
     truncate,
 )
 from hapi_grpc.adapters.retry import parse_retry_after
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import ContextOverflowError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
 from hapi_grpc.domain.sensitive import is_secret_name, redact
@@ -313,7 +313,7 @@ class LLMHttpClient:
 
     def _parse(self, raw: bytes, parse: Callable[[Any], LLMResponse]) -> LLMResponse:
         try:
-            data = json.loads(raw)
+            data = bounded_json.loads(raw, max_bytes=MAX_RESPONSE_BYTES)
         except ValueError:
             snippet = truncate(raw.decode("utf-8", "replace").strip(), 100)
             raise LLMResponseError(

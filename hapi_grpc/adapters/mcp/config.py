@@ -20,7 +20,6 @@ silently offers every tool.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -28,6 +27,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hapi_grpc.adapters.mcp.errors import McpConfigError
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.sensitive import clip, is_secret_name, register_secret
 
 __all__ = ["McpConfig", "McpServerConfig", "load_mcp_config"]
@@ -156,7 +156,7 @@ def load_mcp_config(path: str | Path) -> McpConfig:
     if len(raw) > MAX_CONFIG_BYTES:
         raise McpConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        data = json.loads(raw)
+        data = bounded_json.loads(raw, max_bytes=len(raw) + 1)  # size checked when read
     except ValueError as exc:
         raise McpConfigError(f"{source}: not valid JSON ({exc})") from None
     return parse_mcp_config(data, source)

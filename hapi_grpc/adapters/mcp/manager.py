@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.mcp.config import McpConfig, McpServerConfig, load_mcp_config
 from hapi_grpc.adapters.mcp.connection import McpConnection, cause
 from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
-from hapi_grpc.adapters.mcp.schemas import linear_validator
+from hapi_grpc.adapters.mcp.schemas import linear_validator, problem_text
 from hapi_grpc.adapters.mcp.tools import CallCounter, McpCallResult, McpTool, content_text
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
@@ -55,7 +54,6 @@ __all__ = ["CallCounter", "McpCallResult", "McpManager", "McpSettings", "McpTool
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_DESCRIPTION = 1000
 # Every offered schema goes into the prompt; a larger one is not offered.
-MAX_SCHEMA_CHARS = 16_000
 _MAX_SCHEMA_ERRORS = 5
 _BUDGET_SLACK = 0.05
 
@@ -202,14 +200,6 @@ class McpManager:
                 continue
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
             schema = schema or {"type": "object"}
-            if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
-                log.warning(
-                    "MCP server %s: the input schema of %s is larger than %d characters; skipped",
-                    name,
-                    tool.name,
-                    MAX_SCHEMA_CHARS,
-                )
-                continue
             try:
                 validator = linear_validator(schema)
             except jsonschema.SchemaError as exc:
@@ -271,7 +261,7 @@ class McpManager:
         if not problems:
             return None
         shown = "; ".join(
-            f"{_path(err) or '(arguments)'}: {clip(err.message, 200)}"
+            f"{_path(err) or '(arguments)'}: {clip(problem_text(err), 200)}"
             for err in problems[:_MAX_SCHEMA_ERRORS]
         )
         return f"arguments for {name} do not fit its input schema: {shown}; fix them and call again"

@@ -6,11 +6,15 @@ loop for seconds. Here `pattern` is matched with RE2. A schema with a pattern
 RE2 cannot compile (back-references, look-around), or with `patternProperties`
 (which jsonschema also matches inside `additionalProperties` and
 `unevaluatedProperties`), is refused as a SchemaError, and the tool is not
-offered.
+offered. The `regex` format (an argument that must be a regular expression)
+is checked with the nesting of its groups bounded: Python's parser recurses
+once per group and a model's "((((...))))" would end in RecursionError.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import Any
@@ -20,11 +24,22 @@ import re2
 from jsonschema import validators
 from jsonschema.protocols import Validator
 
-__all__ = ["linear_validator"]
+from hapi_grpc.domain.bounded_json import MAX_DEPTH, check_depth
+
+__all__ = ["MAX_SCHEMA_CHARS", "linear_validator", "problem_text"]
+
+MAX_SCHEMA_CHARS = 16_000
 
 
 def linear_validator(schema: dict[str, Any]) -> Validator:
-    """A validator of `schema` that matches patterns with RE2; raises jsonschema.SchemaError."""
+    """A validator of `schema` that matches patterns with RE2; raises jsonschema.SchemaError
+    (also for a schema nested past MAX_DEPTH or larger than MAX_SCHEMA_CHARS)."""
+    try:
+        check_depth(schema)
+    except ValueError as exc:
+        raise jsonschema.SchemaError(str(exc)) from None
+    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+        raise jsonschema.SchemaError(f"larger than {MAX_SCHEMA_CHARS} characters")
     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     for key, value in _keywords(schema):
@@ -36,7 +51,7 @@ def linear_validator(schema: dict[str, Any]) -> Validator:
             raise jsonschema.SchemaError(
                 f"pattern {value[:80]!r} is not RE2 syntax (linear-time matching)"
             ) from None
-    return _linear(cls)(schema, format_checker=cls.FORMAT_CHECKER)
+    return _linear(cls)(schema, format_checker=_format_checker(cls))
 
 
 def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
@@ -56,6 +71,38 @@ def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
             stack.extend(node)
 
 
+@cache  # one checker per draft
+def _format_checker(cls: type[Validator]) -> jsonschema.FormatChecker:
+    checker = jsonschema.FormatChecker(cls.FORMAT_CHECKER.checkers)
+    checker.checkers = dict(cls.FORMAT_CHECKER.checkers)
+    checker.checks("regex", raises=(re.error, ValueError))(_is_regex)
+    return checker
+
+
+_MAX_GROUP_NESTING = MAX_DEPTH
+
+
+def _is_regex(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    depth = deepest = 0
+    escaped = False
+    for char in instance:  # bounded: arguments are at most 64 KiB
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    if deepest > _MAX_GROUP_NESTING:
+        raise ValueError(f"groups nested deeper than {_MAX_GROUP_NESTING} levels")
+    re.compile(instance)
+    return True
+
+
 @cache  # one class per draft
 def _linear(cls: type[Validator]) -> type[Validator]:
     return validators.extend(cls, {"pattern": _pattern})
@@ -69,3 +116,11 @@ def _pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> 
 @lru_cache(maxsize=1024)  # bounded: tool servers may list any number of patterns
 def _compiled(pattern: str) -> Any:
     return re2.compile(pattern)
+
+
+def problem_text(err: jsonschema.ValidationError) -> str:
+    """What is wrong; for a format, without the value (the message would quote it whole)."""
+    if err.validator == "format":
+        cause = f" ({str(err.cause)[:80]})" if err.cause is not None else ""
+        return f"is not a valid {err.validator_value}{cause}"
+    return err.message

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hapi_grpc.domain.bounded_json import check_depth
+
 
 @dataclass(frozen=True)
 class McpTool:
@@ -52,5 +54,9 @@ def content_text(result: Any) -> str:
             parts.append(f"[{kind or 'unknown'} content omitted]")
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
+        try:
+            check_depth(structured)
+        except ValueError as exc:
+            return f"[structured content omitted: {exc}]"
         parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":"), default=str))
     return "\n".join(parts)

@@ -16,7 +16,6 @@ unchanged one costs one `stat`. Token values are registered with
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import ssl
@@ -28,7 +27,7 @@ import aiohttp
 from yarl import URL
 
 from hapi_grpc.adapters.metrics.errors import MetricsUnavailableError, ResponseTooLargeError
-from hapi_grpc.domain import deadline
+from hapi_grpc.domain import bounded_json, deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact, register_secret
 from hapi_grpc.domain.toolsets.prometheus.settings import parse_headers
@@ -210,7 +209,7 @@ class JsonHttpClient:
             )
         text = redact(clip(raw[: _ERROR_SNIPPET * 4].decode("utf-8", "replace"), _ERROR_SNIPPET))
         try:
-            body = json.loads(raw) if raw else None
+            body = bounded_json.loads(raw, max_bytes=limit) if raw else None
         except ValueError:
             body = None
         return HttpResponse(status, body, " ".join(text.split()))

@@ -44,6 +44,7 @@ _STARTUP = re2.compile(
     r"([0-9]{1,6}(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b"
 )
 _MAX_NODE_STATS = 20
+_VIEWED = frozenset({"Pod", "Node"})  # and workloads: what has `template_containers`
 _NUMERIC = (int, float)
 
 
@@ -84,11 +85,17 @@ class Observed:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     node_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # by node name
+    # Counts changes: what was judged on one version holds until the next read.
+    version: int = 0
     # `spec_hash` of each recorded object's spec: what remediation history compares.
     spec_hashes: dict[str, str] = field(default_factory=dict)
     _view: dict[str, Any] | None = field(default=None, repr=False)
 
     # --- recording (the tools) -----------------------------------------------------
+
+    def _changed(self) -> None:
+        self._view = None
+        self.version += 1
 
     def record_object(self, obj: dict[str, Any], kind: str = "") -> None:
         """An object as read (raw API JSON); a later read of the same object replaces it."""
@@ -107,7 +114,7 @@ class Observed:
         spec = obj.get("spec")
         if isinstance(spec, dict):
             self.spec_hashes[key] = spec_hash(spec)
-        self._view = None
+        self._changed()
 
     def record_owner_chain(
         self, kind: str, namespace: str | None, name: str, chain: list[str]
@@ -116,7 +123,7 @@ class Observed:
         key = object_key(kind, namespace, name)
         if key in self.objects:
             self.objects[key]["owner_chain"] = list(chain[:6])
-            self._view = None
+            self._changed()
 
     def record_event(self, kind: str, namespace: str, name: str, event: dict[str, Any]) -> None:
         """One folded event about `kind/name`."""
@@ -134,7 +141,7 @@ class Observed:
                 "count": count if isinstance(count, int) else 1,
             }
         )
-        self._view = None
+        self._changed()
 
     def record_log(
         self, namespace: str, pod: str, container: str, *, previous: bool, lines: list[str]
@@ -155,7 +162,7 @@ class Observed:
                 "startup_seconds": _startup_seconds(lines),
             }
         )
-        self._view = None
+        self._changed()
 
     def record_metric(self, query: str, summary: dict[str, Any]) -> None:
         """A query's summary: per series its labels, min/max/last and trend direction."""
@@ -180,7 +187,7 @@ class Observed:
                 }
             )
         self.metrics.append({"query": query[:_LINE], "series": series})
-        self._view = None
+        self._changed()
 
     def record_alerts(self, summary: dict[str, Any]) -> None:
         """Alerts firing now, as the Alertmanager tool read them."""
@@ -194,14 +201,14 @@ class Observed:
                     "labels": {str(k): str(v) for k, v in (alert.get("labels") or {}).items()},
                 }
             )
-        self._view = None
+        self._changed()
 
     def record_node_stats(self, node: str, summary: dict[str, Any]) -> None:
         """A node's kubelet stats summary: what fills its disk (`node_stats`)."""
         if node not in self.node_stats and len(self.node_stats) >= _MAX_NODE_STATS:
             return
         self.node_stats[node] = node_stats_facts(node, summary)
-        self._view = None
+        self._changed()
 
     # --- reading (the checks) ------------------------------------------------------
 
@@ -255,6 +262,11 @@ def _view_of(
     return {
         "evidence": bool(objects),
         "objects": objects,
+        # The objects none of the views below holds (no object converted twice when
+        # an expression reads both).
+        "other_objects": [
+            o for o in objects if o["kind"] not in _VIEWED and "template_containers" not in o
+        ],
         "pods": pods_with_workloads(objects),
         "nodes": [o for o in objects if o["kind"] == "Node"],
         "workloads": [o for o in objects if "template_containers" in o],

@@ -5,6 +5,8 @@ against the four declared variables (`incident`, `workflow`, `params`,
 `target`, all dynamic): a misspelt variable, an unknown function or an
 operator applied to the wrong literal types fails the load with one line.
 `Expression.evaluate` runs it on an `Activation` made once per decision.
+The policy file comes from outside the service: its expressions are bounded
+like a catalog's (`cel_cost.OUTSIDE`: size and estimated cost).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from functools import cache
 from typing import Any
 
 from cel_expr_python import cel
+
+from hapi_grpc.domain.cel_cost import ITERATION_BUDGET, OUTSIDE, check_limits
 
 __all__ = ["Activation", "CelError", "Expression", "activation", "compile_expression"]
 
@@ -38,7 +42,10 @@ class Expression:
 
     def evaluate(self, variables: Activation) -> Any:
         """The plain value on `variables` (from `activation`); CelError when it fails."""
-        value = self._program.eval(variables)
+        try:
+            value = self._program.eval(variables)
+        except RuntimeError as exc:  # the runtime's iteration budget, raised not returned
+            raise CelError(_eval_message(str(exc))) from None
         if value.type() == cel.Type.ERROR:
             raise CelError(_eval_message(str(value.value())))
         return value.plain_value()
@@ -74,6 +81,10 @@ def compile_expression(
         program = _env(tuple(sorted(variables))).compile(source)
     except RuntimeError as exc:
         raise CelError(f"is not valid CEL: {_compile_message(str(exc))}") from None
+    try:
+        check_limits(source, program, OUTSIDE)
+    except ValueError as exc:
+        raise CelError(str(exc)) from None
     given = program.return_type().name()
     if given not in (result, "DYN"):
         wanted = "true or false" if result == "BOOL" else "a string"
@@ -99,4 +110,6 @@ def _eval_message(text: str) -> str:
         return "a field or key it reads is absent (guard it with has() or 'in')"
     if "no matching overload" in lowered or "cannot convert" in lowered:
         return "an operator or function got values of the wrong type"
+    if "iteration budget" in lowered:
+        return f"its loops ran past the runtime's budget of {ITERATION_BUDGET} iterations"
     return "it could not be evaluated"

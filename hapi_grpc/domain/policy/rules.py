@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hapi_grpc.domain.cel_cost import OUTSIDE, within_inputs
 from hapi_grpc.domain.policy.cel import (
     Activation,
     CelError,
@@ -120,8 +121,13 @@ class Policy:
         found = Evaluation()
         if not self.rules:
             return found
-        variables = activation(decision.variables())
+        values = decision.variables()
+        oversized = not within_inputs(values, OUTSIDE)  # past what the cost bound assumed
+        variables = activation(values)
         for rule in self.rules:
+            if oversized:
+                found.reviews.append(Finding(rule, error=_OVERSIZED))
+                continue
             try:
                 if rule.when is not None and not rule.when.holds(variables):
                     continue
@@ -136,6 +142,9 @@ class Policy:
             else:
                 found.rate_limits.append(Finding(rule, key=key))
         return found
+
+
+_OVERSIZED = "not evaluated: the decision's values are larger than policy expressions may read"
 
 
 def _key(rule: Rule, variables: Activation, decision: Decision) -> str:
@@ -156,7 +165,7 @@ def parse_policy(document: Any) -> Policy:
     unknown = sorted(str(k) for k in document if k not in ("rules", "allow_unverified"))
     if unknown:
         raise PolicyError(
-            f"unknown top-level key {unknown[0]!r} (only 'rules' and 'allow_unverified')"
+            f"unknown top-level key {_shown(unknown[0])} (only 'rules' and 'allow_unverified')"
         )
     items = document.get("rules") or []
     if not isinstance(items, list):
@@ -188,7 +197,7 @@ def _unverified(section: Any) -> Unverified:
             raise PolicyError(f"{where}.{key}: must be a list of at most {MAX_RULES} names")
         for name in names:
             if not isinstance(name, str) or not 1 <= len(name) <= 255 or name == "*":
-                raise PolicyError(f"{where}.{key}: {str(name)[:40]!r} is not a name")
+                raise PolicyError(f"{where}.{key}: {_shown(name)} is not a name")
         found[key] = frozenset(names)
     return Unverified(found["action_types"], found["workflows"])
 
@@ -206,12 +215,12 @@ def _parse_rule(index: int, item: Any) -> Rule:
     where = f"rule {name!r} ({where})"
     unknown = sorted(str(k) for k in item if k not in _RULE_KEYS)
     if unknown:
-        raise PolicyError(f"{where}: unknown key {unknown[0]!r}")
+        raise PolicyError(f"{where}: unknown key {_shown(unknown[0])}")
     try:
         action = Action(str(item.get("action")))
     except ValueError:
         raise PolicyError(
-            f"{where}: unknown action {str(item.get('action'))[:40]!r}"
+            f"{where}: unknown action {_shown(item.get('action'))}"
             f" (one of {', '.join(a.value for a in Action)})"
         ) from None
     message = item.get("message", "")
@@ -229,6 +238,14 @@ def _parse_rule(index: int, item: Any) -> Rule:
     window = _window(where, item.get("window"))
     key = _expression(where, "key", item.get("key"), "STRING")
     return Rule(str(name), action, when, " ".join(message.split()), limit, window, key)
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A bounded rendering of a value from the file: text or a number quoted and
+    cut, a list or mapping only named (never rendered whole)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return repr(str(value)[:limit])
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
 def _valid_name(name: Any) -> bool:

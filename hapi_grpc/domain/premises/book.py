@@ -17,12 +17,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hapi_grpc.domain.catalog import Condition, Declarations
-from hapi_grpc.domain.preconditions import Declared
+from hapi_grpc.domain.cel_cost import OUTSIDE
+from hapi_grpc.domain.preconditions import Declared, observed_fields
 from hapi_grpc.domain.premises.packs import (
     ACTION_TYPE,
     MAX_CONDITIONS,
     MAX_PACKS,
     Pack,
+    PackCondition,
     PackError,
     merged,
     parse_packs,
@@ -31,6 +33,8 @@ from hapi_grpc.domain.premises.packs import (
 from hapi_grpc.domain.premises.roles import ROLE_NAME, RoleBinding, RoleTable, bind_roles
 
 __all__ = ["OperatorPremises", "PremiseBook", "Premises", "WorkflowPremises", "parse_operator"]
+
+_RESOLVED = 4096  # resolutions kept (a catalog's workflows, each with its parameter names)
 
 
 class WorkflowPremises(BaseModel):
@@ -71,7 +75,7 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
             if entry.pop("replace") is True:
                 replaces.add(str(entry.get("action_type")))
         plain.append(entry)
-    packs = parse_packs({"packs": plain}, source)
+    packs = parse_packs({"packs": plain}, source, outside=True)
     workflows: dict[str, WorkflowPremises] = {}
     items = document.get("workflows") or []
     if not isinstance(items, list) or len(items) > MAX_PACKS:
@@ -125,6 +129,10 @@ class Premises:
     own_preconditions: tuple[Declared, ...] = ()
     own_invariants: tuple[Declared, ...] = ()
     read_only: bool = False
+    # The fields of `observed` its conditions read (None: all), and those its
+    # preconditions read.
+    fields: frozenset[str] | None = None
+    precondition_fields: frozenset[str] | None = None
 
     @property
     def unverified(self) -> bool:
@@ -137,11 +145,16 @@ class Premises:
         return not self.read_only and not declared
 
 
-def _declared(prefix: str, conditions: Iterable[Condition]) -> tuple[Declared, ...]:
+def _declared(prefix: str, conditions: Iterable[Condition | PackCondition]) -> tuple[Declared, ...]:
+    """Conditions as evaluated, each with the bounds it was compiled under."""
     return tuple(
-        Declared(f"{prefix}.{c.name}" if prefix else c.name, c.expression, c.message, c.show)
-        for c in conditions
+        c.declared(prefix) if isinstance(c, PackCondition) else _own(prefix, c) for c in conditions
     )
+
+
+def _own(prefix: str, condition: Condition) -> Declared:
+    name = f"{prefix}.{condition.name}" if prefix else condition.name
+    return Declared(name, condition.expression, condition.message, condition.show, OUTSIDE)
 
 
 class PremiseBook:
@@ -182,6 +195,20 @@ class PremiseBook:
                     raise PackError(f"pack {name!r}: unknown role {role!r}")
             self._packs[name] = pack
         self._operator_types = {n: p.roles for n, p in operator.packs.items()}
+        # Every pack's conditions as evaluated, built once.
+        self._declared = {
+            name: (_declared(name, p.preconditions), _declared(name, p.invariants))
+            for name, p in self._packs.items()
+        }
+        self._precondition_texts = tuple(
+            text
+            for pre, _ in self._declared.values()
+            for d in pre
+            for text in (d.expression, d.show)
+        )
+        # One workflow resolves the same way for the same inputs: the search, the
+        # validation and the final check of every investigation ask again.
+        self._resolved: dict[tuple[Any, ...], Premises] = {}
 
     @property
     def action_types(self) -> tuple[str, ...]:
@@ -203,6 +230,35 @@ class PremiseBook:
     ) -> Premises:
         """The premise of one workflow: `parameters` are its parameter names (schema and
         proposed), `declared_roles` parameter -> role from its schema."""
+        gitops = (detected_labels or {}).get("gitOpsManaged") is True
+        names = tuple(parameters)
+        roles = tuple(sorted((declared_roles or {}).items()))
+        key = (
+            workflow_id,
+            declared.action_type,
+            declared.read_only,
+            declared.preconditions,
+            declared.invariants,
+            names,
+            roles,
+            gitops,
+        )
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolve(workflow_id, declared, names, dict(roles), gitops)
+            if len(self._resolved) >= _RESOLVED:
+                self._resolved.clear()  # bounded: a catalog's workflows, not any input
+            self._resolved[key] = found
+        return found
+
+    def _resolve(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        parameters: tuple[str, ...],
+        declared_roles: Mapping[str, str],
+        gitops: bool,
+    ) -> Premises:
         operator = self.operator.workflows.get(workflow_id)
         action_type = declared.action_type
         judged = operator.action_type if operator and operator.action_type else action_type
@@ -219,21 +275,27 @@ class PremiseBook:
             type_names=self._operator_types.get(judged),
             workflow_mapping=operator.roles if operator else None,
         )
-        gitops = (detected_labels or {}).get("gitOpsManaged") is True
         own_pre = _declared("", declared.preconditions)
         own_inv = _declared("", declared.invariants)
         if operator:
             own_pre += _declared("operator", operator.preconditions)
             own_inv += _declared("operator", operator.invariants)
+        pack_pre, pack_inv = self._declared[judged] if pack else ((), ())
+        every = (*pack_pre, *pack_inv, *own_pre, *own_inv)
+        before = (*pack_pre, *own_pre)
         return Premises(
             workflow_id=workflow_id,
             action_type=action_type,
             pack=pack.action_type if pack else None,
             binding=binding,
             workflow={"id": workflow_id, "action_type": judged, "gitops": gitops},
-            pack_preconditions=_declared(judged, pack.preconditions) if pack else (),
-            pack_invariants=_declared(judged, pack.invariants) if pack else (),
+            pack_preconditions=pack_pre,
+            pack_invariants=pack_inv,
             own_preconditions=own_pre,
             own_invariants=own_inv,
             read_only=declared.read_only,
+            fields=observed_fields(tuple(t for d in every for t in (d.expression, d.show))),
+            precondition_fields=observed_fields(
+                tuple(t for d in before for t in (d.expression, d.show))
+            ),
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hapi_grpc.domain import bounded_json
+
 __all__ = [
     "MAX_ARGUMENT_BYTES",
     "canonical_json",
@@ -31,7 +33,7 @@ def canonical_json(value: Any) -> str:
 def with_notice(result: str, notice: str) -> str:
     """`result` (a JSON object text) with a `notice` for the model added."""
     try:
-        payload = json.loads(result)
+        payload = bounded_json.loads(result, max_bytes=len(result) + 1)
     except ValueError:
         payload = None
     if not isinstance(payload, dict):
@@ -53,7 +55,7 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     if not raw.strip():
         return {}, ""  # "no arguments": the schema check reports what is missing
     try:
-        value = json.loads(raw)
+        value = bounded_json.loads(raw, max_bytes=MAX_ARGUMENT_BYTES)
     except ValueError as exc:
         return None, f"malformed JSON: {exc}"
     if not isinstance(value, dict):

@@ -8,13 +8,13 @@ here: workflow summaries and the parameter verdict.
 from __future__ import annotations
 
 import asyncio
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import field_validator
 
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.catalog import (
     TOP_K_MAX,
     ParameterSpec,
@@ -27,7 +27,7 @@ from hapi_grpc.domain.premises import Premises
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets import arguments_gen as proto
-from hapi_grpc.domain.toolsets.jsontext import one_line
+from hapi_grpc.domain.toolsets.jsontext import MAX_ARGUMENT_BYTES, one_line
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
@@ -89,7 +89,9 @@ class ValidateWorkflowParametersArgs(proto.ValidateWorkflowParametersArgs):
         # Some models send the object as a JSON string; accept it if it is one.
         if isinstance(value, str):
             try:
-                parsed = json.loads(value)
+                parsed = bounded_json.loads(value, max_bytes=MAX_ARGUMENT_BYTES)
+            except bounded_json.JsonBoundsError as exc:
+                raise ValueError(str(exc)) from None
             except ValueError:
                 return value
             if isinstance(parsed, dict):
@@ -123,6 +125,8 @@ class SearchWorkflowCatalog:
         self.session.remember(hits)
         # One CEL activation for all hits: the record is converted once, not per hit.
         with self.gate.reusing() if self.gate is not None else nullcontext():
+            if self.gate is not None:
+                self.gate.prepare([(hit.workflow_id, hit) for hit in hits])
             summaries = [_hit_summary(hit, self.gate) for hit in hits]
         payload: dict[str, Any] = {"workflows": summaries, "total_results": len(hits)}
         if not hits:

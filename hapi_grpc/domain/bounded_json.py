@@ -1,0 +1,66 @@
+"""JSON from outside, bounded in size and depth before it is parsed.
+
+Model replies, tool-call arguments, Data Storage and Kubernetes answers, MCP
+tool schemas: any of them can nest a thousand levels in two kilobytes, which
+the standard parser (and every recursive walk after it: pydantic, jsonschema,
+our own) answers with RecursionError. `loads` measures the nesting first, in
+linear time (RE2 skips the strings; the brackets left are counted in C), and
+refuses with `JsonBoundsError`, a `json.JSONDecodeError`: every caller that
+handles malformed JSON handles it the same way (repair feedback to the model
+that wrote it, a contract error or review for a dependency that sent it).
+`check_depth` bounds a value another library already parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import accumulate
+from typing import Any
+
+import re2
+
+__all__ = ["MAX_DEPTH", "JsonBoundsError", "check_depth", "loads", "nesting"]
+
+MAX_DEPTH = 64  # levels of arrays and objects: far past any contract's
+_STRINGS = re2.compile(r'"(?s:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re2.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class JsonBoundsError(json.JSONDecodeError):
+    """JSON larger or deeper than its bound."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, "", 0)
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def nesting(text: str) -> int:
+    """How deep arrays and objects nest in `text` (strings skipped)."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def loads(text: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads(text)` when `text` is within `max_bytes` (characters for a str)
+    and nests at most `max_depth` levels; JsonBoundsError otherwise."""
+    if len(text) > max_bytes:
+        raise JsonBoundsError(f"JSON larger than {max_bytes} bytes")
+    scanned = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    if nesting(scanned) > max_depth:
+        raise JsonBoundsError(f"JSON nested deeper than {max_depth} levels")
+    return json.loads(text)
+
+
+def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """ValueError when lists and dicts in `value` nest deeper than `max_depth`."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)

@@ -1,0 +1,117 @@
+"""Who may ask the API server about a token, and when: coalescing and fair lanes.
+
+A TokenReview takes the API server's time; an unauthenticated caller can send
+any number of random tokens. Three rules keep that from starving callers whose
+tokens are valid:
+
+- one review per token at a time: concurrent calls with the same token share
+  it (`Flights`); the review is cancelled only when every caller gave up;
+- tokens the API server accepted before (`Known`, kept an hour after their
+  last acceptance) are reviewed in a lane of their own, never behind others;
+- other tokens pass `UnknownGate`: at most `per_peer` reviews in flight per
+  caller address and `total` in all; a peer with `queue` calls already waiting
+  is refused at once (the call ends UNAVAILABLE), so a flood from one address
+  holds a few slots while other addresses are reviewed as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+__all__ = ["Flights", "Known", "LaneFull", "UnknownGate", "caller_peer", "peer_host"]
+
+T = TypeVar("T")
+
+# The address of the caller being authenticated (set by the auth interceptor).
+caller_peer: contextvars.ContextVar[str] = contextvars.ContextVar("hapi_caller_peer", default="")
+
+
+def peer_host(peer: str) -> str:
+    """'ipv4:10.0.0.7:5123' -> '10.0.0.7'; 'ipv6:%5B::1%5D:5123' -> '[::1]'."""
+    _, _, address = peer.partition(":")
+    host = address.rsplit(":", 1)[0] if address.count(":") else address
+    return host.replace("%5B", "[").replace("%5D", "]") or peer
+
+
+class LaneFull(Exception):
+    """Too many reviews are waiting for this caller's address."""
+
+
+class Flights(Generic[T]):
+    """Concurrent calls for one key share one task."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[bytes, tuple[asyncio.Task[T], list[int]]] = {}
+
+    async def run(self, key: bytes, start: Callable[[], Awaitable[T]]) -> T:
+        flight = self._tasks.get(key)
+        if flight is None:
+            task = asyncio.ensure_future(start())
+            flight = (task, [0])
+            self._tasks[key] = flight
+            task.add_done_callback(lambda _t: self._tasks.pop(key, None))
+        task, waiting = flight
+        waiting[0] += 1
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if waiting[0] == 1 and not task.done():
+                task.cancel()  # the last caller gave up: so does the review
+            raise
+        finally:
+            waiting[0] -= 1
+
+
+class Known:
+    """Digests of tokens the API server accepted, for `ttl` seconds after the last
+    acceptance, at most `size` of them (the oldest forgotten first)."""
+
+    def __init__(
+        self, ttl: float = 3600.0, size: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl = ttl
+        self._size = size
+        self._clock = clock
+        self._seen: OrderedDict[bytes, float] = OrderedDict()
+
+    def add(self, key: bytes) -> None:
+        self._seen.pop(key, None)
+        self._seen[key] = self._clock() + self._ttl
+        while len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        until = self._seen.get(key)  # type: ignore[call-overload]
+        return until is not None and until > self._clock()
+
+
+class UnknownGate:
+    """Admission of reviews for tokens not known to be valid (see module docstring)."""
+
+    def __init__(self, total: int = 8, per_peer: int = 2, queue: int = 16) -> None:
+        self._total = asyncio.Semaphore(total)
+        self._per_peer = per_peer
+        self._queue = queue
+        self._peers: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    async def run(self, peer: str, work: Callable[[], Awaitable[T]]) -> T:
+        entry = self._peers.get(peer)
+        if entry is None:
+            entry = (asyncio.Semaphore(self._per_peer), [0])
+            self._peers[peer] = entry
+        own, calls = entry
+        if calls[0] >= self._per_peer + self._queue:
+            raise LaneFull(peer)
+        calls[0] += 1
+        try:
+            async with own, self._total:
+                return await work()
+        finally:
+            calls[0] -= 1
+            if calls[0] == 0:
+                self._peers.pop(peer, None)

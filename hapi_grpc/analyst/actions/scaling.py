@@ -8,8 +8,8 @@ per replica as its target. A scale-down has no such evidence and is not proposed
 nor a scale-out whose Pods a ResourceQuota of the namespace would refuse.
 
 PatchHPA reads the autoscaler (its spec and status as the tool shows them), the
-workload it scales and that workload's Pods (a failing workload burns CPU without
-serving: its load is not legitimate), and applies the HorizontalPodAutoscaler
+workload it scales, that workload's Pods and ReplicaSets (a failing workload burns
+CPU without serving: its load is not legitimate), and applies the HorizontalPodAutoscaler
 algorithm to each metric it reports: `desired = ceil(currentReplicas * current /
 target)`. The new maximum is the largest desired count, when it exceeds the present
 maximum.
@@ -155,14 +155,17 @@ class PatchAutoscaler:
         if isinstance(workload, tuple):
             return [workload]
         selector = workload.get("selector") or {}
-        arguments = {
-            "kind": "Pod",
-            "namespace": record["namespace"],
-            "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
-        }
-        if selector and situation.reads.returned(LIST, arguments) is None:
-            return [(LIST, {**arguments, "limit": 20})]
-        return []
+        if not selector:
+            return []
+        # Its Pods, and the ReplicaSets that own them (a Pod is known as the workload's
+        # through its ReplicaSet).
+        labels = ",".join(f"{k}={v}" for k, v in selector.items())
+        needed: list[Step] = []
+        for kind in ("Pod", "ReplicaSet"):
+            arguments = {"kind": kind, "namespace": record["namespace"], "label_selector": labels}
+            if situation.reads.returned(LIST, arguments) is None:
+                needed.append((LIST, {**arguments, "limit": 20}))
+        return needed
 
     def values(self, situation: Situation) -> Values | Objection:
         found = self._hpa(situation)

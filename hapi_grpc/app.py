@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
     from hapi_grpc.domain.premises import PremiseBook
@@ -57,11 +59,17 @@ def build_breaker(settings: Settings, name: str) -> RateCircuitBreaker:
 
 
 def build_catalog(settings: Settings) -> WorkflowCatalog:
-    """Data Storage over HTTP when HAPI_DATA_STORAGE_URL is set, else the embedded catalog.
+    """The catalog of HAPI_CATALOG_SOURCE: Data Storage over HTTP, the cluster's
+    RemediationWorkflow resources, or the embedded catalog file.
 
-    A malformed catalog file raises here, before the server binds its port.
+    A malformed catalog file raises here, before the server binds its port;
+    `kubernetes` without credentials raises ConfigError.
     """
-    if settings.data_storage_url:
+    source = settings.resolved_catalog_source
+    if source == "kubernetes":
+        return build_kubernetes_catalog(settings)
+    if source == "datastorage":
+        assert settings.data_storage_url is not None  # checked by Settings
         from hapi_grpc.adapters.cache import CatalogCache
         from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 
@@ -71,11 +79,47 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
             breaker=build_breaker(settings, "datastorage"),
-            cache=CatalogCache(settings.cache_url, ttl=settings.cache_ttl_seconds),
+            cache=CatalogCache(
+                settings.cache_url,
+                ttl=settings.cache_ttl_seconds,
+                max_bytes=settings.cache_max_bytes,
+            ),
         )
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 
     return EmbeddedCatalog.from_file(settings.catalog_file)
+
+
+def build_kubernetes_catalog(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> WorkflowCatalog:
+    """The catalog read from the cluster, with the credentials the Kubernetes
+    toolset uses (in-cluster service account, else KUBECONFIG); it connects
+    when the server starts (`KubernetesCatalog.start`)."""
+    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog
+    from hapi_grpc.adapters.kubernetes.credentials import credentials_present
+
+    env = dict(os.environ if environ is None else environ)
+    if not credentials_present(env):
+        raise ConfigError(
+            "HAPI_CATALOG_SOURCE=kubernetes needs in-cluster or KUBECONFIG credentials"
+        )
+
+    async def connect() -> ApiServerReader:
+        from hapi_grpc.adapters.kubernetes.credentials import load_connection
+        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+
+        try:
+            connection = await load_connection(env)
+        except Exception as exc:
+            raise ValueError(
+                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
+            ) from exc
+        if connection is None:
+            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
+        return ApiServerReader(connection, max_connections=4)
+
+    return KubernetesCatalog(connect, settings.catalog_namespace)
 
 
 def build_llm(settings: Settings) -> LLMProvider:
@@ -142,7 +186,11 @@ def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEven
     Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
     from hapi_grpc.adapters.result_store import build_result_store
 
-    store = build_result_store(settings.cache_url) if settings.result_ttl_seconds > 0 else None
+    store = (
+        build_result_store(settings.cache_url, max_bytes=settings.result_max_bytes)
+        if settings.result_ttl_seconds > 0
+        else None
+    )
     return IdempotencyCoordinator(store, result_ttl=settings.result_ttl_seconds)
 
 
@@ -157,6 +205,8 @@ def build_history(settings: Settings) -> RemediationHistory:
         ttl=settings.history_ttl_seconds,
         max_per_target=settings.history_max_per_target,
         max_total=settings.history_max_entries,
+        max_bytes=settings.history_max_bytes,
+        max_decision_bytes=settings.history_max_decision_bytes,
     )
     local = build_embedded_history(settings.cache_url, limits)
     if not (settings.data_storage_url and settings.history_data_storage):
@@ -364,6 +414,9 @@ def build_server(
         inner_interceptors=caller_policy(settings),
         server_credentials=credentials,
         history=history,
+        # A catalog read from the cluster: ready once it was read (then served
+        # even while the API server is away).
+        ready=getattr(catalog, "wait_synced", None),
     )
 
 
@@ -374,8 +427,21 @@ async def serve(settings: Settings) -> None:
     premises = build_premises(settings)  # so do broken premise packs
     history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
     toolsets = await open_toolsets(settings, history)
+    catalog = build_catalog(settings)
+    starter = getattr(catalog, "start", None)
+    if starter is not None:  # the cluster's catalog: unusable credentials stop here
+        try:
+            await starter()
+        except ValueError as exc:
+            await toolsets.close()
+            raise ConfigError(" ".join(str(exc).split())) from None
     server = build_server(
-        settings, toolsets=toolsets.sources, policy=policy, history=history, premises=premises
+        settings,
+        catalog=catalog,
+        toolsets=toolsets.sources,
+        policy=policy,
+        history=history,
+        premises=premises,
     )
     metrics_runner = None
     if settings.metrics_port >= 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -29,9 +30,13 @@ from hapi_grpc.domain.toolsets.registry import TOOLSETS
 from hapi_grpc.domain.toolsets.settings import check_url
 
 ENV_PREFIX = "HAPI_"
+MIB = 1024 * 1024
 
 # Settings read from a non-HAPI_ variable, by field name.
 _OTHER_ENV = {"otlp_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT"}
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class ConfigError(ValueError):
@@ -93,8 +98,11 @@ class ServiceSettings(BaseModel):
     tracing_enabled: bool = False
     otlp_endpoint: str | None = None
 
-    # Workflow catalog: embedded (default) or Data Storage over HTTP
+    # Workflow catalog: embedded (default), Data Storage over HTTP, or the
+    # cluster's RemediationWorkflow and ActionType resources
+    catalog_source: Literal["auto", "embedded", "datastorage", "kubernetes"] = "auto"
     catalog_file: str | None = None
+    catalog_namespace: str = ""
     data_storage_url: str | None = None
     data_storage_timeout_seconds: float = Field(2.0, gt=0)
     data_storage_max_retries: int = Field(3, ge=0, le=10)
@@ -103,9 +111,12 @@ class ServiceSettings(BaseModel):
     data_storage_max_connections: int = Field(100, ge=1, le=10_000)
     cache_url: str | None = None
     cache_ttl_seconds: float = Field(3600.0, gt=0)
+    cache_max_bytes: int = Field(16 * MIB, ge=MIB, le=64 * 1024 * MIB)
     # How long a finished analysis is returned again for the same remediation
     # id and incident (in the cache_url backend); 0 keeps none.
     result_ttl_seconds: float = Field(900.0, ge=0)
+    # Bytes of finished analyses kept in this process (without Redis).
+    result_max_bytes: int = Field(64 * MIB, ge=MIB, le=64 * 1024 * MIB)
     # Operator policy (docs/policy.md): CEL rules over every decision, checked at
     # start and reloaded when the file changes (looked at once per interval);
     # rate limits are counted in the cache_url backend, shared through Redis.
@@ -120,6 +131,8 @@ class ServiceSettings(BaseModel):
     history_ttl_seconds: float = Field(90 * 86_400.0, gt=0)
     history_max_per_target: int = Field(100, ge=1, le=10_000)
     history_max_entries: int = Field(100_000, ge=1, le=10_000_000)
+    history_max_bytes: int = Field(32 * MIB, ge=MIB, le=64 * 1024 * MIB)
+    history_max_decision_bytes: int = Field(8 * MIB, ge=MIB, le=64 * 1024 * MIB)
     history_data_storage: bool = True
     history_cache_seconds: float = Field(5.0, ge=0, le=60)
     breaker_failure_ratio: float = Field(0.5, gt=0, le=1)
@@ -180,17 +193,24 @@ class ServiceSettings(BaseModel):
     auth_allowed_callers: list[str] = Field(default_factory=list)
     # static: namespaces (shell patterns, * for all) token holders may investigate.
     auth_static_namespaces: list[str] = Field(default_factory=list)
+    # static: namespaces where token holders may report outcomes; none by default.
+    auth_static_report_namespaces: list[str] = Field(default_factory=list)
     # tokenreview: a caller may investigate a namespace where a SubjectAccessReview
     # allows it this verb on this resource (resource[/subresource][.group]).
     authz_verb: str = "get"
     authz_resource: str = "pods"
+    # tokenreview: reporting an outcome writes history that gates later decisions,
+    # so it needs its own permission, by default one nobody holds until granted
+    # (deploy/auth-rbac.yaml: the hapi-grpc-outcome-reporter role).
+    authz_report_verb: str = "create"
+    authz_report_resource: str = "remediationoutcomes.hapi-grpc.io"
     authz_cache_seconds: float = Field(10.0, ge=0, le=300)
     authz_timeout_seconds: float = Field(2.0, gt=0, le=30)
     # How much of what the tools read goes back to callers: full, summary (no
     # raw tool output) or none (no tool calls, no model text).
     tool_output_exposure: Literal["full", "summary", "none"] = "full"
 
-    @field_validator("authz_verb", "authz_resource")
+    @field_validator("authz_verb", "authz_resource", "authz_report_verb", "authz_report_resource")
     @classmethod
     def _authz_word(cls, value: str) -> str:
         value = value.strip()
@@ -200,6 +220,21 @@ class ServiceSettings(BaseModel):
                 "must be a Kubernetes verb or resource[/subresource][.group] in lower case"
             )
         return value
+
+    @field_validator("catalog_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _DNS_LABEL.fullmatch(value):
+            raise ValueError("must be a namespace name (a DNS label), or empty for all")
+        return value
+
+    @property
+    def resolved_catalog_source(self) -> Literal["embedded", "datastorage", "kubernetes"]:
+        """`auto`: Data Storage when HAPI_DATA_STORAGE_URL is set, else embedded."""
+        if self.catalog_source == "auto":
+            return "datastorage" if self.data_storage_url else "embedded"
+        return self.catalog_source
 
     @field_validator(*_URL_SCHEMES, mode="after")
     @classmethod
@@ -218,6 +253,10 @@ class ServiceSettings(BaseModel):
                 f"HAPI_TLS_CLIENT_CA_FILE (mutual TLS) needs "
                 f"{both('tls_cert_file', 'tls_key_file')}"
             )
+        if self.catalog_source == "datastorage" and not self.data_storage_url:
+            raise ValueError("HAPI_CATALOG_SOURCE=datastorage needs HAPI_DATA_STORAGE_URL")
+        if self.catalog_namespace and self.resolved_catalog_source != "kubernetes":
+            raise ValueError("HAPI_CATALOG_NAMESPACE applies to HAPI_CATALOG_SOURCE=kubernetes")
         if self.auth_mode == "static" and not self.auth_tokens_file:
             raise ValueError("HAPI_AUTH_MODE=static needs HAPI_AUTH_TOKENS_FILE")
         if self.auth_mode == "static" and not self.auth_static_namespaces:
@@ -254,7 +293,7 @@ class ServiceSettings(BaseModel):
             "tls_key_file",
             "tls_client_ca_file",
             "auth_tokens_file" if self.auth_mode == "static" else "",
-            "catalog_file" if not self.data_storage_url else "",
+            "catalog_file" if self.resolved_catalog_source == "embedded" else "",
         ]
         if self.llm_provider != "builtin" and self.llm_api_key is None:
             files.append("llm_api_key_file")

@@ -35,11 +35,23 @@ DESCRIPTIONS: dict[str, str] = {
     "log_format": "`json` (one object per line) or `text` for local development (`--log-format`).",
     "tracing_enabled": "Export OpenTelemetry spans over OTLP (needs the `tracing` extra).",
     "otlp_endpoint": "OTLP endpoint for spans.",
+    "catalog_source": (
+        "Where workflows come from: `embedded` (the catalog file), `datastorage` (Data "
+        "Storage's search), `kubernetes` (RemediationWorkflow and ActionType resources, "
+        "list + watch, with the Kubernetes toolset's credentials; docs/datastorage.md). "
+        "`auto`: `datastorage` when `HAPI_DATA_STORAGE_URL` is set, else `embedded` "
+        "(`--catalog-source`)."
+    ),
+    "catalog_namespace": (
+        "`kubernetes` catalog: the namespace of the RemediationWorkflow and ActionType "
+        "resources; empty reads every namespace (and needs a ClusterRole)."
+    ),
     "catalog_file": (
         "Embedded catalog file (YAML or JSON); default: the bundled catalog (`--catalog`)."
     ),
     "data_storage_url": (
-        "Use Data Storage over HTTP instead of the embedded catalog (`--data-storage-url`)."
+        "Data Storage over HTTP: the catalog (with `HAPI_CATALOG_SOURCE` `auto` or "
+        "`datastorage`) and the remediation history (`--data-storage-url`)."
     ),
     "data_storage_timeout_seconds": (
         "Per-request timeout (always clipped to the caller's deadline)."
@@ -57,16 +69,38 @@ DESCRIPTIONS: dict[str, str] = {
         "default in-memory (`memory://`)."
     ),
     "cache_ttl_seconds": "TTL of cached searches and schemas.",
+    "cache_max_bytes": (
+        "Bytes of Data Storage answers cached in this process (without Redis); the least"
+        " recently used go first. At least 1 MiB."
+    ),
     "result_ttl_seconds": (
         "How long a finished analysis is returned again to retries (same `remediation_id` and"
         " incident); 0 keeps none."
+    ),
+    "result_max_bytes": (
+        "Bytes of finished analyses kept in this process without `HAPI_CACHE_URL` (their"
+        " compressed messages and what keeping them costs); the oldest go first. At least 1 MiB."
     ),
     "history_ttl_seconds": (
         "How long remediation history (decisions returned, outcomes reported) is kept;"
         " default 90 days, the history's summary window (docs/outcomes.md)."
     ),
-    "history_max_per_target": "Outcomes kept per target resource; the oldest go first.",
-    "history_max_entries": "Outcomes (and decisions) kept in all; the oldest go first.",
+    "history_max_per_target": (
+        "Outcomes kept per target resource, per reporting caller and per kind (failures apart"
+        " from successes and declines); the earliest recorded go first."
+    ),
+    "history_max_entries": (
+        "Outcomes kept in all, and decisions in all; over it, the tenant (namespace and"
+        " caller) holding the most bytes loses its earliest recorded outcome, failures last;"
+        " the oldest decision goes first."
+    ),
+    "history_max_bytes": (
+        "Bytes of outcomes kept in all (their JSON and what keeping it costs), evicted as"
+        " above; at least 1 MiB."
+    ),
+    "history_max_decision_bytes": (
+        "Bytes of decisions kept in all, the oldest going first; at least 1 MiB."
+    ),
     "history_data_storage": (
         "With `HAPI_DATA_STORAGE_URL` set, read history from Data Storage's"
         " `/api/v1/remediation-history/context`; outcomes are still recorded here."
@@ -182,6 +216,19 @@ DESCRIPTIONS: dict[str, str] = {
     "authz_resource": (
         "Resource of that SubjectAccessReview: `resource[/subresource][.group]`, e.g. "
         "`deployments.apps`."
+    ),
+    "auth_static_report_namespaces": (
+        "`static`: namespaces (shell patterns, `*` for all) where token holders may report"
+        " outcomes; none by default."
+    ),
+    "authz_report_verb": (
+        "Verb of the SubjectAccessReview that authorizes `ReportRemediationOutcome`"
+        " (`tokenreview`) in the target's namespace; writing history is a permission of its"
+        " own."
+    ),
+    "authz_report_resource": (
+        "Resource of that SubjectAccessReview (`resource[.group]`); the default names no real"
+        " resource, so only an explicit grant allows it (deploy/auth-rbac.yaml)."
     ),
     "authz_cache_seconds": "How long a SubjectAccessReview answer is reused (0: never).",
     "authz_timeout_seconds": "Timeout of one SubjectAccessReview, within the caller's deadline.",

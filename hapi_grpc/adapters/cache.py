@@ -48,6 +48,11 @@ M = TypeVar("M", bound=BaseModel)
 # are ignored instead of being parsed into the new models.
 KEY_VERSION = 1
 
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+# What the memory backend spends per entry besides its key and text: its dict
+# slot, the expiry timer aiocache schedules, and this cache's own LRU slot.
+ENTRY_OVERHEAD = 512
+
 
 # Canonical JSON; one encoder instance, because json.dumps with options
 # builds a new encoder per call, which is a third of a cache hit's key cost.
@@ -89,8 +94,8 @@ class CatalogCache:
 
     `url`: None or `memory://` for the in-process cache, `redis://[:password@]
     host:port/db` or `rediss://...` for Redis. `ttl` in seconds. `max_entries`
-    bounds the memory backend (least recently used entries go first); Redis
-    bounds itself with its own `maxmemory` policy. `op_timeout` caps each
+    and `max_bytes` bound the memory backend (least recently used entries go
+    first); Redis bounds itself with its own `maxmemory` policy. `op_timeout` caps each
     Redis operation, so a slow Redis costs a lookup at most that long.
     After a backend error the cache is bypassed for `error_cooldown` seconds;
     errors are logged at WARNING once per `error_log_every`. `clock` (seconds,
@@ -105,6 +110,7 @@ class CatalogCache:
         namespace: str = "hapi",
         max_entries: int = 10000,
         *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         op_timeout: float = 0.2,
         error_cooldown: float = 1.0,
         error_log_every: int = 100,
@@ -118,15 +124,18 @@ class CatalogCache:
         self._clock = clock
         self._prefix = f"{namespace}:catalog:" if namespace else "catalog:"
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._error_cooldown = error_cooldown
         self._error_log_every = max(1, error_log_every)
         self._errors = 0
         self._bypass_until = 0.0
         self._inflight: dict[str, _Flight] = {}
-        # Keys of the memory backend with their expiry on `clock`, least
-        # recently used first. aiocache expires entries on the real clock too,
-        # which frees their memory; this map decides what a lookup sees.
-        self._lru: OrderedDict[str, float] | None = None
+        # Keys of the memory backend with their expiry on `clock` and their
+        # bytes, least recently used first. aiocache expires entries on the real
+        # clock too, which frees their memory; this map decides what a lookup
+        # sees, and counts an entry until it leaves it.
+        self._lru: OrderedDict[str, tuple[float, int]] | None = None
         self._backend: BaseCache
         scheme = urlsplit(url).scheme if url else "memory"
         if scheme == "memory":
@@ -223,10 +232,10 @@ class CatalogCache:
             self._count(kind, "error")
             return None
         if self._lru is not None:
-            expires_at = self._lru.get(full)
-            if expires_at is None or self._clock() >= expires_at:
-                if expires_at is not None:
-                    del self._lru[full]
+            entry = self._lru.get(full)
+            if entry is None or self._clock() >= entry[0]:
+                if entry is not None:
+                    self._forget(full)
                     await self._backend.delete(full)
                 self._count(kind, "miss")
                 return None
@@ -247,15 +256,23 @@ class CatalogCache:
         try:
             await self._backend.set(full, text, ttl=self._ttl)
             if self._lru is not None:
-                self._lru[full] = self._clock() + self._ttl
-                self._lru.move_to_end(full)
-                # Bounded: one insertion can push out at most one entry, but
-                # entries aiocache expired on its own are still listed here.
-                while len(self._lru) > self._max_entries:
-                    oldest, _ = self._lru.popitem(last=False)
+                if full in self._lru:
+                    self._forget(full)
+                cost = len(text.encode()) + len(full) + ENTRY_OVERHEAD
+                self._lru[full] = (self._clock() + self._ttl, cost)
+                self._bytes += cost
+                # Entries aiocache expired on its own are still counted here
+                # until they are pushed out.
+                while len(self._lru) > self._max_entries or self._bytes > self._max_bytes:
+                    oldest = next(iter(self._lru))
+                    self._forget(oldest)
                     await self._backend.delete(oldest)
         except Exception as exc:
             self._degraded("store", exc)
+
+    def _forget(self, full: str) -> None:
+        assert self._lru is not None
+        self._bytes -= self._lru.pop(full)[1]
 
     def _degraded(self, op: str, exc: Exception) -> None:
         self._errors += 1

@@ -36,20 +36,38 @@ def build_remediation_counter(url: str | None, *, namespace: str = "hapi") -> Re
     raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
 
 
-class MemoryRemediationCounter:
-    """Sliding logs in this process, for at most `max_keys` (rule, key) pairs.
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
-    When more pairs are live than that, the least recently used is forgotten.
+# What one (rule, key) pair costs: its deque, the key strings and the dict
+# slots, and a float for each decision its window still holds.
+_PAIR_OVERHEAD = 768
+_PER_DECISION = 32
+
+
+class MemoryRemediationCounter:
+    """Sliding logs in this process, for at most `max_keys` (rule, key) pairs
+    and `max_bytes`.
+
+    When more pairs are live than that, the least recently used is forgotten
+    (a forgotten pair counts from zero again: size the bounds above the pairs
+    one window sees).
     """
 
     def __init__(
-        self, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        max_keys: int = 100_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if max_keys < 1:
-            raise ValueError("max_keys must be >= 1")
+        if max_keys < 1 or max_bytes < 1:
+            raise ValueError("max_keys and max_bytes must be >= 1")
         self._max_keys = max_keys
+        self._max_bytes = max_bytes
         self._clock = clock
         self._logs: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
+        self._costs: dict[tuple[str, str], int] = {}
+        self._bytes = 0
 
     async def admit(self, limits: Sequence[Limit]) -> int | None:
         now = self._clock()
@@ -59,20 +77,34 @@ class MemoryRemediationCounter:
             log = self._logs.get(pair)
             if log is None:
                 log = self._logs[pair] = deque()
+                self._charge(pair, _PAIR_OVERHEAD + len(limit.rule) + len(limit.key))
             self._logs.move_to_end(pair)
             while log and log[0] <= now - limit.window:
                 log.popleft()
+                self._charge(pair, -_PER_DECISION)
             if len(log) >= limit.limit:
+                self._trim()
                 return index
             logs.append(log)
-        for log in logs:  # under every limit, or (above) under none
+        for limit, log in zip(limits, logs, strict=True):  # under every limit, or none
             log.append(now)
-        while len(self._logs) > self._max_keys:
-            self._logs.popitem(last=False)
+            self._charge((limit.rule, limit.key), _PER_DECISION)
+        self._trim()
         return None
+
+    def _trim(self) -> None:
+        while len(self._logs) > self._max_keys or self._bytes > self._max_bytes:
+            oldest, _ = self._logs.popitem(last=False)
+            self._bytes -= self._costs.pop(oldest)
+
+    def _charge(self, pair: tuple[str, str], cost: int) -> None:
+        self._costs[pair] = self._costs.get(pair, 0) + cost
+        self._bytes += cost
 
     async def close(self) -> None:
         self._logs.clear()
+        self._costs.clear()
+        self._bytes = 0
 
 
 # Every limit checked, then the decision counted under all of them, in one

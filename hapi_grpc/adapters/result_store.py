@@ -26,12 +26,21 @@ __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
 # Bump when the envelope changes shape, so replicas of another version ignore it.
 ENVELOPE_VERSION = 2  # 2: the payload is compressed
 
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# What keeping one result costs besides its payload, fingerprint and id: the
+# StoredResult, the entry's tuple and its slot in the ordered dict (measured
+# with tracemalloc in tests/domain/test_idempotency_store.py).
+ENTRY_OVERHEAD = 512
 
-def build_result_store(url: str | None, *, namespace: str = "hapi") -> ResultStore:
-    """Redis for `redis://` / `rediss://` URLs, else this process's memory."""
+
+def build_result_store(
+    url: str | None, *, namespace: str = "hapi", max_bytes: int = DEFAULT_MAX_BYTES
+) -> ResultStore:
+    """Redis for `redis://` / `rediss://` URLs, else this process's memory
+    (at most `max_bytes`)."""
     scheme = urlsplit(url).scheme if url else "memory"
     if scheme == "memory":
-        return MemoryResultStore()
+        return MemoryResultStore(max_bytes=max_bytes)
     if scheme in ("redis", "rediss"):
         return RedisResultStore(url or "", namespace=namespace)
     # The scheme only: the URL may carry a password.
@@ -39,35 +48,53 @@ def build_result_store(url: str | None, *, namespace: str = "hapi") -> ResultSto
 
 
 class MemoryResultStore:
-    """Results and locks in this process, expiring on `clock`, at most `max_entries` results."""
+    """Results and locks in this process, expiring on `clock`: at most
+    `max_entries` results and `max_bytes` bytes, the oldest going first."""
 
     shared = False  # the coordinator takes no locks here
 
     def __init__(
-        self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        max_entries: int = 10_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be >= 1")
+        if max_entries < 1 or max_bytes < 1:
+            raise ValueError("max_entries and max_bytes must be >= 1")
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
         self._clock = clock
-        # Oldest insertion first, for eviction.
-        self._results: OrderedDict[str, tuple[float, StoredResult]] = OrderedDict()
+        # id -> (expires, result, bytes), oldest insertion first, for eviction.
+        self._results: OrderedDict[str, tuple[float, StoredResult, int]] = OrderedDict()
+        self._bytes = 0
         self._locks: dict[str, tuple[float, str]] = {}
+
+    @property
+    def bytes(self) -> int:
+        """What the kept results cost, as counted against `max_bytes`."""
+        return self._bytes
 
     async def get(self, remediation_id: str) -> StoredResult | None:
         entry = self._results.get(remediation_id)
         if entry is None:
             return None
         if self._clock() >= entry[0]:
-            del self._results[remediation_id]
+            self._drop(remediation_id)
             return None
         return entry[1]
 
     async def put(self, remediation_id: str, result: StoredResult, ttl: float) -> None:
-        self._results.pop(remediation_id, None)
-        self._results[remediation_id] = (self._clock() + ttl, result)
-        while len(self._results) > self._max_entries:
-            self._results.popitem(last=False)
+        if remediation_id in self._results:
+            self._drop(remediation_id)
+        cost = len(result.payload) + len(result.fingerprint) + len(remediation_id) + ENTRY_OVERHEAD
+        self._results[remediation_id] = (self._clock() + ttl, result, cost)
+        self._bytes += cost
+        while len(self._results) > self._max_entries or self._bytes > self._max_bytes:
+            self._bytes -= self._results.popitem(last=False)[1][2]
+
+    def _drop(self, remediation_id: str) -> None:
+        self._bytes -= self._results.pop(remediation_id)[2]
 
     async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None:
         now = self._clock()
@@ -91,6 +118,7 @@ class MemoryResultStore:
 
     async def close(self) -> None:
         self._results.clear()
+        self._bytes = 0
         self._locks.clear()
 
 

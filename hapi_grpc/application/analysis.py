@@ -33,6 +33,7 @@ from hapi_grpc.domain.idempotency import (
 )
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.engine import EventSink
+from hapi_grpc.domain.tenancy import Tenant
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 
@@ -44,10 +45,10 @@ _REUSED = {kind: metrics.ANALYSES_REUSED.labels(kind=kind) for kind in REUSE_KIN
 
 
 class Investigator(Protocol):
-    """What investigates an incident: the engine, or one that also records its decisions."""
+    """What investigates an incident and records its decision for `caller`."""
 
     async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None
+        self, incident: Incident, *, on_event: EventSink | None = None, caller: str = ""
     ) -> r.AnalysisResult: ...
 
 
@@ -70,14 +71,17 @@ class MessageCodec(Protocol[M]):
         ...
 
 
-def idempotency_key(incident: Incident) -> str:
-    """What calls share an investigation under: the remediation id, and for a
+def idempotency_key(incident: Incident, caller: str = "") -> str:
+    """What calls share an investigation under: the remediation id within its
+    tenant (the incident's namespace and the caller: another tenant's id is
+    another investigation, never joined, replaced or revealed), and for a
     recovery its attempt, so each attempt is an investigation of its own. ('#'
     is not allowed in a remediation id: no id can collide with a recovery's.)"""
+    key = Tenant(incident.signal.namespace, caller).key(incident.remediation_id)
     recovery = incident.recovery
     if recovery is None:
-        return incident.remediation_id
-    return f"{incident.remediation_id}#recovery-{recovery.attempt_number}"
+        return key
+    return f"{key}#recovery-{recovery.attempt_number}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +104,18 @@ class AnalysisService(Generic[M]):
         # Without a store: concurrent calls on this server still share one investigation.
         self._idempotency = idempotency or IdempotencyCoordinator()
 
-    async def analyze(self, incident: Incident, force: bool, budget: Budget) -> M:
-        """The result message for `incident` within `budget`."""
+    async def analyze(self, incident: Incident, force: bool, budget: Budget, caller: str = "") -> M:
+        """The result message for `incident` within `budget`, asked by `caller`
+        (the authenticated user name; "" without authentication)."""
         with (
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             budget_scope(budget),
         ):
-            answer = await self._answer(incident, force)
+            answer = await self._answer(incident, force, caller)
         return answer.result
 
     async def stream(
-        self, incident: Incident, force: bool, budget: Budget
+        self, incident: Incident, force: bool, budget: Budget, caller: str = ""
     ) -> AsyncGenerator[M, None]:
         """The investigation's event messages as they happen, then any it
         learnt of elsewhere (a kept result, another replica), then the result."""
@@ -125,7 +130,9 @@ class AnalysisService(Generic[M]):
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             budget_scope(budget),
         ):
-            task = asyncio.create_task(self._answer(incident, force, on_event=queue.put_nowait))
+            task = asyncio.create_task(
+                self._answer(incident, force, caller, on_event=queue.put_nowait)
+            )
         event = self._codec.event
         getter: asyncio.Future[r.AnalysisEvent] | None = None
         try:
@@ -158,6 +165,7 @@ class AnalysisService(Generic[M]):
         self,
         incident: Incident,
         force: bool,
+        caller: str,
         on_event: Callable[[r.AnalysisEvent], None] | None = None,
     ) -> _Answer[M]:
         """The result of this incident (joined, kept from an earlier call, or investigated),
@@ -171,7 +179,7 @@ class AnalysisService(Generic[M]):
                 events.append(event)
                 await sink(event)
 
-            result = await self._engine.investigate(incident, on_event=record)
+            result = await self._engine.investigate(incident, on_event=record, caller=caller)
             # The result holds the same tool calls and attempts as the events:
             # each is converted once, while both are alive (ids stay unique).
             converted: dict[int, Message] = {}
@@ -179,7 +187,7 @@ class AnalysisService(Generic[M]):
             payload = pack(codec.result(result, converted), frames)
             return Finished(payload, worth_keeping(result))
 
-        key = idempotency_key(incident)
+        key = idempotency_key(incident, caller)
         try:
             outcome = await self._idempotency.run(
                 key,
@@ -190,12 +198,10 @@ class AnalysisService(Generic[M]):
                 on_event=on_event,
             )
         except IncidentConflictError as exc:
-            if incident.recovery is None:
-                raise
-            # Name the id and attempt as the caller sent them, not the internal key.
-            sent = (
-                f"{incident.remediation_id!r} (recovery attempt {incident.recovery.attempt_number})"
-            )
+            # Name the id (and attempt) as the caller sent them, not the internal key.
+            sent = repr(incident.remediation_id)
+            if incident.recovery is not None:
+                sent += f" (recovery attempt {incident.recovery.attempt_number})"
             raise IncidentConflictError(str(exc).replace(repr(key), sent, 1)) from None
         # Every caller decodes its own copy; the events only when it replays them.
         replay_needed = not outcome.live and on_event is not None

@@ -90,5 +90,10 @@ class OutcomeConflictError(HapiError):
     """A different outcome report under the same (remediation_id, attempt) (ALREADY_EXISTS)."""
 
 
+class RemediationTargetError(HapiError):
+    """A report names another target than the decision it joins (PERMISSION_DENIED):
+    a remediation id is bound to the target its decision was for."""
+
+
 class HistoryUnavailableError(HapiError):
     """The remediation history could not answer or record (UNAVAILABLE)."""

@@ -29,7 +29,7 @@ import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
-from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor
+from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor, Refusal, end_call
 from hapi_grpc.security.review_admission import caller_peer
 
 log = logging.getLogger(__name__)
@@ -113,12 +113,12 @@ def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | No
 _SPENT_SECONDS = 0.05
 
 
-async def abort_unavailable(context: grpc.aio.ServicerContext, message: str) -> None:
+def unavailable(context: grpc.aio.ServicerContext, message: str) -> Refusal:
     """UNAVAILABLE, or DEADLINE_EXCEEDED when the caller's own deadline ran out."""
     left = context.time_remaining()
     if left is not None and left < _SPENT_SECONDS:
-        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline ran out")
-    await context.abort(grpc.StatusCode.UNAVAILABLE, message)
+        return Refusal(grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline ran out")
+    return Refusal(grpc.StatusCode.UNAVAILABLE, message)
 
 
 def token_digest(token: str) -> bytes:
@@ -154,37 +154,37 @@ class AuthInterceptor(HandlerWrappingInterceptor):
         if close is not None:
             await close()
 
-    async def _admit(self, context: grpc.aio.ServicerContext) -> None:
-        """Sets the caller's identity, or aborts the call."""
+    async def _admit(self, context: grpc.aio.ServicerContext) -> grpc.Status | None:
+        """Sets the caller's identity; or the status to refuse the call with."""
         token = bearer_token(context.invocation_metadata())
         if token is None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
-        assert token is not None
-        unavailable = False
+            return Refusal(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
+        not_now = False
         caller_peer.set(context.peer() or "")  # reviews of unknown tokens are bounded per address
         try:
             with budget_scope(Budget.from_timeout(context.time_remaining())):
                 verdict = await self._authenticator.authenticate(token)
         except AuthenticationUnavailable:
-            verdict, unavailable = None, True
+            verdict, not_now = None, True
         except Exception as exc:  # fail closed; the message could quote the token
             log.warning(
                 "authenticator failed; refusing the call", extra={"error_type": type(exc).__name__}
             )
             verdict = None
-        if unavailable:
-            await abort_unavailable(context, UNAVAILABLE_MESSAGE)
+        if not_now:
+            return unavailable(context, UNAVAILABLE_MESSAGE)
         if not verdict:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN_MESSAGE)
+            return Refusal(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN_MESSAGE)
         identity = verdict if isinstance(verdict, Identity) else Identity("authenticated")
         if self._allowed is not None and identity.subject not in self._allowed:
             log.warning("caller not allowed; refusing the call", extra={"caller": identity.subject})
-            await context.abort(
+            return Refusal(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"caller {identity.subject!r} is not allowed to use this service",
             )
         # The handler runs in this task and context, so it sees the value.
         _identity.set(identity)
+        return None
 
     def _wrap(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         """The same kind of handler, taking raw bytes: a refused caller's
@@ -195,7 +195,10 @@ class AuthInterceptor(HandlerWrappingInterceptor):
             unary = handler.unary_unary
 
             async def unary_unary(request: bytes, context: grpc.aio.ServicerContext) -> Any:
-                await admit(context)
+                refusal = await admit(context)
+                if refusal is not None:
+                    end_call(context, refusal)
+                    return None
                 return await unary(decode(request), context)
 
             return grpc.unary_unary_rpc_method_handler(
@@ -207,7 +210,10 @@ class AuthInterceptor(HandlerWrappingInterceptor):
             async def unary_stream(
                 request: bytes, context: grpc.aio.ServicerContext
             ) -> AsyncIterator[Any]:
-                await admit(context)
+                refusal = await admit(context)
+                if refusal is not None:
+                    end_call(context, refusal)
+                    return
                 async for response in stream(decode(request), context):
                     yield response
 
@@ -223,7 +229,7 @@ def _raw(request: bytes) -> bytes:
 
 def _client_streaming(
     handler: grpc.RpcMethodHandler,
-    admit: Callable[[grpc.aio.ServicerContext], Awaitable[None]],
+    admit: Callable[[grpc.aio.ServicerContext], Awaitable[grpc.Status | None]],
 ) -> grpc.RpcMethodHandler:
     """Client-streaming methods (none in hapi.v1): messages are decoded as the
     handler reads them, which it starts doing only once the caller is admitted."""
@@ -231,7 +237,10 @@ def _client_streaming(
         stream_unary = handler.stream_unary
 
         async def unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-            await admit(context)
+            refusal = await admit(context)
+            if refusal is not None:
+                end_call(context, refusal)
+                return None
             return await stream_unary(requests, context)
 
         return grpc.stream_unary_rpc_method_handler(
@@ -242,7 +251,10 @@ def _client_streaming(
     stream_stream = handler.stream_stream
 
     async def stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        await admit(context)
+        refusal = await admit(context)
+        if refusal is not None:
+            end_call(context, refusal)
+            return
         async for response in stream_stream(requests, context):
             yield response
 

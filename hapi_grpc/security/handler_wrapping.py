@@ -1,12 +1,40 @@
-"""An interceptor that wraps the handlers of the methods it applies to, each once."""
+"""An interceptor that wraps the handlers of the methods it applies to, each
+once, and how a wrapper ends a call it refuses."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import grpc
 
-__all__ = ["HandlerWrappingInterceptor"]
+__all__ = ["HandlerWrappingInterceptor", "Refusal", "end_call"]
+
+
+@dataclass(frozen=True)
+class Refusal(grpc.Status):
+    """A status without rich details."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, str | bytes], ...] = ()
+
+
+def end_call(context: grpc.aio.ServicerContext, status: grpc.Status) -> None:
+    """Make `status` the call's ending, sent once its handler returns.
+
+    Not `context.abort()`: grpc.aio keeps the AbortError it raises on the
+    call's state, and that exception's frames hold the state again, with
+    the request and everything on the handler's stack: a reference cycle
+    that only a full garbage collection frees. A refused 4 MB request stayed
+    resident through thousands of later calls. A handler that sets its
+    status and returns leaves nothing behind.
+    """
+    context.set_code(status.code)
+    context.set_details(status.details)
+    if status.trailing_metadata:
+        context.set_trailing_metadata(status.trailing_metadata)
+
 
 # Handlers are registered once per server; the memo is cleared if it ever
 # holds more, so it never grows.

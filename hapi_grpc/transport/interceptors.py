@@ -38,7 +38,13 @@ from hapi_grpc.observability import metrics
 from hapi_grpc.transport.call_metrics import CallMetrics, MethodMetrics
 from hapi_grpc.transport.request_limits import rule_path, structural_violations
 from hapi_grpc.transport.shutdown_gate import ShutdownGate
-from hapi_grpc.transport.status import bad_request, retry_info, rich_status, status_for
+from hapi_grpc.transport.status import (
+    bad_request,
+    end_call,
+    retry_info,
+    rich_status,
+    status_for,
+)
 from hapi_grpc.transport.undecodable import (
     Undecodable,
     WarningThrottle,
@@ -169,11 +175,13 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             with admission(request, context) as refusal:
                 if refusal is not None:
-                    await context.abort_with_status(refusal)
+                    end_call(context, refusal)
+                    return None
                 try:
                     return await behavior(request, context)
                 except Exception as exc:
-                    await _abort_for(context, exc)
+                    _end_for(context, exc)
+                    return None
 
         return guarded
 
@@ -183,12 +191,13 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             with admission(request, context) as refusal:
                 if refusal is not None:
-                    await context.abort_with_status(refusal)
+                    end_call(context, refusal)
+                    return
                 try:
                     async for response in behavior(request, context):
                         yield response
                 except Exception as exc:
-                    await _abort_for(context, exc)
+                    _end_for(context, exc)
 
         return guarded
 
@@ -263,11 +272,11 @@ class _Admission:
         self._call.__exit__(exc_type, exc, tb)
 
 
-async def _abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
+def _end_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
     """Step 6: end the call with the status `exc` maps to (an abort stands)."""
     if isinstance(exc, grpc.aio.AbortError):
         raise exc
-    await context.abort_with_status(status_for(exc))
+    end_call(context, status_for(exc))
 
 
 class _UndecodableAnswer:

@@ -2,12 +2,17 @@
 
 The parameters of an executed workflow are a Struct that protovalidate does
 not walk (as for ValidateWorkflowParametersRequest.parameters): here they are
-held to `MAX_PROPOSED_PARAMETERS` entries and `MAX_PARAMETER_VALUES` JSON
-values, each refused with INVALID_ARGUMENT and a field violation.
+held to `MAX_PROPOSED_PARAMETERS` entries, `MAX_PARAMETER_VALUES` JSON values,
+names of `MAX_PARAMETER_NAME_CHARS`, string values of `MAX_STRING_LENGTH` (no
+validated parameter is longer, so no executed one was) and
+`MAX_PARAMETERS_BYTES` of JSON in all, each refused with INVALID_ARGUMENT and
+a field violation. They are kept in the remediation history: these bounds
+are what one record can cost.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,13 +22,28 @@ from hapi.v1 import common_pb2, execution_pb2, incident_pb2, recovery_pb2
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.levels import Severity
+from hapi_grpc.domain.parameters.limits import MAX_STRING_LENGTH
 from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
+from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.domain.workflow_validation import MAX_PROPOSED_PARAMETERS
 
-__all__ = ["MAX_PARAMETER_VALUES", "executed_workflow", "execution_failure", "recovery_from_proto"]
+__all__ = [
+    "MAX_PARAMETERS_BYTES",
+    "MAX_PARAMETER_NAME_CHARS",
+    "MAX_PARAMETER_VALUES",
+    "executed_workflow",
+    "execution_failure",
+    "recovery_from_proto",
+]
 
 MAX_PARAMETER_VALUES = 256
 """JSON values (nested ones included) in one executed workflow's parameters."""
+
+MAX_PARAMETER_NAME_CHARS = 253
+"""Characters of one parameter's name."""
+
+MAX_PARAMETERS_BYTES = 16 * 1024
+"""Bytes of one executed workflow's parameters as compact JSON (non-ASCII escaped)."""
 
 _SEVERITY = {
     common_pb2.SEVERITY_CRITICAL: Severity.CRITICAL,
@@ -75,11 +95,28 @@ def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> Execute
             "parameters.max_fields",
         )
     budget = [MAX_PARAMETER_VALUES]
-    parameters = {key: _value(fields[key], budget, where) for key in fields}
+    parameters = {}
+    for key in fields:
+        path = f'{where}["{clip(key, 64)}"]'
+        if len(key) > MAX_PARAMETER_NAME_CHARS:
+            raise _invalid(
+                path,
+                f"a parameter name may be at most {MAX_PARAMETER_NAME_CHARS} characters",
+                "parameters.name_max_len",
+            )
+        parameters[key] = _value(fields[key], budget, where, path)
+    # Bounded by now (256 values of at most 4,096 characters): cheap to measure.
+    size = len(json.dumps(parameters, separators=(",", ":")))
+    if size > MAX_PARAMETERS_BYTES:
+        raise _invalid(
+            where,
+            f"the parameters may be at most {MAX_PARAMETERS_BYTES} bytes of JSON, got {size}",
+            "parameters.max_bytes",
+        )
     return ExecutedWorkflow(msg.workflow_id, msg.version, parameters)
 
 
-def _value(value: struct_pb2.Value, budget: list[int], where: str) -> Any:
+def _value(value: struct_pb2.Value, budget: list[int], where: str, path: str) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         raise _invalid(
@@ -89,7 +126,14 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str) -> Any:
         )
     kind = value.WhichOneof("kind")
     if kind == "string_value":
-        return value.string_value
+        text = value.string_value
+        if len(text) > MAX_STRING_LENGTH:
+            raise _invalid(
+                path,
+                f"a string value may be at most {MAX_STRING_LENGTH} characters",
+                "parameters.value_max_len",
+            )
+        return text
     if kind == "number_value":
         number = value.number_value
         return int(number) if number.is_integer() and abs(number) < 2**53 else number
@@ -97,9 +141,16 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str) -> Any:
         return value.bool_value
     if kind == "struct_value":
         inner = value.struct_value.fields
-        return {key: _value(inner[key], budget, where) for key in inner}
+        for key in inner:
+            if len(key) > MAX_STRING_LENGTH:
+                raise _invalid(
+                    path,
+                    f"a key may be at most {MAX_STRING_LENGTH} characters",
+                    "parameters.value_max_len",
+                )
+        return {key: _value(inner[key], budget, where, path) for key in inner}
     if kind == "list_value":
-        return [_value(item, budget, where) for item in value.list_value.values]
+        return [_value(item, budget, where, path) for item in value.list_value.values]
     return None
 
 

@@ -1,6 +1,8 @@
 """The grpc.aio server: services, health, reflection, interceptors, shutdown.
 
-Lifecycle: `start()` binds and flips health to SERVING; `stop()` flips health
+Lifecycle: `start()` binds and flips health to SERVING (the hapi.v1 service
+only once `ready`, when given, has returned: a catalog read from the cluster
+is ready once it was read); `stop()` flips health
 to NOT_SERVING (probes see it at once), answers new hapi.v1 calls with
 UNAVAILABLE, shortens every running investigation so it answers with its best
 partial result inside the grace period, waits until no hapi.v1 call is in
@@ -139,8 +141,11 @@ class HapiServer:
         inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
         history: RemediationHistory,
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
+        self._ready = ready
+        self._readying: asyncio.Task[None] | None = None
         self.catalog = catalog
         self.llm = llm
         self.engine = engine
@@ -161,10 +166,12 @@ class HapiServer:
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
             IncidentAnalysisServicer(
                 AnalysisService(
-                    DecisionRecorder(engine, self.history), StreamMessages(), self.idempotency
+                    DecisionRecorder(engine, self.history, catalog),
+                    StreamMessages(),
+                    self.idempotency,
                 ),
                 ParameterValidation(catalog),
-                OutcomeService(self.history),
+                OutcomeService(self.history, catalog),
             ),
             self._server,
         )
@@ -200,8 +207,12 @@ class HapiServer:
         gc.freeze()
         gc.set_threshold(50_000, 20, 20)
         await self._server.start()
-        for service in ("", SERVICE_NAME):
-            await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        if self._ready is None:
+            await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        else:
+            await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+            self._readying = asyncio.create_task(self._serve_when_ready(self._ready))
         log.info(
             "gRPC server listening",
             extra={"port": self.port, "llm_provider": self.llm.name, "tls": self._tls},
@@ -213,6 +224,16 @@ class HapiServer:
                 " what the tools return; set HAPI_AUTH_MODE=tokenreview (docs/operations.md)",
                 extra={"host": self.settings.grpc_host},
             )
+
+    async def _serve_when_ready(self, ready: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await ready()
+        except Exception:  # the dependency never came up: readiness stays NOT_SERVING
+            log.exception("the server's readiness check failed")
+            return
+        # After enter_graceful_shutdown() this changes nothing: shutdown wins.
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("ready", extra={"service": SERVICE_NAME})
 
     @property
     def _tls(self) -> bool:
@@ -229,6 +250,8 @@ class HapiServer:
         log.info("shutting down", extra={"grace_seconds": grace})
         # Probes see NOT_SERVING first, and nothing can flip it back.
         await self.health.enter_graceful_shutdown()
+        if self._readying is not None:
+            self._readying.cancel()
         if self.settings.shutdown_delay_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_delay_seconds)
         ends = time.monotonic() + grace

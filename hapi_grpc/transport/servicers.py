@@ -18,12 +18,19 @@ from hapi_grpc.application.analysis import AnalysisService
 from hapi_grpc.application.outcomes import OutcomeService
 from hapi_grpc.application.validation import ParameterValidation
 from hapi_grpc.domain.deadline import Budget
+from hapi_grpc.security.auth import current_identity
 from hapi_grpc.transport import converters, outcome_messages
 
 
 def caller_budget(context: grpc.aio.ServicerContext) -> Budget:
     """The caller's deadline as the domain's time budget (unbounded if none)."""
     return Budget.from_timeout(context.time_remaining())
+
+
+def caller_name() -> str:
+    """The authenticated caller's user name; "" without authentication."""
+    identity = current_identity()
+    return identity.subject if identity is not None else ""
 
 
 class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
@@ -42,7 +49,7 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
     ) -> service_pb2.AnalyzeIncidentResponse:
         incident = converters.incident_from_proto(request.incident)
         answer = await self._analysis.analyze(
-            incident, request.force_reanalysis, caller_budget(context)
+            incident, request.force_reanalysis, caller_budget(context), caller_name()
         )
         return service_pb2.AnalyzeIncidentResponse(result=answer.result)
 
@@ -50,7 +57,9 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         self, request: service_pb2.AnalyzeIncidentStreamRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[StreamResponse]:
         incident = converters.incident_from_proto(request.incident)
-        messages = self._analysis.stream(incident, request.force_reanalysis, caller_budget(context))
+        messages = self._analysis.stream(
+            incident, request.force_reanalysis, caller_budget(context), caller_name()
+        )
         # Closed as soon as this stream is: the investigation is left at once.
         async with contextlib.aclosing(messages):
             async for message in messages:
@@ -73,9 +82,9 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         request: outcome_pb2.ReportRemediationOutcomeRequest,
         context: grpc.aio.ServicerContext,
     ) -> outcome_pb2.ReportRemediationOutcomeResponse:
-        report = outcome_messages.report_from_proto(request)
+        report = outcome_messages.report_from_proto(request, caller_name())
         ack = await self._outcomes.report(report, caller_budget(context))
         return outcome_messages.ack_to_proto(ack)
 
 
-__all__ = ["IncidentAnalysisServicer", "caller_budget"]
+__all__ = ["IncidentAnalysisServicer", "caller_budget", "caller_name"]

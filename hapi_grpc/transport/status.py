@@ -16,6 +16,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from hapi_grpc.domain import errors
+from hapi_grpc.security.handler_wrapping import end_call
+
+__all__ = ["bad_request", "code_for", "end_call", "retry_info", "rich_status", "status_for"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,7 @@ _CODES: tuple[tuple[type[errors.HapiError], grpc.StatusCode], ...] = (
     (errors.ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.IncidentConflictError, grpc.StatusCode.ALREADY_EXISTS),
     (errors.OutcomeConflictError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.RemediationTargetError, grpc.StatusCode.PERMISSION_DENIED),
     (errors.HistoryUnavailableError, grpc.StatusCode.UNAVAILABLE),
 )
 

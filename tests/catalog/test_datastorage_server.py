@@ -199,7 +199,8 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         assert r.status == 200
         assert r.content_type == "application/json"
         data = await r.json()
-    # The optional declarations travel with the schema (preconditions, invariants, read_only).
+    # The optional declarations travel with the schema (preconditions, invariants,
+    # read_only, the action type).
     assert set(data) == {
         "workflow_id",
         "version",

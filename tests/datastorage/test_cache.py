@@ -12,7 +12,13 @@ import pytest
 from prometheus_client import REGISTRY
 from pydantic import ValidationError
 
-from hapi_grpc.adapters.cache import CatalogCache, cache_key, search_key, workflow_key
+from hapi_grpc.adapters.cache import (
+    ENTRY_OVERHEAD,
+    CatalogCache,
+    cache_key,
+    search_key,
+    workflow_key,
+)
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog, DataStorageHTTPError
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.domain.catalog import SearchFilters, SearchQuery, SearchResult, WorkflowSchema
@@ -226,6 +232,28 @@ async def test_memory_backend_is_bounded(ds: FakeDataStorage, make_catalog: Make
     assert ds.count() == 3
     await catalog.search(queries[0])  # evicted: the least recently used
     assert ds.count() == 4
+
+
+async def test_memory_backend_is_bounded_in_bytes(
+    ds: FakeDataStorage, make_catalog: MakeCatalog
+) -> None:
+    queries = [QUERY.model_copy(update={"top_k": k}) for k in (1, 2, 3)]
+    sizing = make_catalog(CatalogCache())
+    key = len("hapi:catalog:search:") + 64
+    costs = [
+        len((await sizing.search(q)).model_dump_json().encode()) + key + ENTRY_OVERHEAD
+        for q in queries
+    ]
+    # Room for the last two answers, not for all three.
+    catalog = make_catalog(CatalogCache(max_bytes=costs[1] + costs[2]))
+    for query in queries:
+        await catalog.search(query)
+    before = ds.count()
+    await catalog.search(queries[2])
+    await catalog.search(queries[1])
+    assert ds.count() == before  # both still cached
+    await catalog.search(queries[0])  # pushed out by bytes, not by count
+    assert ds.count() == before + 1
 
 
 async def test_cache_serves_hits_while_the_breaker_is_open(

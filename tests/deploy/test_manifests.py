@@ -92,6 +92,20 @@ def test_manifests_validate_offline() -> None:
         ),
         # The catalog goes through the service's own loader.
         ("catalog.yaml", "type: integer", "type: whole-number", "catalog invalid"),
+        # Custom resources against the CRDs shipped beside them: a field the
+        # kind does not have, and a value its schema refuses.
+        (
+            "optional/kubernetes-catalog.example.yaml",
+            "  execution:\n",
+            "  executor:\n",
+            "'executor' was unexpected",
+        ),
+        (
+            "optional/kubernetes-catalog.example.yaml",
+            "actionType: IncreaseMemoryLimits",
+            "actionType: increase-memory-limits",
+            "spec.actionType",
+        ),
     ],
 )
 def test_validator_catches_broken_manifests(
@@ -168,6 +182,43 @@ def test_resources_requested_and_limited(container: dict[str, Any]) -> None:
         request = _quantity(resources["requests"][kind])
         limit = _quantity(resources["limits"][kind])
         assert 0 < request <= limit, kind
+
+
+# Measured: the server once it has served its first calls (bench/bench_soak_memory.py
+# starts at 122 MiB with a Data Storage catalog and an HTTP model), and what one
+# investigation in flight holds (bench/bench_concurrent_investigations.py).
+SERVING_BYTES = 125 * 1024 * 1024
+PER_INVESTIGATION_BYTES = 64 * 1024
+
+
+def store_bounds(settings: Settings) -> dict[str, int]:
+    """The byte bound of every store the server keeps in its own memory."""
+    from hapi_grpc.adapters import remediation_counter
+    from hapi_grpc.adapters.history import datastorage
+
+    review_caches = 3 * 10_000 * 1024  # TokenReview, and SubjectAccessReview read and report
+    return {
+        "kept results": settings.result_max_bytes,
+        "outcomes": settings.history_max_bytes,
+        "decisions": settings.history_max_decision_bytes,
+        "catalog cache": settings.cache_max_bytes,
+        "history answers": datastorage.MAX_CACHE_BYTES,
+        "rate-limit logs": remediation_counter.DEFAULT_MAX_BYTES,
+        "catalog searches": 4 * 1024 * 1024,
+        "access reviews": review_caches,
+    }
+
+
+def test_the_stores_bounds_fit_the_memory_limit_with_margin(
+    container: dict[str, Any], settings_env: dict[str, str]
+) -> None:
+    """docs/operations.md "Limits and memory": serving, every investigation the
+    cap admits, and every store full stay under 85% of the container's limit."""
+    settings = Settings.from_env(settings_env)
+    limit = _quantity(container["resources"]["limits"]["memory"])
+    stores = sum(store_bounds(settings).values())
+    in_flight = settings.max_concurrent_rpcs * PER_INVESTIGATION_BYTES
+    assert SERVING_BYTES + in_flight + stores <= 0.85 * limit, (stores, in_flight, limit)
 
 
 def shutdown_problems(pod: dict[str, Any], env: dict[str, str]) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 
 from hapi_grpc.adapters.result_store import MemoryResultStore
 from hapi_grpc.domain.errors import IncidentConflictError
-from hapi_grpc.domain.idempotency import Finished, IdempotencyCoordinator
+from hapi_grpc.domain.idempotency import Finished, IdempotencyCoordinator, StoredResult
 
 
 async def test_a_store_only_this_process_sees_keeps_results_but_takes_no_lock() -> None:
@@ -99,3 +101,34 @@ async def test_a_new_investigation_computes_its_fingerprint_only_to_save_the_res
     await coordinator.run("rr-4", fingerprint("fp-4"), not_kept)
     assert computed == []
     await coordinator.close()
+
+
+async def test_results_kept_in_memory_are_bounded_in_bytes_the_oldest_going_first() -> None:
+    store = MemoryResultStore(max_bytes=100_000)
+    for i in range(40):  # 40 results of 5 kB: twice the bound
+        await store.put(f"rr-{i:02d}", StoredResult("f" * 64, 0.0, bytes(5_000)), ttl=60)
+    kept = [await store.get(f"rr-{i:02d}") is not None for i in range(40)]
+    assert kept == sorted(kept) and kept[-1]
+    assert 15 <= sum(kept) <= 20
+    assert store.bytes <= 100_000
+
+
+async def test_what_a_kept_result_costs_in_memory_is_within_what_is_counted() -> None:
+    store = MemoryResultStore(max_entries=10**6, max_bytes=10**12)
+    results = [
+        (f"payments/3f2a9c1b0d4e5f60/rr-{i:06d}", StoredResult(f"{i:064x}", 1.0, bytes(size)))
+        for i, size in enumerate([300, 4_000] * 1_000)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for key, result in results:
+            await store.put(key, result, ttl=60)
+        # The results themselves (the caller's objects) are counted too.
+        spent = tracemalloc.get_traced_memory()[0] - before + sum(
+            sys.getsizeof(r.payload) + sys.getsizeof(r.fingerprint) + sys.getsizeof(k)
+            for k, r in results
+        )
+    finally:
+        tracemalloc.stop()
+    assert spent <= store.bytes, (spent, store.bytes)

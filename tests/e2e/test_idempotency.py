@@ -27,6 +27,7 @@ from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.adapters.result_store import MemoryResultStore, RedisResultStore
 from hapi_grpc.app import build_server
+from hapi_grpc.application.analysis import idempotency_key
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
 from hapi_grpc.transport import converters
@@ -39,6 +40,12 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 OOM_REQUEST = (EXAMPLES / "oomkilled.json").read_text()
 GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
 TURNS = 2  # model requests of one investigation in SCRIPT
+# Where the example's remediation id is kept: within its tenant (namespace, no caller).
+KEY = idempotency_key(
+    converters.incident_from_proto(
+        json_format.Parse(OOM_REQUEST, service_pb2.AnalyzeIncidentRequest()).incident
+    )
+)
 EVENTS = ["llm_turn", "tool_call", "llm_turn", "validation_attempt", "result"]
 
 
@@ -347,9 +354,9 @@ async def test_two_replicas_run_one_investigation(redis_url: str) -> None:
         assert [m.WhichOneof("event") for m in streamed] == EVENTS
         client = aioredis.from_url(redis_url)
         try:
-            key = "hapi:analysis:result:rr-2026-11-22-oom-7f3a"
+            key = f"hapi:analysis:result:{KEY}"
             assert 0 < await client.pttl(key) <= 900_000
-            assert await client.exists("hapi:analysis:lock:rr-2026-11-22-oom-7f3a") == 0
+            assert await client.exists(f"hapi:analysis:lock:{KEY}") == 0
         finally:
             await client.aclose()
         assert len(llm.requests) == TURNS
@@ -357,7 +364,7 @@ async def test_two_replicas_run_one_investigation(redis_url: str) -> None:
 
 @pytest.mark.redis
 async def test_the_lock_is_renewed_while_a_long_investigation_runs(redis_url: str) -> None:
-    lock = "hapi:analysis:lock:rr-2026-11-22-oom-7f3a"
+    lock = f"hapi:analysis:lock:{KEY}"
     coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(
         RedisResultStore(redis_url), lock_ttl=0.6
     )
@@ -392,7 +399,7 @@ async def test_the_lock_is_renewed_while_a_long_investigation_runs(redis_url: st
 async def test_a_dead_replicas_lock_blocks_only_until_it_expires(redis_url: str) -> None:
     req = request()
     fingerprint = incident_fingerprint(converters.incident_from_proto(req.incident))
-    lock = "hapi:analysis:lock:rr-2026-11-22-oom-7f3a"
+    lock = f"hapi:analysis:lock:{KEY}"
     client = aioredis.from_url(redis_url)
     try:
         async with (
@@ -429,9 +436,7 @@ async def test_a_waiting_replica_gives_up_at_its_own_deadline(redis_url: str) ->
             ScriptedLLMServer("openai", script()) as llm,
             serving(llm, cache_url=redis_url) as stub,
         ):
-            await client.set(
-                "hapi:analysis:lock:rr-2026-11-22-oom-7f3a", f"alive000/{fingerprint}", px=30_000
-            )
+            await client.set(f"hapi:analysis:lock:{KEY}", f"alive000/{fingerprint}", px=30_000)
             started = time.monotonic()
             with pytest.raises(grpc.aio.AioRpcError) as late:
                 await stub.AnalyzeIncident(req, timeout=1.0)

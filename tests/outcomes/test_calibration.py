@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from hapi_grpc.adapters.history.backends import MemoryHistoryBackend, RedisHistoryBackend
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
+from hapi_grpc.adapters.history.redis_store import RedisHistoryBackend
 from hapi_grpc.application.outcomes import OutcomeService, confidence_bucket
 from hapi_grpc.cli import main
 from hapi_grpc.domain.deadline import Budget

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.history.backends import MemoryHistoryBackend
-from hapi_grpc.adapters.history.datastorage import DataStorageHistory
+from hapi_grpc.adapters.history.datastorage import MAX_CACHE_BYTES, DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
@@ -285,3 +285,21 @@ async def test_data_storages_hash_match_counts_when_it_sends_no_hashes(ds: Histo
     assert context.tier1[0].hash_match is HashMatch.PRE
     veto = history_veto(context, "IncreaseMemoryLimits", "OOMKilled")
     assert veto is not None and "the fix was undone" in veto.message
+
+
+async def test_the_answers_kept_are_bounded_in_bytes(ds: HistoryServer) -> None:
+    # 300 entries: about 100 kB of JSON per answer, 0.4 MB counted once parsed.
+    ds.entries = [entry(f"rr-{i:04d}", 1 + i % 20) for i in range(300)]
+    history = client(ds, cache_ttl=60.0)
+    try:
+        for i in range(40):  # 40 targets: twice what 8 MiB holds
+            target = TargetResource("payments", "Deployment", f"app-{i}", "apps")
+            await history.context(target, NOW_SPEC)
+        kept_bytes, kept = history._cache_bytes, len(history._cache)
+        first = TargetResource("payments", "Deployment", "app-0", "apps")
+        asked = len(ds.queries)
+        await history.context(first, NOW_SPEC)  # pushed out: asked again
+    finally:
+        await history.close()
+    assert kept_bytes <= MAX_CACHE_BYTES and 10 <= kept < 40
+    assert len(ds.queries) == asked + 1

@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hapi_grpc.adapters.history.backends import (
-    HistoryBackend,
-    Limits,
-    MemoryHistoryBackend,
-    RedisHistoryBackend,
-)
+from hapi_grpc.adapters.history.backends import HistoryBackend, Limits
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
+from hapi_grpc.adapters.history.redis_store import RedisHistoryBackend
 from hapi_grpc.domain.execution import ExecutedWorkflow
 from hapi_grpc.domain.history import (
     HashMatch,
@@ -27,11 +24,13 @@ from hapi_grpc.domain.history import (
     spec_hash,
 )
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.tenancy import Tenant
 from tests.fakes.redis_server import running_redis
 
 HOUR = 3600.0
 NOW = 1_800_000_000.0
 TARGET = TargetResource("payments", "Deployment", "payment-api")
+TENANT = Tenant("payments")
 
 
 def test_the_spec_hash_is_sha256_of_canonical_json() -> None:
@@ -105,8 +104,8 @@ async def test_the_store_keeps_the_newest_per_target_and_in_all(backend: History
             )
         )
     # At most 5 in all: the oldest of every target went first.
-    assert (await history.by_remediation_id("rr-0")).outcomes == ()
-    assert (await history.by_remediation_id("rr-2")).outcomes == ()
+    assert (await history.by_remediation_id("rr-0", TENANT)).outcomes == ()
+    assert (await history.by_remediation_id("rr-2", TENANT)).outcomes == ()
     assert len((await history.context(other, "")).tier1) == 3
     assert [e.remediation_uid for e in (await history.context(TARGET, "")).tier1] == [
         "rr-3",
@@ -120,7 +119,7 @@ async def test_secret_named_parameters_are_not_kept(backend: HistoryBackend) -> 
     await history.record_outcome(
         OutcomeReport("rr-s", 1, TARGET, Outcome.SUCCESS, ExecutedWorkflow("wf", parameters=params))
     )
-    (entry,) = (await history.by_remediation_id("rr-s")).outcomes
+    (entry,) = (await history.by_remediation_id("rr-s", TENANT)).outcomes
     assert entry.parameters["MEMORY_LIMIT_NEW"] == "1Gi"
     assert "tok-9f8e7d6c5b4a" not in str(entry.parameters)
 

@@ -24,6 +24,7 @@ from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.app import build_history, open_toolsets
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.investigation.engine import EngineSettings
+from hapi_grpc.domain.tenancy import Tenant
 from tests.fakes.investigation import RecordingCatalog
 from tests.fakes.redis_server import RedisServer, running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step, last_tool_result
@@ -170,7 +171,9 @@ async def test_a_recovery_decision_keeps_its_attempt_number() -> None:
         await only.stub.AnalyzeIncident(req, timeout=20)
         history = only.server.history
         for _ in range(100):  # the decision is kept on its own, after the answer
-            record = await history.by_remediation_id("rr-recovering")
+            record = await history.by_remediation_id(
+                "rr-recovering", Tenant(req.incident.signal.namespace)
+            )
             if record.decision is not None:
                 break
             await asyncio.sleep(0.02)

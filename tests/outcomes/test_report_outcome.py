@@ -18,6 +18,7 @@ from grpc_status import rpc_status
 from hapi.v1 import outcome_pb2, service_pb2
 from hapi_grpc.domain.history import Outcome, spec_hash
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.tenancy import Tenant
 from hapi_grpc.observability import metrics
 from tests.fakes.redis_server import RedisServer, running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer
@@ -26,6 +27,7 @@ from tests.policy.test_grpc import OOM_ID, PARAMS, answer, request, search, serv
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 TARGET = TargetResource("payments", "Deployment", "payment-api", "apps")
+TENANT = Tenant("payments")  # reports and decisions of callers without authentication
 BEFORE = spec_hash({"replicas": 2, "template": {"memory": "512Mi"}})
 AFTER = spec_hash({"replicas": 2, "template": {"memory": "1Gi"}})
 
@@ -96,14 +98,14 @@ async def test_an_outcome_reported_to_one_replica_is_in_the_other_replicas_histo
             assert context.regression_detected
             assert entry.remediation_uid == "rr-outcome-1"
             assert entry.outcome is Outcome.SUCCESS
-            assert entry.action_type == OOM_ID and entry.parameters == PARAMS
+            assert entry.workflow_id == OOM_ID and entry.parameters == PARAMS
             assert entry.confidence == pytest.approx(0.9) and entry.automated is True
             assert entry.signal_type == "OOMKilled" and entry.signal_resolved is True
             assert entry.hash_match.value == "preRemediation"
             unchanged = await replica.server.history.context(TARGET, AFTER)
             assert not unchanged.regression_detected
             assert unchanged.tier1[0].hash_match.value == "postRemediation"
-            record = await replica.server.history.by_remediation_id("rr-outcome-1")
+            record = await replica.server.history.by_remediation_id("rr-outcome-1", TENANT)
             assert record.decision is not None and record.decision.workflow_id == OOM_ID
             assert [e.attempt for e in record.outcomes] == [1]
         # An automated decision at 0.9 that worked: counted in its bucket, once.
@@ -137,7 +139,7 @@ async def test_a_report_is_idempotent_per_remediation_id_and_attempt(
         failed.attempt = 2
         ack2 = await first.stub.ReportRemediationOutcome(failed, timeout=10)
         assert not ack2.already_recorded
-        record = await second.server.history.by_remediation_id("rr-idem-1")
+        record = await second.server.history.by_remediation_id("rr-idem-1", TENANT)
         assert [(e.attempt, e.outcome, e.failure_reason) for e in record.outcomes] == [
             (1, Outcome.SUCCESS, ""),
             (2, Outcome.FAILED, "OOMKilled"),
@@ -150,7 +152,8 @@ async def test_a_declined_remediation_is_escalated_with_no_action() -> None:
                           declined={"reason": "change freeze"})  # fmt: skip
         await srv.stub.ReportRemediationOutcome(declined, timeout=10)
         (entry,) = (await srv.server.history.context(TARGET, "")).tier1
-        assert entry.outcome is Outcome.ESCALATED and entry.action_type is None
+        assert entry.outcome is Outcome.ESCALATED and entry.workflow_id is None
+        assert entry.action_type is None
 
 
 @pytest.mark.parametrize(
@@ -178,7 +181,7 @@ async def test_a_malformed_report_is_invalid_argument_with_the_field(
             await srv.stub.ReportRemediationOutcome(report("rr-bad-1", **overrides), timeout=10)
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert violations(error.value).get(field) == rule, violations(error.value)
-        assert (await srv.server.history.by_remediation_id("rr-bad-1")).outcomes == ()
+        assert (await srv.server.history.by_remediation_id("rr-bad-1", TENANT)).outcomes == ()
 
 
 async def test_a_report_is_authorized_on_the_targets_namespace(tmp_path: Path) -> None:
@@ -186,14 +189,18 @@ async def test_a_report_is_authorized_on_the_targets_namespace(tmp_path: Path) -
     tokens.write_text("outcome-caller-token-51c2\n", encoding="utf-8")
     auth = [("authorization", "Bearer outcome-caller-token-51c2")]
     async with running_server(
-        auth_mode="static", auth_tokens_file=str(tokens), auth_static_namespaces=["team-*"]
+        auth_mode="static",
+        auth_tokens_file=str(tokens),
+        auth_static_namespaces=["team-*"],
+        auth_static_report_namespaces=["team-a"],
     ) as srv:
         target = {"namespace": "team-a", "kind": "Deployment", "name": "api"}
         ack = await srv.stub.ReportRemediationOutcome(
             report("rr-auth-1", target=target), metadata=auth, timeout=10
         )
         assert not ack.already_recorded
-        for namespace in ("payments", ""):
+        # team-b may be investigated (team-*), not written.
+        for namespace in ("payments", "", "team-b"):
             other = {"namespace": namespace, "kind": "Deployment", "name": "api"}
             with pytest.raises(grpc.aio.AioRpcError) as denied:
                 await srv.stub.ReportRemediationOutcome(
@@ -203,7 +210,10 @@ async def test_a_report_is_authorized_on_the_targets_namespace(tmp_path: Path) -
         with pytest.raises(grpc.aio.AioRpcError) as anonymous:
             await srv.stub.ReportRemediationOutcome(report("rr-auth-3", target=target), timeout=10)
         assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert (await srv.server.history.by_remediation_id("rr-auth-2")).outcomes == ()
+        for namespace in ("payments", "", "team-a", "team-b"):
+            tenant = Tenant(namespace, "static-token")
+            record = await srv.server.history.by_remediation_id("rr-auth-2", tenant)
+            assert record.outcomes == ()
 
 
 def test_the_example_report_is_a_valid_request() -> None:

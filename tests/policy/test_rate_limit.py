@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,6 +101,26 @@ async def test_memory_counter_is_bounded() -> None:
     for key in ("a", "b", "c"):
         assert await counter.admit([Limit("r", key, 1, 60)]) is None
     assert len(counter._logs) == 2
+
+
+async def test_memory_counter_is_bounded_in_bytes_by_what_its_logs_hold() -> None:
+    counter = MemoryRemediationCounter(max_bytes=20_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(200):  # 200 keys of 10 decisions each
+            for _ in range(10):
+                assert (
+                    await counter.admit([Limit("per-target", f"ns/Deployment/app-{i}", 50, 60)])
+                    is None
+                )
+        spent = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert counter._bytes <= 20_000 and 10 <= len(counter._logs) <= 25
+    assert spent <= counter._bytes + 4_096  # what is counted covers what the logs hold
+    # The least recently used keys were forgotten; the latest still count.
+    assert ("per-target", "ns/Deployment/app-199") in counter._logs
 
 
 async def test_two_replicas_share_the_count_through_redis(redis_server: RedisServer) -> None:

@@ -25,6 +25,8 @@ from tests.helpers.grpc_server import RunningServer
 ROOT = Path(__file__).resolve().parents[2]
 AUTH_RBAC = list(yaml.safe_load_all((ROOT / "deploy" / "auth-rbac.yaml").read_text()))
 (SERVER_ACCOUNT,) = AUTH_RBAC[1]["subjects"]
+# The role a caller needs to report outcomes (deploy/caller-rbac.yaml).
+(REPORTER_ROLE,) = yaml.safe_load_all((ROOT / "deploy" / "caller-rbac.yaml").read_text())
 SERVER_USER = f"system:serviceaccount:{SERVER_ACCOUNT['namespace']}:{SERVER_ACCOUNT['name']}"
 
 
@@ -40,6 +42,9 @@ class World:
     caller_user: str
     stranger_token: str
     server_token_file: Path
+    # A second listed caller, team B's controller: it may read team B only.
+    caller_b_token: str
+    caller_b_user: str
 
     def settings(self, **overrides: Any) -> dict[str, Any]:
         return {
@@ -47,30 +52,46 @@ class World:
             "tokenreview_api_url": self.cluster.url,
             "tokenreview_ca_file": str(self.cluster.ca_file),
             "tokenreview_token_file": str(self.server_token_file),
-            "auth_allowed_callers": [self.caller_user],
+            "auth_allowed_callers": [self.caller_user, self.caller_b_user],
             **overrides,
         }
 
     def rbac(self) -> kubernetes.client.RbacAuthorizationV1Api:
         return kubernetes.client.RbacAuthorizationV1Api(self.cluster.api_client())
 
-    def bind_reader(self, namespace: str, name: str = "incident-reader") -> None:
+    def bind_reader(
+        self, namespace: str, name: str = "incident-reader", account: str = "controller"
+    ) -> None:
         """Lets the caller `get pods` in `namespace` (and nothing else)."""
         rbac = self.rbac()
         role = {
             "metadata": {"name": name},
             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
         }
-        binding = {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [
-                {"kind": "ServiceAccount", "name": "controller", "namespace": self.callers_ns}
-            ],
-        }
         with contextlib.suppress(kubernetes.client.ApiException):
             rbac.create_namespaced_role(namespace, role, _request_timeout=30)
-        rbac.create_namespaced_role_binding(namespace, binding, _request_timeout=30)
+        self._bind(namespace, f"{name}-{account}", "Role", name, account)
+
+    def bind_reporter(self, namespace: str, account: str = "controller") -> None:
+        """Grants `account` the shipped outcome-reporter role in `namespace`."""
+        with contextlib.suppress(kubernetes.client.ApiException):  # shared by the tests
+            self.rbac().create_cluster_role(REPORTER_ROLE, _request_timeout=30)
+        name = REPORTER_ROLE["metadata"]["name"]
+        self._bind(namespace, f"{name}-{account}", "ClusterRole", name, account)
+
+    def _bind(self, namespace: str, name: str, kind: str, role: str, account: str) -> None:
+        binding = {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": account, "namespace": self.callers_ns}
+            ],
+        }
+        try:
+            self.rbac().create_namespaced_role_binding(namespace, binding, _request_timeout=30)
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 409:  # bound already (tests of one module share the world)
+                raise
 
     def reviews_since(self, since: datetime.datetime, at_least: int = 0) -> int:
         """SubjectAccessReviews the server sent since `since` (waits for `at_least`)."""
@@ -124,8 +145,11 @@ def world(kube_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -
         caller_user=f"system:serviceaccount:{callers}:controller",
         stranger_token=kube_cluster.service_account_token(callers, "stranger"),
         server_token_file=token_file,
+        caller_b_token=kube_cluster.service_account_token(callers, "controller-b"),
+        caller_b_user=f"system:serviceaccount:{callers}:controller-b",
     )
     world.bind_reader(team_a)
+    world.bind_reader(team_b, account="controller-b")
     return world
 
 

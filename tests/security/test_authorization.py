@@ -127,7 +127,7 @@ async def test_answers_are_cached_briefly_and_shared(world: World) -> None:
 
         # Revoked: the cached answer stands until it expires, then the refusal.
         world.rbac().delete_namespaced_role_binding(
-            "incident-reader", namespace, _request_timeout=30
+            "incident-reader-controller", namespace, _request_timeout=30
         )
         code, _ = await code_of(
             srv.stub.AnalyzeIncident(analyze(namespace), metadata=bearer(token), timeout=30)

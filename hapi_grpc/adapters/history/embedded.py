@@ -15,28 +15,27 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from hapi_grpc.adapters.history.backends import (
-    HistoryBackend,
-    Limits,
-    MemoryHistoryBackend,
-    RedisHistoryBackend,
-)
+from hapi_grpc.adapters.history.backends import HistoryBackend, Limits, OutcomeRecord
 from hapi_grpc.adapters.history.codec import (
     decode_decision,
     decode_entry,
     encode_decision,
     encode_entry,
 )
+from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
+from hapi_grpc.adapters.history.redis_store import RedisHistoryBackend
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import (
     BudgetExhaustedError,
     HistoryUnavailableError,
     OutcomeConflictError,
+    RemediationTargetError,
 )
 from hapi_grpc.domain.history import (
     Decision,
     HistoryContext,
     HistoryEntry,
+    Outcome,
     OutcomeAck,
     OutcomeReport,
     RemediationRecord,
@@ -46,6 +45,7 @@ from hapi_grpc.domain.history import (
 )
 from hapi_grpc.domain.result import TargetResource
 from hapi_grpc.domain.sensitive import redact_mapping
+from hapi_grpc.domain.tenancy import Tenant
 
 __all__ = ["EmbeddedHistory", "build_embedded_history"]
 
@@ -79,27 +79,37 @@ class EmbeddedHistory:
         entries = [decoded[0] for decoded in map(decode_entry, raw) if decoded is not None]
         return build_context(key, current_spec_hash, entries, windows, now)
 
-    async def by_remediation_id(self, remediation_id: str) -> RemediationRecord:
-        decision = decode_decision(await _bounded(self._backend.get_decision(remediation_id)))
-        raw = await _bounded(self._backend.outcomes_of(remediation_id))
+    async def by_remediation_id(
+        self, remediation_id: str, tenant: Tenant = Tenant()
+    ) -> RemediationRecord:
+        key = tenant.key(remediation_id)
+        decision = decode_decision(await _bounded(self._backend.get_decision(key)))
+        raw = await _bounded(self._backend.outcomes_of(key))
         entries = [decoded[0] for decoded in map(decode_entry, raw) if decoded is not None]
         entries.sort(key=lambda e: e.attempt)
         return RemediationRecord(remediation_id, decision, tuple(entries))
 
     async def record_decision(self, decision: Decision) -> None:
-        await _bounded(
-            self._backend.put_decision(decision.remediation_id, encode_decision(decision))
-        )
+        key = decision.tenant.key(decision.remediation_id)
+        await _bounded(self._backend.put_decision(key, encode_decision(decision)))
 
     async def record_outcome(self, report: OutcomeReport) -> OutcomeAck:
-        decision = decode_decision(
-            await _bounded(self._backend.get_decision(report.remediation_id))
-        )
+        # Everything is looked up and kept within the report's tenant: another
+        # tenant's remediation under the same id is never reached, nor revealed.
+        tenant = report.tenant
+        key = tenant.key(report.remediation_id)
+        decision = decode_decision(await _bounded(self._backend.get_decision(key)))
         if decision is not None and decision.recovery_attempt + 1 != report.attempt:
             # One decision is kept per remediation, the latest: attempt n carries out
             # the decision of recovery attempt n - 1 (the first analysis is 0), and a
             # report of another attempt must not be credited with its confidence.
             decision = None
+        if decision is not None and target_key(decision.target) != target_key(report.target):
+            raise RemediationTargetError(
+                f"remediation_id {report.remediation_id!r} attempt {report.attempt} was"
+                f" decided for another target than {target_key(report.target)!r}; report"
+                " the target of its decision (AnalysisResult.target_resource)"
+            )
         now = self._clock()
         entry = joined(report, decision, now)
         ack = OutcomeAck(
@@ -115,15 +125,16 @@ class EmbeddedHistory:
             recorded_at=ack.recorded_at,
             decision_known=ack.decision_known,
         )
-        existing = await _bounded(
-            self._backend.add_outcome(
-                report.remediation_id,
-                report.attempt,
-                target_key(report.target),
-                entry.completed_at,
-                data,
-            )
+        record = OutcomeRecord(
+            key=key,
+            attempt=report.attempt,
+            target=target_key(report.target),
+            tenant=tenant.scope,
+            failed=report.outcome is Outcome.FAILED,
+            recorded_at=now,
+            data=data,
         )
+        existing = await _bounded(self._backend.add_outcome(record))
         if existing is None:
             return ack
         decoded = decode_entry(existing)
@@ -156,7 +167,8 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
         attempt=report.attempt,
         signal_type=decision.signal_type if decision else "",
         signal_fingerprint=decision.signal_fingerprint if decision else "",
-        action_type=report.workflow_id,
+        workflow_id=report.workflow_id,
+        action_type=_action_type(report, decision),
         workflow_version=report.executed.version if report.executed else "",
         parameters=redact_mapping(report.executed.parameters) if report.executed else {},
         confidence=decision.confidence if decision else None,
@@ -166,6 +178,18 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
         post_spec_hash=report.post_spec_hash,
         failure_reason=report.failure.reason if report.failure else "",
     )
+
+
+def _action_type(report: OutcomeReport, decision: Decision | None) -> str | None:
+    """The executed workflow's action type: as resolved with the report, else the
+    decision's when it chose that workflow; None when nothing ran or it is unknown."""
+    if report.executed is None:
+        return None
+    if report.action_type:
+        return report.action_type
+    if decision is not None and decision.workflow_id == report.workflow_id:
+        return decision.action_type or None
+    return None
 
 
 async def _bounded(operation: Coroutine[Any, Any, T]) -> T:

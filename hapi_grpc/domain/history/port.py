@@ -15,6 +15,7 @@ from hapi_grpc.domain.history.records import (
     Windows,
 )
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.tenancy import Tenant
 
 __all__ = ["HistoryUnavailableError", "OutcomeConflictError", "RemediationHistory"]
 
@@ -33,17 +34,23 @@ class RemediationHistory(Protocol):
         with `current_spec_hash` (`spec_hash` of its current spec)."""
         ...
 
-    async def by_remediation_id(self, remediation_id: str) -> RemediationRecord:
-        """The decision, reported outcomes and (Data Storage) effectiveness of one id."""
+    async def by_remediation_id(
+        self, remediation_id: str, tenant: Tenant = Tenant()
+    ) -> RemediationRecord:
+        """The decision, reported outcomes and (Data Storage) effectiveness of
+        one id of `tenant` (another tenant's id is another remediation)."""
         ...
 
     async def record_decision(self, decision: Decision) -> None:
-        """Keep a decision this service returned (its confidence, automated or not)."""
+        """Keep a decision this service returned (its confidence, automated or
+        not), under its id within its tenant (`Decision.tenant`)."""
         ...
 
     async def record_outcome(self, report: OutcomeReport) -> OutcomeAck:
-        """Keep a report, joined with its decision; the stored ack again for
-        the same report, OutcomeConflictError for a different one."""
+        """Keep a report, joined with its tenant's decision of the same id and
+        attempt; the stored ack again for the same report, OutcomeConflictError
+        for a different one, RemediationTargetError when the decision it would
+        join was for another target."""
         ...
 
     async def close(self) -> None: ...

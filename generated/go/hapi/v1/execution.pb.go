@@ -34,7 +34,9 @@ type ExecutedWorkflow struct {
 	// Catalog version of the workflow.
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// Parameters it ran with, name to JSON value. At most 64 (checked by the
-	// server like ValidateWorkflowParametersRequest.parameters).
+	// server like ValidateWorkflowParametersRequest.parameters), with names of
+	// at most 253 characters, string values of at most 4096, 256 JSON values
+	// and 16 KiB of compact JSON in all; INVALID_ARGUMENT beyond any of them.
 	Parameters    *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -182,16 +182,22 @@ func (x *RemediationDeclined) GetReason() string {
 }
 
 // Request of ReportRemediationOutcome: what a controller executed for a
-// remediation and how it ended. Idempotent per (remediation_id, attempt): the
-// same report again is answered with the stored acknowledgement, a different
-// report under the same key is refused with ALREADY_EXISTS.
+// remediation and how it ended. Idempotent per (remediation_id, attempt)
+// within the caller's tenant (the target's namespace and, with authentication
+// on, the caller: another tenant's id is another remediation): the same
+// report again is answered with the stored acknowledgement, a different
+// report under the same key is refused with ALREADY_EXISTS. Reporting needs
+// its own permission in the target's namespace (PERMISSION_DENIED otherwise);
+// a report is at most 64 KiB encoded.
 type ReportRemediationOutcomeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The remediation_id of the AnalyzeIncident request the decision answered.
 	RemediationId string `protobuf:"bytes,1,opt,name=remediation_id,json=remediationId,proto3" json:"remediation_id,omitempty"`
 	// 1-based attempt at remediating it (a recovery after a failure is the next one).
 	Attempt uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// The resource the remediation acted on; its namespace is authorized.
+	// The resource the remediation acted on; its namespace is authorized. It
+	// must be the target_resource of the decision the report joins, else
+	// PERMISSION_DENIED.
 	Target *RemediatedResource `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
 	// What was executed; absent only when a human declined.
 	Executed *ExecutedWorkflow `protobuf:"bytes,4,opt,name=executed,proto3" json:"executed,omitempty"`

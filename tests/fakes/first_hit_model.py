@@ -69,8 +69,18 @@ def _answer(facts: PromptFacts, hit: dict[str, Any] | None, parameters: dict[str
             "estimated_risk": "low",
             "parameters": parameters,
         }
+    answer: dict[str, Any] = {}
+    if facts.kind and facts.name:  # the reported resource, as the prompt names it
+        group = "apps" if facts.kind in ("Deployment", "StatefulSet", "DaemonSet") else ""
+        answer["target_resource"] = {
+            "namespace": facts.namespace,
+            "kind": facts.kind,
+            "name": facts.name,
+            "api_group": group,
+        }
     return json.dumps(
         {
+            **answer,
             "analysis_summary": f"{facts.signal_type} on {facts.kind}/{facts.name}",
             "root_cause_assessment": f"{facts.signal_type} reported on {facts.name}.",
             "rca_severity": facts.severity or "medium",

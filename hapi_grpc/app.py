@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
+    from hapi_grpc.domain.premises import PremiseBook
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def build_kubernetes_catalog(
 def build_llm(settings: Settings) -> LLMProvider:
     """The configured language model; the built-in analyst when none is."""
     if settings.llm_provider == "builtin":
-        from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+        from hapi_grpc.analyst import BuiltinAnalyst
 
         return BuiltinAnalyst()
     api_key = settings.resolved_llm_api_key()
@@ -245,6 +246,24 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
     )
 
 
+def build_premises(settings: Settings) -> PremiseBook:
+    """The shipped premise packs, overlaid by HAPI_PREMISES_FILE when set; a pack or
+    file that does not load is a ConfigError naming the entry."""
+    from hapi_grpc.domain.premises import PackError, bundled_book
+
+    try:
+        if not settings.premises_file:
+            return bundled_book()
+        from hapi_grpc.adapters.premises_file import read_premises
+
+        book = read_premises(settings.premises_file)
+    except PackError as exc:
+        name = env_name("premises_file") if settings.premises_file else "premise packs"
+        raise ConfigError(f"{name}: {exc}") from None
+    log.info("premises loaded", extra={"action_types": len(book.action_types)})
+    return book
+
+
 def build_security(
     settings: Settings,
 ) -> tuple[list[grpc.aio.ServerInterceptor], grpc.ServerCredentials | None]:
@@ -362,6 +381,7 @@ def build_server(
     toolsets: Sequence[ToolsetSource] = (),
     policy: DecisionPolicy | None = None,
     history: RemediationHistory | None = None,
+    premises: PremiseBook | None = None,
 ) -> HapiServer:
     """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
     idempotency coordinator."""
@@ -369,6 +389,7 @@ def build_server(
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     history = history if history is not None else build_history(settings)
+    premises = premises if premises is not None else build_premises(settings)
     engine = InvestigationEngine(
         catalog,
         llm,
@@ -377,6 +398,7 @@ def build_server(
         toolsets=toolsets,
         policy=policy,
         history=history,
+        premises=premises,
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -402,6 +424,7 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
+    premises = build_premises(settings)  # so do broken premise packs
     history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
     toolsets = await open_toolsets(settings, history)
     catalog = build_catalog(settings)
@@ -413,7 +436,12 @@ async def serve(settings: Settings) -> None:
             await toolsets.close()
             raise ConfigError(" ".join(str(exc).split())) from None
     server = build_server(
-        settings, catalog=catalog, toolsets=toolsets.sources, policy=policy, history=history
+        settings,
+        catalog=catalog,
+        toolsets=toolsets.sources,
+        policy=policy,
+        history=history,
+        premises=premises,
     )
     metrics_runner = None
     if settings.metrics_port >= 0:

@@ -122,6 +122,10 @@ class ServiceSettings(BaseModel):
     # rate limits are counted in the cache_url backend, shared through Redis.
     policy_file: str | None = None
     policy_check_seconds: float = Field(2.0, gt=0, le=300)
+    # Operator premises (docs/premises.md): packs per action type and per workflow
+    # added to or replacing the shipped ones, and parameter-role mappings; CEL,
+    # checked at start.
+    premises_file: str | None = None
     # Remediation history (docs/outcomes.md): decisions returned and outcomes
     # reported, kept in the cache_url backend (Redis: shared by replicas).
     history_ttl_seconds: float = Field(90 * 86_400.0, gt=0)
@@ -299,7 +303,7 @@ class ServiceSettings(BaseModel):
             toolset = spec.settings_from(self)
             if spec.readable_files is not None and toolset is not None:
                 files += spec.readable_files(toolset)
-        files.append("policy_file")
+        files += ["policy_file", "premises_file"]
         for field in filter(None, files):
             path = getattr(self, field)
             if path:

@@ -117,6 +117,13 @@ DESCRIPTIONS: dict[str, str] = {
         "`deploy/optional/policy.example.yaml`."
     ),
     "policy_check_seconds": "How often, at most, the policy file is looked at for changes.",
+    "premises_file": (
+        "Operator premises ([docs/premises.md](premises.md)): YAML of premise packs per "
+        "action type (added to, extending or replacing the shipped ones) and per workflow "
+        "(a type to judge it as, parameter-role mappings, conditions of its own), in CEL. "
+        "Checked at start (exit status 2, one line naming the entry); "
+        "`hapi-grpc premises check` checks a file first."
+    ),
     "breaker_failure_ratio": "Circuit breaker opens at this failure share ...",
     "breaker_window_seconds": "... over this sliding window ...",
     "breaker_min_calls": "... once at least this many calls were made in it.",

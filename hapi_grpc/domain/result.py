@@ -70,6 +70,7 @@ class WorkflowSelection:
     rationale: str
     estimated_risk: RiskLevel
     parameters: dict[str, Any]
+    action_type: str = ""  # the catalog's action type, once the catalog entry is known
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +80,14 @@ class SelectedWorkflow(WorkflowSelection):
 
     @classmethod
     def accepted(
-        cls, proposed: WorkflowSelection, version: str, parameters: dict[str, Any]
+        cls,
+        proposed: WorkflowSelection,
+        version: str,
+        parameters: dict[str, Any],
+        action_type: str = "",
     ) -> SelectedWorkflow:
-        """`proposed` as checked: the catalog's `version`, the validated `parameters`."""
+        """`proposed` as checked: the catalog's `version`, the validated `parameters`
+        and the catalog's `action_type`."""
         return cls(
             proposed.workflow_id,
             version,
@@ -89,6 +95,7 @@ class SelectedWorkflow(WorkflowSelection):
             proposed.rationale,
             proposed.estimated_risk,
             parameters,
+            action_type,
         )
 
 
@@ -97,6 +104,7 @@ class AlternativeWorkflow:
     workflow_id: str
     confidence: float
     rationale: str = ""
+    action_type: str = ""  # the catalog's action type, when the catalog returned it
 
 
 @dataclass(frozen=True, slots=True)

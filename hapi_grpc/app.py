@@ -125,7 +125,7 @@ def build_kubernetes_catalog(
 def build_llm(settings: Settings) -> LLMProvider:
     """The configured language model; the built-in analyst when none is."""
     if settings.llm_provider == "builtin":
-        from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+        from hapi_grpc.analyst import BuiltinAnalyst
 
         return BuiltinAnalyst()
     api_key = settings.resolved_llm_api_key()

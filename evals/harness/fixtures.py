@@ -64,15 +64,25 @@ class Cluster:
             self.loader.refresh()
             self._crds = True
         self.kubelet.logs.clear()
+        self.kubelet.stats.clear()
         for log in case.logs:
             self.kubelet.set_log(
                 log.namespace, log.pod, log.container, log.text, previous=log.previous
             )
-        return self.loader.load(case)
+        endpoints = {}
+        for node, summary in case.node_stats.items():
+            if self.kubelet.node_address is None:
+                raise FixtureError(
+                    f"case {case.name}: node stats need a non-loopback address on this machine"
+                )
+            self.kubelet.set_stats_summary(node, summary)
+            endpoints[node] = (self.kubelet.node_address, self.kubelet.port_for(node))
+        return self.loader.load(case, endpoints)
 
     def unload(self, state: LoadedState) -> None:
         self.loader.unload(state)
         self.kubelet.logs.clear()
+        self.kubelet.stats.clear()
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ from hapi_grpc.domain.investigation.observer import (
 from hapi_grpc.domain.investigation.outcome import partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
-from hapi_grpc.domain.llm import LLMProvider, ReadsObserved
+from hapi_grpc.domain.llm import DecidesFromRecord, LLMProvider
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.premises import PremiseBook, bundled_book
 from hapi_grpc.domain.recovery.exhausted import exhausted_result
@@ -107,7 +107,7 @@ class InvestigationEngine:
         self._llm = llm
         # Decided once: isinstance against a runtime-checkable Protocol walks the
         # class's members on every call (6 us warm, ~1% of a storm's server CPU).
-        self._reader = llm if isinstance(llm, ReadsObserved) else None
+        self._reader = llm if isinstance(llm, DecidesFromRecord) else None
         self._settings = settings
         self._observer = observer
         self._running: set[_Running] = set()
@@ -198,9 +198,10 @@ class InvestigationEngine:
             await self._policy.close()
 
     def _provider(self, state: InvestigationState) -> LLMProvider:
-        """The model for this investigation (one that reads the observed record gets it)."""
+        """The model for this investigation (one that decides from the record gets the
+        incident and the record)."""
         if self._reader is not None:
-            return self._reader.reading(state.selection_gate.observed)
+            return self._reader.investigating(state.incident, state.selection_gate.observed)
         return self._llm
 
     def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:

@@ -76,13 +76,25 @@ def _state(state: Any) -> tuple[str, str, str]:
 def _termination(last: Any) -> dict[str, Any]:
     terminated = last.get("terminated") if isinstance(last, dict) else None
     if not isinstance(terminated, dict):
-        return {"reason": "", "exit_code": -1, "message": "", "finished": ""}
+        return {
+            "reason": "",
+            "exit_code": -1,
+            "message": "",
+            "started": "",
+            "finished": "",
+            "ran_seconds": -1.0,
+        }
     code = terminated.get("exitCode")
+    started, finished = terminated.get("startedAt"), terminated.get("finishedAt")
+    ran = epoch(finished) - epoch(started) if epoch(started) and epoch(finished) else -1.0
     return {
         "reason": _text(terminated.get("reason", "")),
         "exit_code": code if isinstance(code, int) else -1,
         "message": _text(terminated.get("message", "")),
-        "finished": str(terminated.get("finishedAt") or ""),
+        "started": str(started or ""),
+        "finished": str(finished or ""),
+        # How long the instance ran before it ended (-1 when unknown).
+        "ran_seconds": ran,
     }
 
 

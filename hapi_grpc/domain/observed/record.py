@@ -22,6 +22,9 @@ _MAX_LOGS = 40
 _MAX_METRICS = 40
 _MAX_ALERTS = 100
 _LINE = 300
+# An event's message whole, up to the API's own limit (NoteLengthLimit): the end of a
+# kubelet's pull or start failure is what says why.
+_NOTE = 1024
 # A log line that blames the configuration (a missing key, an invalid setting):
 # the premise of a configuration fix. RE2: linear in the line's length.
 _CONFIG_ERROR = re2.compile(
@@ -134,7 +137,7 @@ class Observed:
                 "name": name,
                 "type": str(event.get("type", "")),
                 "reason": str(event.get("reason", "")),
-                "message": redact(str(event.get("message", "")))[:_LINE],
+                "message": redact(str(event.get("message", "")))[:_NOTE],
                 "count": count if isinstance(count, int) else 1,
             }
         )

@@ -173,7 +173,9 @@ class KubernetesEvents:
         folded = fold_events(*lists)
         if ctx.observed is not None and args.name is not None and kind is not None:
             for event in folded[:_EVENTS_RECORDED]:
-                ctx.observed.record_event(kind, namespace or "", args.name, event.view())
+                # The record keeps the whole message: its end often says why.
+                whole = {**event.view(), "message": event.message}
+                ctx.observed.record_event(kind, namespace or "", args.name, whole)
         data: dict[str, Any] = {
             "kind": "EventSummary",
             "about": f"{kind}/{args.name}" if args.name else f"namespace {namespace}",

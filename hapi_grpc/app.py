@@ -1,4 +1,5 @@
-"""Composition root: builds adapters from settings and runs the server.
+"""Composition root: builds adapters from settings, opens the configured toolsets
+(`toolsets.registry.open_toolsets`) and runs the server.
 
 This is the only module that knows every concrete adapter; everything else
 depends on the ports in `hapi_grpc.domain`.
@@ -7,16 +8,13 @@ depends on the ports in `hapi_grpc.domain`.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import grpc
-from pydantic import BaseModel
 
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
@@ -26,12 +24,12 @@ from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
-from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
-from hapi_grpc.domain.toolsets.spec import Opener, ToolsetSource
+from hapi_grpc.domain.toolsets.toolset import ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
-from hapi_grpc.observability.metrics import POLICY_RULES_FIRED, TOOLSET_ENABLED
+from hapi_grpc.observability.metrics import POLICY_RULES_FIRED
 from hapi_grpc.observability.metrics_server import start_metrics_server
+from hapi_grpc.toolsets.registry import open_toolsets
 from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 
@@ -299,75 +297,6 @@ def build_security(
             settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
         )
     return interceptors, credentials
-
-
-@dataclass
-class OpenedToolsets:
-    """The toolsets a deployment configured: their sources and how to close them."""
-
-    sources: list[ToolsetSource] = field(default_factory=list)
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-
-    async def close(self) -> None:
-        for close in reversed(self.closers):
-            try:
-                await close()
-            except Exception:  # shutting down: log and go on with the rest
-                log.exception("closing a toolset client failed")
-
-
-@dataclass(frozen=True)
-class _OpenContext:
-    settings: Settings
-    shared_history: RemediationHistory | None = None
-
-    def breaker(self, dependency: str) -> RateCircuitBreaker:
-        return build_breaker(self.settings, dependency)
-
-    def settings_of(self, toolset: str) -> BaseModel:
-        spec = spec_for(toolset)
-        found = spec.settings_from(self.settings) if spec is not None else None
-        if found is None:
-            raise KeyError(f"no toolset {toolset!r} with settings")
-        return found
-
-    def history(self) -> RemediationHistory | None:
-        return self.shared_history
-
-
-async def open_toolsets(
-    settings: Settings, history: RemediationHistory | None = None
-) -> OpenedToolsets:
-    """Every registered toolset that has an opener and is configured, in registry order.
-
-    A malformed setting or file raises ConfigError (what opened is closed first);
-    a source or server that cannot be reached never fails startup (its tools
-    answer "unavailable"). An opener's module is imported only here: the MCP SDK
-    alone is tens of megabytes that a server without MCP would carry.
-    """
-    opened = OpenedToolsets()
-    context = _OpenContext(settings, history)
-    for spec in TOOLSETS:
-        if not spec.opener:  # built by the engine (the workflow catalog): always offered
-            TOOLSET_ENABLED.labels(spec.name).set(1)
-            continue
-        TOOLSET_ENABLED.labels(spec.name).set(0)
-        own = spec.settings_from(settings)
-        if spec.enabled_by and not getattr(own, spec.enabled_by):
-            continue  # not configured: its adapter is never imported
-        module, _, function = spec.opener.partition(":")
-        opener: Opener = getattr(importlib.import_module(module), function)
-        try:
-            toolset = await opener(own, context)
-        except ValueError as exc:
-            await opened.close()
-            raise ConfigError(" ".join(str(exc).split())) from None
-        if toolset is not None:
-            TOOLSET_ENABLED.labels(spec.name).set(1)
-            opened.sources.extend(toolset.sources)
-            if toolset.close is not None:
-                opened.closers.append(toolset.close)
-    return opened
 
 
 def build_server(

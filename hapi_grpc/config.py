@@ -26,8 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from hapi_grpc.domain.toolsets.registry import TOOLSETS
 from hapi_grpc.domain.toolsets.settings import check_url
+from hapi_grpc.toolsets.registry import TOOLSETS
 
 ENV_PREFIX = "HAPI_"
 MIB = 1024 * 1024
@@ -299,10 +299,10 @@ class ServiceSettings(BaseModel):
             files.append("llm_api_key_file")
         if self.auth_mode == "tokenreview":
             files += ["tokenreview_ca_file", "tokenreview_token_file"]
-        for spec in TOOLSETS:
-            toolset = spec.settings_from(self)
-            if spec.readable_files is not None and toolset is not None:
-                files += spec.readable_files(toolset)
+        for toolset_class in TOOLSETS:
+            toolset = toolset_class(toolset_class.settings_from(self))
+            if toolset.enabled:
+                files += toolset.readable_files()
         files += ["policy_file", "premises_file"]
         for field in filter(None, files):
             path = getattr(self, field)
@@ -343,11 +343,11 @@ class ServiceSettings(BaseModel):
             raise ConfigError(f"invalid configuration: {problems}") from None
 
 
-_TOOLSET_SETTINGS = tuple(spec.settings for spec in TOOLSETS if spec.settings is not None)
+_TOOLSET_SETTINGS = tuple(t.settings_model for t in TOOLSETS if t.settings_model is not None)
 
 
 class Settings(ServiceSettings, *_TOOLSET_SETTINGS):  # type: ignore[misc]
-    """All settings: the service's and every registered toolset's (`ToolsetSpec.settings`),
+    """All settings: the service's and every registered toolset's (`settings_model`),
     one flat model so each keeps its `HAPI_*` variable."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)

@@ -32,7 +32,6 @@ import grpc
 from hapi.v1.outcome_pb2 import ReportRemediationOutcomeRequest
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.deadline import Budget, budget_scope
-from hapi_grpc.domain.toolsets.kubernetes.scope import confine_to_namespace
 from hapi_grpc.security.auth import current_identity, unavailable
 from hapi_grpc.security.authorization import (
     AuthorizationUnavailable,
@@ -43,6 +42,7 @@ from hapi_grpc.security.authorization import (
 )
 from hapi_grpc.security.exposure import Exposure, limit_frame, limit_result
 from hapi_grpc.security.handler_wrapping import HandlerWrappingInterceptor, Refusal, end_call
+from hapi_grpc.toolsets.kubernetes.scope import confine_to_namespace
 
 _SERVICE = "/hapi.v1.IncidentAnalysisService/"
 INVESTIGATIONS = (_SERVICE + "AnalyzeIncident", _SERVICE + "AnalyzeIncidentStream")

@@ -1,0 +1,188 @@
+"""Settings of what the service reads and keeps: the workflow catalog (embedded or
+Data Storage), the cache, kept results, remediation history, the policy file,
+and the circuit breakers of outgoing dependencies."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hapi_grpc.domain.toolsets.settings import check_url
+
+__all__ = ["DependencySettings"]
+
+MIB = 1024 * 1024
+
+
+class DependencySettings(BaseModel):
+    """The workflow catalog (embedded by default, or Data Storage over HTTP), the cache
+    shared by replicas, kept results, remediation history, the operator's policy and the
+    circuit breakers of outgoing dependencies."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    catalog_file: str | None = Field(
+        None,
+        description=(
+            "Embedded catalog file (YAML or JSON); default: the bundled catalog (`--catalog`)."
+        ),
+    )
+    data_storage_url: str | None = Field(
+        None,
+        description=(
+            "Use Data Storage over HTTP instead of the embedded catalog (`--data-storage-url`)."
+        ),
+    )
+    data_storage_timeout_seconds: float = Field(
+        2.0, gt=0, description=("Per-request timeout (always clipped to the caller's deadline).")
+    )
+    data_storage_max_retries: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description=(
+            "Retries on timeouts, connection errors, 5xx and 429 (Retry-After honoured up to 30 "
+            "s, within the budget)."
+        ),
+    )
+    data_storage_max_connections: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description=(
+            "Connection pool to Data Storage; waiting for a connection counts against the request"
+            " timeout. A lookup takes milliseconds, so 100 serve thousands a second."
+        ),
+    )
+    cache_url: str | None = Field(
+        None,
+        description=(
+            "`redis://host:port/db` (or `rediss://`) shares the catalog cache between replicas; "
+            "default in-memory (`memory://`)."
+        ),
+    )
+    cache_ttl_seconds: float = Field(
+        3600.0, gt=0, description=("TTL of cached searches and schemas.")
+    )
+    cache_max_bytes: int = Field(
+        16 * MIB,
+        ge=MIB,
+        le=64 * 1024 * MIB,
+        description=(
+            "Bytes of Data Storage answers cached in this process (without Redis); the least "
+            "recently used go first. At least 1 MiB."
+        ),
+    )
+    result_ttl_seconds: float = Field(
+        900.0,
+        ge=0,
+        description=(
+            "How long a finished analysis is returned again to retries (same `remediation_id` and"
+            " incident); 0 keeps none."
+        ),
+    )
+    result_max_bytes: int = Field(
+        64 * MIB,
+        ge=MIB,
+        le=64 * 1024 * MIB,
+        description=(
+            "Bytes of finished analyses kept in this process without `HAPI_CACHE_URL` (their "
+            "compressed messages and what keeping them costs); the oldest go first. At least 1 "
+            "MiB."
+        ),
+    )
+    policy_file: str | None = Field(
+        None,
+        description=(
+            "Operator policy ([docs/policy.md](policy.md)): YAML of named CEL rules over each "
+            "decision that require review, forbid workflows, or rate-limit automated decisions "
+            "per target (counted in `HAPI_CACHE_URL`, shared by every replica through Redis). "
+            "Checked at start (exit status 2, one line naming the rule); reloaded when the file "
+            "changes, a broken change keeps the last good policy. Example: "
+            "`deploy/optional/policy.example.yaml`."
+        ),
+    )
+    policy_check_seconds: float = Field(
+        2.0,
+        gt=0,
+        le=300,
+        description=("How often, at most, the policy file is looked at for changes."),
+    )
+    history_ttl_seconds: float = Field(
+        90 * 86_400.0,
+        gt=0,
+        description=(
+            "How long remediation history (decisions returned, outcomes reported) is kept; "
+            "default 90 days, the history's summary window (docs/outcomes.md)."
+        ),
+    )
+    history_max_per_target: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description=(
+            "Outcomes kept per target resource, per reporting caller and per kind (failures apart"
+            " from successes and declines); the earliest recorded go first."
+        ),
+    )
+    history_max_entries: int = Field(
+        100_000,
+        ge=1,
+        le=10_000_000,
+        description=(
+            "Outcomes kept in all, and decisions in all; over it, the tenant (namespace and "
+            "caller) holding the most bytes loses its earliest recorded outcome, failures last; "
+            "the oldest decision goes first."
+        ),
+    )
+    history_max_bytes: int = Field(
+        32 * MIB,
+        ge=MIB,
+        le=64 * 1024 * MIB,
+        description=(
+            "Bytes of outcomes kept in all (their JSON and what keeping it costs), evicted as "
+            "above; at least 1 MiB."
+        ),
+    )
+    history_max_decision_bytes: int = Field(
+        8 * MIB,
+        ge=MIB,
+        le=64 * 1024 * MIB,
+        description=("Bytes of decisions kept in all, the oldest going first; at least 1 MiB."),
+    )
+    history_data_storage: bool = Field(
+        True,
+        description=(
+            "With `HAPI_DATA_STORAGE_URL` set, read history from Data Storage's "
+            "`/api/v1/remediation-history/context`; outcomes are still recorded here."
+        ),
+    )
+    history_cache_seconds: float = Field(
+        5.0,
+        ge=0,
+        le=60,
+        description=(
+            "How long a Data Storage history answer is reused (seconds, at most 60; 0: never)."
+        ),
+    )
+    breaker_failure_ratio: float = Field(
+        0.5, gt=0, le=1, description=("Circuit breaker opens at this failure share ...")
+    )
+    breaker_window_seconds: float = Field(
+        300.0, gt=0, description=("... over this sliding window ...")
+    )
+    breaker_min_calls: int = Field(
+        10, ge=1, description=("... once at least this many calls were made in it.")
+    )
+    breaker_recovery_seconds: float = Field(
+        30.0, gt=0, description=("Open time before a half-open probe is let through.")
+    )
+
+    @field_validator("data_storage_url")
+    @classmethod
+    def _data_storage_url(cls, value: str | None) -> str | None:
+        return check_url(value, ("http", "https"))
+
+    @field_validator("cache_url")
+    @classmethod
+    def _cache_url(cls, value: str | None) -> str | None:
+        return check_url(value, ("memory", "redis", "rediss"))  # memory: in this process

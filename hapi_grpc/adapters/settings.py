@@ -4,9 +4,14 @@ and the circuit breakers of outgoing dependencies."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hapi_grpc.domain.toolsets.settings import check_url
+
+if TYPE_CHECKING:
+    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 
 __all__ = ["DependencySettings"]
 
@@ -186,3 +191,15 @@ class DependencySettings(BaseModel):
     @classmethod
     def _cache_url(cls, value: str | None) -> str | None:
         return check_url(value, ("memory", "redis", "rediss"))  # memory: in this process
+
+    def breaker(self, dependency: str) -> RateCircuitBreaker:
+        """A circuit breaker for the outgoing `dependency`, from the HAPI_BREAKER_* settings."""
+        from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+
+        return RateCircuitBreaker(
+            dependency,
+            failure_ratio=self.breaker_failure_ratio,
+            window_seconds=self.breaker_window_seconds,
+            min_calls=self.breaker_min_calls,
+            recovery_timeout=self.breaker_recovery_seconds,
+        )

@@ -20,13 +20,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EXPOSURES", "Caller", "Exposure", "Tenant"]
+__all__ = ["Caller", "Exposure", "Tenant"]
 
 Exposure = Literal["full", "summary", "none"]
 """How much of what the tools read goes back to a caller (HAPI_TOOL_OUTPUT_EXPOSURE):
 `full`; `summary`: tool-call records without their raw output; `none`: no tool-call
 records and no model text (which may quote what the tools read)."""
-EXPOSURES: tuple[Exposure, ...] = ("full", "summary", "none")
 
 _DIGEST_CHARS = 16  # 64 bits of SHA-256: distinct callers never share a scope
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import grpc
@@ -38,6 +39,7 @@ from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 from hapi_grpc.transport.stream_messages import StreamMessages
 
 if TYPE_CHECKING:
+    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
 
@@ -45,11 +47,17 @@ log = logging.getLogger(__name__)
 
 
 def build_catalog(settings: Settings) -> WorkflowCatalog:
-    """Data Storage over HTTP when HAPI_DATA_STORAGE_URL is set, else the embedded catalog.
+    """The catalog of HAPI_CATALOG_SOURCE: Data Storage over HTTP, the cluster's
+    RemediationWorkflow resources, or the embedded catalog file.
 
-    A malformed catalog file raises here, before the server binds its port.
+    A malformed catalog file raises here, before the server binds its port;
+    `kubernetes` without credentials raises ConfigError.
     """
-    if settings.data_storage_url:
+    source = settings.resolved_catalog_source
+    if source == "kubernetes":
+        return build_kubernetes_catalog(settings)
+    if source == "datastorage":
+        assert settings.data_storage_url is not None  # checked by Settings
         from hapi_grpc.adapters.cache import CatalogCache
         from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 
@@ -68,6 +76,38 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
     from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 
     return EmbeddedCatalog.from_file(settings.catalog_file)
+
+
+def build_kubernetes_catalog(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> WorkflowCatalog:
+    """The catalog read from the cluster, with the credentials the Kubernetes
+    toolset uses (in-cluster service account, else KUBECONFIG); it connects
+    when the server starts (`KubernetesCatalog.start`)."""
+    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog
+    from hapi_grpc.adapters.kubernetes.credentials import credentials_present
+
+    env = dict(os.environ if environ is None else environ)
+    if not credentials_present(env):
+        raise ConfigError(
+            "HAPI_CATALOG_SOURCE=kubernetes needs in-cluster or KUBECONFIG credentials"
+        )
+
+    async def connect() -> ApiServerReader:
+        from hapi_grpc.adapters.kubernetes.credentials import load_connection
+        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+
+        try:
+            connection = await load_connection(env)
+        except Exception as exc:
+            raise ValueError(
+                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
+            ) from exc
+        if connection is None:
+            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
+        return ApiServerReader(connection, max_connections=4)
+
+    return KubernetesCatalog(connect, settings.catalog_namespace)
 
 
 def build_llm(settings: Settings) -> LLMProvider:
@@ -295,7 +335,7 @@ def build_server(
     application = Application(
         engine,
         catalog,
-        OutcomeService(history),
+        OutcomeService(history, catalog),
         StreamMessages(),
         idempotency if idempotency is not None else build_idempotency(settings),
     )
@@ -309,6 +349,9 @@ def build_server(
         callers=build_callers(settings),
         interceptors=[*interceptors, *extra_interceptors],
         server_credentials=credentials,
+        # A catalog read from the cluster: ready once it was read (then served
+        # even while the API server is away).
+        ready=getattr(catalog, "wait_synced", None),
     )
 
 
@@ -318,7 +361,17 @@ async def serve(settings: Settings) -> None:
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
     history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
     toolsets = await open_toolsets(settings, history)
-    server = build_server(settings, toolsets=toolsets.sources, policy=policy, history=history)
+    catalog = build_catalog(settings)
+    starter = getattr(catalog, "start", None)
+    if starter is not None:  # the cluster's catalog: unusable credentials stop here
+        try:
+            await starter()
+        except ValueError as exc:
+            await toolsets.close()
+            raise ConfigError(" ".join(str(exc).split())) from None
+    server = build_server(
+        settings, catalog=catalog, toolsets=toolsets.sources, policy=policy, history=history
+    )
     metrics_runner = None
     if settings.metrics_port >= 0:
         metrics_runner, metrics_port = await start_metrics_server(

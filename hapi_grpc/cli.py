@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--data-storage-url", help="Data Storage base URL (HAPI_DATA_STORAGE_URL)")
     serve.add_argument(
+        "--catalog-source",
+        choices=["auto", "embedded", "datastorage", "kubernetes"],
+        help="HAPI_CATALOG_SOURCE",
+    )
+    serve.add_argument(
         "--llm-provider", choices=["builtin", "openai", "anthropic"], help="HAPI_LLM_PROVIDER"
     )
     serve.add_argument("--llm-base-url", help="HAPI_LLM_BASE_URL")

@@ -243,7 +243,7 @@ class Settings(BaseSettings, ServiceSettings, *_TOOLSET_SETTINGS):  # type: igno
             "tls_key_file",
             "tls_client_ca_file",
             "auth_tokens_file" if self.auth_mode == "static" else "",
-            "catalog_file" if not self.data_storage_url else "",
+            "catalog_file" if self.resolved_catalog_source == "embedded" else "",
         ]
         if self.llm_provider != "builtin" and self.llm_api_key is None:
             files.append("llm_api_key_file")

@@ -11,7 +11,8 @@ What it checks, with no cluster and no network:
   fields are errors), using the schemas bundled in the `kubernetes-validate`
   package, for each requested Kubernetes version;
 - the ServiceMonitor (a Prometheus Operator CRD the bundled schemas do not
-  cover) against a small schema of its essential fields;
+  cover) against a small schema of its essential fields, and custom resources
+  of the CRDs shipped here (optional/crds) against those CRDs' schemas;
 - references between the applied resources: Service, PodDisruptionBudget,
   NetworkPolicy and ServiceMonitor selectors match something, named ports
   exist, ConfigMaps, Secrets and the ServiceAccount a pod uses are
@@ -269,14 +270,48 @@ def _path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "(root)"
 
 
+def defined_schemas(manifests: list[Manifest]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Schemas of the custom resources that CRDs among `manifests` define, closed
+    to unknown fields (the API server prunes them: strict, like the rest)."""
+    found = {}
+    for manifest in manifests:
+        if manifest.kind != "CustomResourceDefinition":
+            continue
+        spec = manifest.body.get("spec") or {}
+        for version in spec.get("versions") or ():
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            if version.get("served") and schema:
+                key = (f"{spec.get('group')}/{version.get('name')}", spec["names"]["kind"])
+                found[key] = _closed(schema)
+    return found
+
+
+def _closed(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    closed = dict(schema)
+    if isinstance(schema.get("items"), dict):
+        closed["items"] = _closed(schema["items"])
+    if isinstance(schema.get("additionalProperties"), dict):
+        closed["additionalProperties"] = _closed(schema["additionalProperties"])
+    if "properties" in schema:
+        closed["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get(
+            "x-kubernetes-preserve-unknown-fields"
+        ):
+            closed["additionalProperties"] = False
+    return closed
+
+
 def validate_schemas(manifests: list[Manifest], versions: list[str], report: Report) -> None:
     import kubernetes_validate  # bundles the schemas: no network needed
     from kubernetes_validate.utils import SchemaNotFoundError
 
+    custom = {**defined_schemas(manifests), **CRD_SCHEMAS}
     for manifest in manifests:
         report.checked += 1
         key = (manifest.body.get("apiVersion"), manifest.body.get("kind"))
-        crd_schema = CRD_SCHEMAS.get(key)  # type: ignore[arg-type]
+        crd_schema = custom.get(key)  # type: ignore[arg-type]
         if crd_schema is not None:
             validator = jsonschema.Draft202012Validator(crd_schema)
             for problem in validator.iter_errors(manifest.body):

@@ -1,12 +1,13 @@
-"""Settings of what the service reads and keeps: the workflow catalog (embedded or
-Data Storage), the cache, kept results, remediation history, the policy file,
+"""Settings of what the service reads and keeps: the workflow catalog (embedded,
+Data Storage or the cluster), the cache, kept results, remediation history, the policy file,
 and the circuit breakers of outgoing dependencies."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hapi_grpc.domain.toolsets.settings import check_url
 
@@ -16,25 +17,45 @@ if TYPE_CHECKING:
 __all__ = ["DependencySettings"]
 
 MIB = 1024 * 1024
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class DependencySettings(BaseModel):
-    """The workflow catalog (embedded by default, or Data Storage over HTTP), the cache
-    shared by replicas, kept results, remediation history, the operator's policy and the
+    """The workflow catalog (embedded by default, Data Storage over HTTP, or the
+    cluster's RemediationWorkflow and ActionType resources), the cache shared by
+    replicas, kept results, remediation history, the operator's policy and the
     circuit breakers of outgoing dependencies."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    catalog_source: Literal["auto", "embedded", "datastorage", "kubernetes"] = Field(
+        "auto",
+        description=(
+            "Where workflows come from: `embedded` (the catalog file), `datastorage` (Data "
+            "Storage's search), `kubernetes` (RemediationWorkflow and ActionType resources, "
+            "list + watch, with the Kubernetes toolset's credentials; docs/datastorage.md). "
+            "`auto`: `datastorage` when `HAPI_DATA_STORAGE_URL` is set, else `embedded` "
+            "(`--catalog-source`)."
+        ),
+    )
     catalog_file: str | None = Field(
         None,
         description=(
             "Embedded catalog file (YAML or JSON); default: the bundled catalog (`--catalog`)."
         ),
     )
+    catalog_namespace: str = Field(
+        "",
+        description=(
+            "`kubernetes` catalog: the namespace of the RemediationWorkflow and ActionType "
+            "resources; empty reads every namespace (and needs a ClusterRole)."
+        ),
+    )
     data_storage_url: str | None = Field(
         None,
         description=(
-            "Use Data Storage over HTTP instead of the embedded catalog (`--data-storage-url`)."
+            "Data Storage over HTTP: the catalog (with `HAPI_CATALOG_SOURCE` `auto` or "
+            "`datastorage`) and the remediation history (`--data-storage-url`)."
         ),
     )
     data_storage_timeout_seconds: float = Field(
@@ -191,6 +212,29 @@ class DependencySettings(BaseModel):
     @classmethod
     def _cache_url(cls, value: str | None) -> str | None:
         return check_url(value, ("memory", "redis", "rediss"))  # memory: in this process
+
+    @field_validator("catalog_namespace")
+    @classmethod
+    def _catalog_namespace(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _DNS_LABEL.fullmatch(value):
+            raise ValueError("must be a namespace name (a DNS label), or empty for all")
+        return value
+
+    @model_validator(mode="after")
+    def _catalog_consistent(self) -> Self:
+        if self.catalog_source == "datastorage" and not self.data_storage_url:
+            raise ValueError("HAPI_CATALOG_SOURCE=datastorage needs HAPI_DATA_STORAGE_URL")
+        if self.catalog_namespace and self.resolved_catalog_source != "kubernetes":
+            raise ValueError("HAPI_CATALOG_NAMESPACE applies to HAPI_CATALOG_SOURCE=kubernetes")
+        return self
+
+    @property
+    def resolved_catalog_source(self) -> Literal["embedded", "datastorage", "kubernetes"]:
+        """`auto`: Data Storage when HAPI_DATA_STORAGE_URL is set, else embedded."""
+        if self.catalog_source == "auto":
+            return "datastorage" if self.data_storage_url else "embedded"
+        return self.catalog_source
 
     def breaker(self, dependency: str) -> RateCircuitBreaker:
         """A circuit breaker for the outgoing `dependency`, from the HAPI_BREAKER_* settings."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
+import dataclasses
 import logging
 import time
 
 from hapi_grpc.domain import result as r
-from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.catalog import WorkflowCatalog
+from hapi_grpc.domain.deadline import Budget, budget_scope, detached_context, request_timeout
 from hapi_grpc.domain.history import (
     Decision,
     Outcome,
@@ -31,6 +32,7 @@ from hapi_grpc.observability import metrics
 __all__ = [
     "CONFIDENCE_BUCKETS",
     "OutcomeService",
+    "action_type_of",
     "confidence_bucket",
     "decision_of",
 ]
@@ -42,6 +44,7 @@ CONFIDENCE_BUCKETS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)
 OUTCOME_WORKFLOW_LABELS = 200  # distinct workflow label values, then "other"
 
 DECISION_WAIT_SECONDS = 0.05  # the longest a result waits for its decision to be kept
+ACTION_TYPE_SECONDS = 0.5  # the longest a catalog lookup of a workflow's action type takes
 
 _RESULT = {Outcome.SUCCESS: "succeeded", Outcome.FAILED: "failed", Outcome.ESCALATED: "declined"}
 
@@ -54,11 +57,32 @@ def confidence_bucket(confidence: float) -> str:
     return f"{lower:.1f}-{upper:.1f}"
 
 
-class OutcomeService:
-    """Keeps decisions and records outcome reports in `history`, and counts the reports."""
+async def action_type_of(catalog: WorkflowCatalog | None, workflow_id: str | None) -> str:
+    """The catalog's action type of `workflow_id`; "" when there is none, or the
+    catalog does not answer within `ACTION_TYPE_SECONDS` (never an error: the
+    history then matches that remediation by workflow id only)."""
+    if catalog is None or not workflow_id:
+        return ""
+    try:
+        async with asyncio.timeout(request_timeout(ACTION_TYPE_SECONDS)):
+            return (await catalog.get_schema(workflow_id)).action_type
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # unknown id, catalog down, no budget left: unknown
+        log.info(
+            "action type of a workflow not known",
+            extra={"workflow_id": workflow_id[:128], "error": type(exc).__name__},
+        )
+        return ""
 
-    def __init__(self, history: RemediationHistory) -> None:
+
+class OutcomeService:
+    """Keeps decisions and records outcome reports in `history`, and counts the
+    reports; the workflows' action types come from `catalog`."""
+
+    def __init__(self, history: RemediationHistory, catalog: WorkflowCatalog | None = None) -> None:
         self.history = history
+        self._catalog = catalog
         self._workflow_labels: set[str] = set()
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -70,6 +94,9 @@ class OutcomeService:
         cannot record it.
         """
         with budget_scope(budget):
+            action_type = await action_type_of(self._catalog, report.workflow_id)
+            if action_type:
+                report = dataclasses.replace(report, action_type=action_type)
             ack = await self.history.record_outcome(report)
         if not ack.already_recorded:  # a retry is counted once
             self._count(report, ack)
@@ -88,8 +115,8 @@ class OutcomeService:
         recorded without its confidence.
         """
         decision = decision_of(incident, result, time.time(), caller)
-        # A fresh context: the caller's deadline (nearly spent by now) is not the write's.
-        task = asyncio.create_task(self._keep(decision), context=contextvars.Context())
+        # Without the caller's deadline (nearly spent by now): it is not the write's.
+        task = asyncio.create_task(self._keep(decision), context=detached_context())
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         with contextlib.suppress(TimeoutError):
@@ -97,6 +124,9 @@ class OutcomeService:
 
     async def _keep(self, decision: Decision) -> None:
         try:
+            action_type = await action_type_of(self._catalog, decision.workflow_id)
+            if action_type:
+                decision = dataclasses.replace(decision, action_type=action_type)
             await self.history.record_decision(decision)
         except Exception as exc:  # best effort: logged, never raised
             log.warning(
@@ -127,9 +157,14 @@ class OutcomeService:
 
 
 def decision_of(
-    incident: Incident, result: r.AnalysisResult, now: float, caller: str = ""
+    incident: Incident,
+    result: r.AnalysisResult,
+    now: float,
+    caller: str = "",
+    action_type: str = "",
 ) -> Decision:
-    """What the history keeps of a decision returned to `caller`."""
+    """What the history keeps of a decision returned to `caller` (`action_type`:
+    the selected workflow's)."""
     target = result.target_resource
     if target is None or not (target.kind and target.name):
         signal = incident.signal
@@ -147,4 +182,5 @@ def decision_of(
         decided_at=now,
         recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
         caller=caller,
+        action_type=action_type if selected else "",
     )

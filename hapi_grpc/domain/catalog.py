@@ -113,6 +113,7 @@ class Declarations(_Frozen):
     invariants: tuple[Condition, ...] = ()
     # An explicit declaration that the workflow changes nothing in the cluster.
     read_only: bool = False
+    action_type: str = Field(default="", max_length=255)
 
     @field_validator("preconditions", "invariants", mode="before")
     @classmethod

@@ -71,6 +71,14 @@ def current_budget() -> Budget | None:
     return _current.get()
 
 
+def detached_context() -> contextvars.Context:
+    """A copy of the current context without its budget: for work a call starts
+    that may outlive its deadline, still part of the call's trace."""
+    context = contextvars.copy_context()
+    context.run(_current.set, None)
+    return context
+
+
 class budget_scope:
     """Bind `budget` (never extending an enclosing one) for the enclosed block.
 

@@ -108,6 +108,27 @@ LLM_TOKENS = Counter(
     ["provider", "model", "kind"],
 )
 
+# --- Catalog from the cluster (HAPI_CATALOG_SOURCE=kubernetes) ----------------
+# resource: remediationworkflows or actiontypes.
+KUBE_CATALOG_CONNECTED = Gauge(
+    "hapi_catalog_kubernetes_connected",
+    "1 while the API server answers the list and watch of the resource; 0 while the"
+    " catalog last read is served without it.",
+    ["resource"],
+)
+KUBE_CATALOG_WORKFLOWS = Gauge(
+    "hapi_catalog_kubernetes_workflows",
+    "RemediationWorkflow resources read, by state: offered, inactive (not Active, or its"
+    " action type is not), invalid (refused when read), duplicate (id in two namespaces).",
+    ["state"],
+)
+KUBE_CATALOG_LISTS = Counter(
+    "hapi_catalog_kubernetes_lists_total",
+    "Full lists of a resource, by reason: start, expired (410 Gone), too_large (an event"
+    " beyond the size bound).",
+    ["resource", "reason"],
+)
+
 # --- Data Storage -----------------------------------------------------------
 DATASTORAGE_REQUESTS = Counter(
     "hapi_datastorage_requests_total",

@@ -2,7 +2,9 @@
 reflection, interceptors, shutdown. It builds no application service itself:
 `app.py` builds them and hands them over.
 
-Lifecycle: `start()` binds and flips health to SERVING; `stop()` flips health
+Lifecycle: `start()` binds and flips health to SERVING (the hapi.v1 service
+only once `ready`, when given, has returned: a catalog read from the cluster
+is ready once it was read); `stop()` flips health
 to NOT_SERVING (probes see it at once), answers new hapi.v1 calls with
 UNAVAILABLE, shortens every running investigation so it answers with its best
 partial result inside the grace period, waits until no hapi.v1 call is in
@@ -120,7 +122,8 @@ def stop_reserve(grace: float) -> float:
 
 
 class HapiServer:
-    """Hosts IncidentAnalysisService over `application`, with health and reflection.
+    """Hosts IncidentAnalysisService over `application`, with health and reflection;
+    the service is ready once `ready` (when given) returns.
 
     `interceptors` come first (outermost: tracing, authentication), then the
     server's own policies of hapi.v1 calls (`ServicePolicyInterceptor`: the
@@ -137,11 +140,14 @@ class HapiServer:
         callers: CallerPolicy | None = None,
         interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
         self.application = application
         self.history = application.outcomes.history  # where decisions and outcomes are kept
         self.callers = callers or CallerPolicy(settings.tool_output_exposure)
+        self._ready = ready
+        self._readying: asyncio.Task[None] | None = None
         self.health = health.aio.HealthServicer()
         self.gate = ShutdownGate()
         self._interceptors: list[grpc.aio.ServerInterceptor] = [
@@ -186,8 +192,12 @@ class HapiServer:
         gc.freeze()
         gc.set_threshold(50_000, 20, 20)
         await self._server.start()
-        for service in ("", SERVICE_NAME):
-            await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        if self._ready is None:
+            await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        else:
+            await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+            self._readying = asyncio.create_task(self._serve_when_ready(self._ready))
         log.info(
             "gRPC server listening",
             extra={
@@ -204,6 +214,16 @@ class HapiServer:
                 extra={"host": self.settings.grpc_host},
             )
 
+    async def _serve_when_ready(self, ready: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await ready()
+        except Exception:  # the dependency never came up: readiness stays NOT_SERVING
+            log.exception("the server's readiness check failed")
+            return
+        # After enter_graceful_shutdown() this changes nothing: shutdown wins.
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("ready", extra={"service": SERVICE_NAME})
+
     @property
     def _tls(self) -> bool:
         return bool(self.settings.tls_cert_file)
@@ -219,6 +239,8 @@ class HapiServer:
         log.info("shutting down", extra={"grace_seconds": grace})
         # Probes see NOT_SERVING first, and nothing can flip it back.
         await self.health.enter_graceful_shutdown()
+        if self._readying is not None:
+            self._readying.cancel()
         if self.settings.shutdown_delay_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_delay_seconds)
         ends = time.monotonic() + grace

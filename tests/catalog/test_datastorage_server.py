@@ -199,7 +199,8 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         assert r.status == 200
         assert r.content_type == "application/json"
         data = await r.json()
-    # The optional declarations travel with the schema (preconditions, invariants, read_only).
+    # The optional declarations travel with the schema (preconditions, invariants,
+    # read_only, the action type).
     assert set(data) == {
         "workflow_id",
         "version",
@@ -207,6 +208,7 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         "preconditions",
         "invariants",
         "read_only",
+        "action_type",
     }
     assert data["read_only"] is False and data["preconditions"] and data["invariants"]
     assert (data["workflow_id"], data["version"]) == ("oomkill-increase-memory-v1", "1.0.0")
@@ -227,6 +229,7 @@ async def test_schema_of_a_workflow_without_parameters(client: tuple[Any, str]) 
         "preconditions": [],
         "invariants": [],
         "read_only": True,
+        "action_type": "",
     }
 
 
@@ -320,6 +323,7 @@ async def test_run_serves_a_catalog_file_until_cancelled(
                 "preconditions": [],
                 "invariants": [],
                 "read_only": False,
+                "action_type": "",
             }
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

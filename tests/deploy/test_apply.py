@@ -20,6 +20,7 @@ import kubernetes
 import pytest
 import yaml
 
+from tests.fakes.kube_catalog import ensure_catalog_crds
 from tests.fakes.kube_cluster import KubeCluster, kube_cluster
 from tests.fakes.kube_crds import ensure_cert_manager_crds
 
@@ -284,6 +285,7 @@ def cluster(kube_cluster: KubeCluster, rendered: list[dict[str, Any]]) -> KubeCl
     for real (the authorizer reads stored roles); everything else is dry-run."""
     ensure_service_monitor_crd(kube_cluster)
     ensure_cert_manager_crds(kube_cluster.api_client())
+    ensure_catalog_crds(kube_cluster)  # optional/crds: the catalog example's kinds
     extra = []
     if TOKENREVIEW_BINDING.exists():
         extra = list(yaml.safe_load_all(TOKENREVIEW_BINDING.read_text(encoding="utf-8")))

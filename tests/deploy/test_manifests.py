@@ -92,6 +92,20 @@ def test_manifests_validate_offline() -> None:
         ),
         # The catalog goes through the service's own loader.
         ("catalog.yaml", "type: integer", "type: whole-number", "catalog invalid"),
+        # Custom resources against the CRDs shipped beside them: a field the
+        # kind does not have, and a value its schema refuses.
+        (
+            "optional/kubernetes-catalog.example.yaml",
+            "  execution:\n",
+            "  executor:\n",
+            "'executor' was unexpected",
+        ),
+        (
+            "optional/kubernetes-catalog.example.yaml",
+            "actionType: IncreaseMemoryLimits",
+            "actionType: increase-memory-limits",
+            "spec.actionType",
+        ),
     ],
 )
 def test_validator_catches_broken_manifests(

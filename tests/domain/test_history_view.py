@@ -38,7 +38,7 @@ def test_a_failure_that_left_the_spec_as_it_was_is_not_an_undone_fix() -> None:
         "rr-1",
         time.time() - 3600,
         Outcome.FAILED,
-        action_type="restart-pods-v1",
+        workflow_id="restart-pods-v1",
         failure_reason="PermissionDenied",
         pre_spec_hash=CURRENT,
     )
@@ -53,7 +53,7 @@ def test_a_successful_fix_whose_spec_is_back_is_refused() -> None:
         "rr-1",
         time.time() - 3600,
         Outcome.SUCCESS,
-        action_type="oomkill-increase-memory-v1",
+        workflow_id="oomkill-increase-memory-v1",
         pre_spec_hash=CURRENT,
         post_spec_hash=FIXED,
     )

@@ -98,6 +98,16 @@ class KubeCluster:
     audit_log: Path
     version: str = KUBE_VERSION
     _clients: list[kubernetes.client.ApiClient] = field(default_factory=list, repr=False)
+    # Set by `running_cluster`: stop and start kube-apiserver alone (etcd keeps running).
+    _apiserver: dict[str, Callable[[], None]] = field(default_factory=dict, repr=False)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM); its port refuses connections until started."""
+        self._apiserver["stop"]()
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port and wait until it is ready."""
+        self._apiserver["start"]()
 
     def configuration(self, token: str | None = None) -> kubernetes.client.Configuration:
         config = kubernetes.client.Configuration()
@@ -325,37 +335,45 @@ def running_cluster() -> Iterator[KubeCluster]:
             workdir=workdir,
             audit_log=workdir / "audit.log",
         )
-        with (workdir / "kube-apiserver.log").open("wb") as log:
-            processes.append(
-                subprocess.Popen(
-                    [
-                        str(apiserver_bin),
-                        f"--etcd-servers={etcd_url}",
-                        "--bind-address=127.0.0.1",
-                        "--advertise-address=127.0.0.1",
-                        f"--secure-port={secure_port}",
-                        f"--cert-dir={cert_dir}",
-                        f"--token-auth-file={tokens}",
-                        "--authorization-mode=RBAC",
-                        "--service-account-issuer=https://kubernetes.default.svc",
-                        f"--service-account-key-file={sa_pub}",
-                        f"--service-account-signing-key-file={sa_key}",
-                        "--service-cluster-ip-range=10.0.0.0/24",
-                        # The endpoint reconciler refuses a loopback address.
-                        "--endpoint-reconciler-type=none",
-                        # No controller-manager creates `default` ServiceAccounts.
-                        "--disable-admission-plugins=ServiceAccount",
-                        f"--audit-policy-file={policy}",
-                        f"--audit-log-path={cluster.audit_log}",
-                        "--audit-log-format=json",
-                        "--v=0",
-                    ],
+        apiserver_command = [
+            str(apiserver_bin),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={secure_port}",
+            f"--cert-dir={cert_dir}",
+            f"--token-auth-file={tokens}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={sa_pub}",
+            f"--service-account-signing-key-file={sa_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            # The endpoint reconciler refuses a loopback address.
+            "--endpoint-reconciler-type=none",
+            # No controller-manager creates `default` ServiceAccounts.
+            "--disable-admission-plugins=ServiceAccount",
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={cluster.audit_log}",
+            "--audit-log-format=json",
+            "--v=0",
+        ]
+
+        def start_apiserver() -> None:
+            with (workdir / "kube-apiserver.log").open("ab") as log:
+                process = subprocess.Popen(
+                    apiserver_command,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-            )
-        _wait_ready(cluster, processes[1], processes[0])
+            if len(processes) > 1:
+                processes[1] = process
+            else:
+                processes.append(process)
+            _wait_ready(cluster, processes[1], processes[0])
+
+        cluster._apiserver.update(start=start_apiserver, stop=lambda: _stop(processes[1]))
+        start_apiserver()
         try:
             yield cluster
         finally:

@@ -98,7 +98,7 @@ async def test_an_outcome_reported_to_one_replica_is_in_the_other_replicas_histo
             assert context.regression_detected
             assert entry.remediation_uid == "rr-outcome-1"
             assert entry.outcome is Outcome.SUCCESS
-            assert entry.action_type == OOM_ID and entry.parameters == PARAMS
+            assert entry.workflow_id == OOM_ID and entry.parameters == PARAMS
             assert entry.confidence == pytest.approx(0.9) and entry.automated is True
             assert entry.signal_type == "OOMKilled" and entry.signal_resolved is True
             assert entry.hash_match.value == "preRemediation"
@@ -152,7 +152,8 @@ async def test_a_declined_remediation_is_escalated_with_no_action() -> None:
                           declined={"reason": "change freeze"})  # fmt: skip
         await srv.stub.ReportRemediationOutcome(declined, timeout=10)
         (entry,) = (await srv.server.history.context(TARGET, "")).tier1
-        assert entry.outcome is Outcome.ESCALATED and entry.action_type is None
+        assert entry.outcome is Outcome.ESCALATED and entry.workflow_id is None
+        assert entry.action_type is None
 
 
 @pytest.mark.parametrize(

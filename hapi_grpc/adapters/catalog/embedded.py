@@ -61,6 +61,7 @@ class EmbeddedCatalog:
                 preconditions=wf.preconditions,
                 invariants=wf.invariants,
                 read_only=wf.read_only,
+                action_type=wf.action_type,
             )
             for workflow_id, wf in latest.items()
         }

@@ -34,7 +34,7 @@ order workflows that both reach the cap), then workflow_id (asc), then version
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,16 +322,38 @@ class _Scored:
     confidence: float
 
 
+def labels_admit(workflow: Workflow, filters: SearchFilters) -> bool:
+    """The default hard filter: the workflow's single-valued labels (`passes_filters`)."""
+    return passes_filters(workflow.labels, filters)
+
+
+Admit = Callable[[Workflow, SearchFilters], bool]
+
+
 class SearchIndex:
-    """An immutable set of indexed workflows that answers `SearchQuery`s."""
+    """An immutable set of indexed workflows that answers `SearchQuery`s.
 
-    __slots__ = ("entries", "known_signals")
+    `admit` is the hard filter (step 1); a catalog whose labels hold several
+    values each (RemediationWorkflow resources) passes its own. `entries` may
+    be given already indexed (`index_workflow`), so a catalog that changes
+    indexes only the workflows that changed.
+    """
 
-    def __init__(self, workflows: Iterable[Workflow]) -> None:
-        self.entries: tuple[IndexedWorkflow, ...] = tuple(index_workflow(w) for w in workflows)
+    __slots__ = ("admit", "entries", "known_signals")
+
+    def __init__(
+        self,
+        workflows: Iterable[Workflow | IndexedWorkflow],
+        *,
+        admit: Admit = labels_admit,
+    ) -> None:
+        self.entries: tuple[IndexedWorkflow, ...] = tuple(
+            w if isinstance(w, IndexedWorkflow) else index_workflow(w) for w in workflows
+        )
         self.known_signals: frozenset[str] = frozenset(
             s for entry in self.entries for s in entry.signals
         )
+        self.admit = admit
 
     def search(self, query: SearchQuery) -> SearchResult:
         """Filter, score, threshold, sort and truncate (see module doc)."""
@@ -339,7 +361,7 @@ class SearchIndex:
         filters = query.filters
         scored: list[_Scored] = []
         for entry in self.entries:
-            if not passes_filters(entry.workflow.labels, filters):
+            if not self.admit(entry.workflow, filters):
                 continue
             relevance = text_relevance(entry, words, self.known_signals)
             if relevance <= 0.0:
@@ -371,4 +393,5 @@ def _hit(item: _Scored) -> SearchHit:
         preconditions=workflow.preconditions,
         invariants=workflow.invariants,
         read_only=workflow.read_only,
+        action_type=workflow.action_type,
     )

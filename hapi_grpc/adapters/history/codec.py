@@ -36,6 +36,7 @@ def decode_decision(text: str | bytes | None) -> Decision | None:
             decided_at=float(data["decided_at"]),
             recovery_attempt=int(data.get("recovery_attempt", 0)),  # absent before it was kept
             caller=str(data.get("caller", "")),
+            action_type=str(data.get("action_type") or ""),  # absent before it was kept
         )
     except (KeyError, TypeError, ValueError):
         return None  # another version's record: treated as absent
@@ -55,6 +56,9 @@ def decode_entry(text: str | bytes | None) -> tuple[HistoryEntry, dict[str, Any]
         return None
     try:
         fields = dict(data.pop("entry"))
+        if "workflow_id" not in fields:
+            # Kept before entries had both: its `action_type` held the workflow id.
+            fields["workflow_id"] = fields.pop("action_type", None)
         fields["outcome"] = Outcome(fields["outcome"])
         fields["hash_match"] = HashMatch(fields.get("hash_match", "none"))
         return HistoryEntry(**fields), data

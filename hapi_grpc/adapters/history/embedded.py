@@ -167,7 +167,8 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
         attempt=report.attempt,
         signal_type=decision.signal_type if decision else "",
         signal_fingerprint=decision.signal_fingerprint if decision else "",
-        action_type=report.workflow_id,
+        workflow_id=report.workflow_id,
+        action_type=_action_type(report, decision),
         workflow_version=report.executed.version if report.executed else "",
         parameters=redact_mapping(report.executed.parameters) if report.executed else {},
         confidence=decision.confidence if decision else None,
@@ -177,6 +178,18 @@ def joined(report: OutcomeReport, decision: Decision | None, now: float) -> Hist
         post_spec_hash=report.post_spec_hash,
         failure_reason=report.failure.reason if report.failure else "",
     )
+
+
+def _action_type(report: OutcomeReport, decision: Decision | None) -> str | None:
+    """The executed workflow's action type: as resolved with the report, else the
+    decision's when it chose that workflow; None when nothing ran or it is unknown."""
+    if report.executed is None:
+        return None
+    if report.action_type:
+        return report.action_type
+    if decision is not None and decision.workflow_id == report.workflow_id:
+        return decision.action_type or None
+    return None
 
 
 async def _bounded(operation: Coroutine[Any, Any, T]) -> T:

@@ -1,17 +1,19 @@
 """`ApiServerReader`: the `KubernetesReader` port over HTTPS, GET requests only.
 
-There is no method that writes: every request goes through `_get`, which
-sends GET. Each request has a timeout clipped to the investigation's budget
-(`deadline.request_timeout`), a body size bound (a larger answer is a
-`TOO_LARGE` failure, a longer log is cut), no redirects, and is abandoned at
-once when the investigation is cancelled. Error bodies from the server are
-reduced to their `message`, redacted.
+There is no method that writes: every request goes through `_get` or
+`watch`, which send GET. Each request has a timeout clipped to the
+investigation's budget (`deadline.request_timeout`), a body size bound (a
+larger answer is a `TOO_LARGE` failure, a longer log is cut), no redirects,
+and is abandoned at once when the investigation is cancelled. A watch is
+bounded per event instead (one JSON line) and by a read timeout between
+events. Error bodies from the server are reduced to their `message`, redacted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +34,9 @@ logger = logging.getLogger(__name__)
 MAX_OBJECT_BYTES = 2 * 1024 * 1024
 MAX_LIST_BYTES = 8 * 1024 * 1024
 _CHUNK = 64 * 1024
+_ERROR_BODY_BYTES = 64 * 1024
+# Silence tolerated past a watch's own timeout before its connection counts as dead.
+_WATCH_MARGIN = 15
 
 
 def _segment(value: str) -> str:
@@ -87,8 +92,11 @@ class ApiServerReader:
         label_selector: str = "",
         field_selector: str = "",
         limit: int = 50,
+        continue_token: str = "",
     ) -> dict[str, Any]:
         params: dict[str, str] = {"limit": str(max(1, limit))}
+        if continue_token:
+            params["continue"] = continue_token
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
@@ -118,6 +126,66 @@ class ApiServerReader:
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(pod)}/log"
         body, _ = await self._get(path, params, timeout, limit_bytes, accept="*/*", cut=True)
         return body.decode("utf-8", errors="replace")
+
+    async def watch(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        timeout_seconds: int,
+        max_event_bytes: int,
+        connect_timeout: float = 10.0,
+        on_open: Callable[[], None] = lambda: None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of a watch from `resource_version`, bookmarks included, until
+        the server ends it (after `timeout_seconds`). An event longer than
+        `max_event_bytes` is a `TOO_LARGE` failure; silence longer than the
+        watch's own timeout (plus a margin) is a `TIMEOUT`: the connection is dead."""
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        headers = {"Accept": "application/json"}
+        auth = await self._connection.auth_header()
+        if auth:
+            headers["Authorization"] = auth
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=connect_timeout, sock_read=timeout_seconds + _WATCH_MARGIN
+        )
+        self._requests += 1
+        try:
+            async with self._client().get(
+                self._connection.url + self._collection(rtype, namespace),
+                params=params,
+                headers=headers,
+                allow_redirects=False,
+                timeout=timeout,
+            ) as response:
+                if response.status != 200:
+                    body, _ = await _read(response, _ERROR_BODY_BYTES)
+                    raise _status_failure(response.status, body)
+                on_open()
+                async for line in _lines(response, max_event_bytes):
+                    try:
+                        event = bounded_json.loads(line, max_bytes=max_event_bytes)
+                    except ValueError:
+                        raise KubeFailure(
+                            KubeFailureKind.UNAVAILABLE, "the API server sent a non-JSON event"
+                        ) from None
+                    if isinstance(event, dict):
+                        yield event
+        except (TimeoutError, aiohttp.ServerTimeoutError):
+            raise KubeFailure(
+                KubeFailureKind.TIMEOUT, "the watch was silent past its timeout"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE,
+                f"the API server is unreachable ({clip(redact(str(exc)), 200)})",
+            ) from None
 
     # --- requests ---------------------------------------------------------------------
 
@@ -213,6 +281,35 @@ class ApiServerReader:
         return body, truncated
 
 
+async def _lines(response: aiohttp.ClientResponse, max_bytes: int) -> AsyncIterator[bytes]:
+    """The body's non-empty lines, each at most `max_bytes` (read in linear time)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if size + end - start > max_bytes:
+                raise _too_large(max_bytes)
+            line = b"".join((*parts, chunk[start:end]))
+            parts.clear()
+            size = 0
+            start = end + 1
+            if line.strip():
+                yield line
+        size += len(chunk) - start
+        if size > max_bytes:
+            raise _too_large(max_bytes)
+        if start < len(chunk):
+            parts.append(chunk[start:])
+    line = b"".join(parts)
+    if line.strip():
+        yield line
+
+
+def _too_large(max_bytes: int) -> KubeFailure:
+    return KubeFailure(KubeFailureKind.TOO_LARGE, f"a watch event is larger than {max_bytes} bytes")
+
+
 async def _read(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
     """The body, at most `max_bytes`; whether more was left unread."""
     chunks: list[bytes] = []
@@ -234,6 +331,8 @@ def _status_failure(status: int, body: bytes) -> KubeFailure:
     message = clip(redact(" ".join(message.split())), 300)
     if status == 404:
         return KubeFailure(KubeFailureKind.NOT_FOUND, f"not found: {message}")
+    if status == 410:
+        return KubeFailure(KubeFailureKind.EXPIRED, f"expired: {message}")
     if status in (401, 403):
         return KubeFailure(
             KubeFailureKind.FORBIDDEN,

@@ -5,14 +5,21 @@ reads the history of the incident's resource, and of the owners this
 investigation saw it has (the Deployment of a Pod), itself, once per target
 and investigation, and refuses to automate a state-changing workflow when:
 
-- it FAILED on that target inside the tier-1 window, with a failure a repeat
-  would not fix (`recovery.failures`: a runner that never started does not
-  count), whatever its parameters → REPEATS_FAILED_REMEDIATION;
-- it SUCCEEDED on that target at least `RECURRENCE` times inside the window
-  for the same signal, and the signal is back → RECURRING_REMEDIATION (the
-  third memory increase in a day is a leak, not a sizing);
+- the same remediation FAILED on that target inside the tier-1 window, with
+  a failure a repeat would not fix (`recovery.failures`: a runner that never
+  started does not count), whatever its parameters → REPEATS_FAILED_REMEDIATION;
+- the same remediation SUCCEEDED on that target at least `RECURRENCE` times
+  inside the window for the same signal, and the signal is back →
+  RECURRING_REMEDIATION (the third memory increase in a day is a leak, not a
+  sizing);
 - a successful remediation's pre-remediation spec is the current spec (the
   fix was undone) → RECURRING_REMEDIATION.
+
+"The same remediation" is an entry of the same workflow id, where the entry
+names one (this service's own records), or of the same action type, where
+both know it (`HistoryEntry.same_remediation`): Data Storage's entries name
+only the action type (`IncreaseMemoryLimits`), and another workflow of the
+type that failed is the same remediation tried again.
 
 A read-only workflow is never refused here. History that cannot be read
 blocks nothing: the check notes a warning (`notes`) and lets the selection
@@ -48,7 +55,7 @@ from hapi_grpc.domain.sensitive import redact
 __all__ = ["RECURRENCE", "HistoryCheck", "history_veto", "stood_down_because"]
 
 SOURCE = "history"
-RECURRENCE = 2  # successes of the same workflow in the window before the signal came back
+RECURRENCE = 2  # successes of the same remediation in the window before the signal came back
 READ_TIMEOUT = 2.0  # one target's read, at most (and within the budget)
 _MAX_TARGETS = 3  # the incident's resource and up to two owners
 # A decider that stood down gets one of these from the engine; when the history
@@ -74,18 +81,34 @@ def _same_signal(entry: HistoryEntry, signal_type: str) -> bool:
     return not entry.signal_type or not signal_type or entry.signal_type == signal_type
 
 
-def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) -> Veto | None:
-    """What `context` says against automating `workflow_id` (see module docstring)."""
+def _what(workflow_id: str, action_type: str) -> str:
+    return f"{workflow_id} ({_shown(action_type, 64)})" if action_type else workflow_id
+
+
+def _ran(entry: HistoryEntry) -> str:
+    """What an entry ran, as a message names it."""
+    shown = [_shown(text, 128) for text in (entry.workflow_id, entry.action_type) if text]
+    return " ".join([shown[0], *(f"({t})" for t in shown[1:])]) if shown else "a remediation"
+
+
+def history_veto(
+    context: HistoryContext, workflow_id: str, signal_type: str, action_type: str = ""
+) -> Veto | None:
+    """What `context` says against automating `workflow_id` of type `action_type`
+    (see module docstring)."""
     target = context.target_resource
+    what = _what(workflow_id, action_type)
     for entry in reversed(context.tier1):
-        if entry.outcome is not Outcome.FAILED or entry.action_type != workflow_id:
+        if entry.outcome is not Outcome.FAILED:
+            continue
+        if not entry.same_remediation(workflow_id, action_type):
             continue
         failure = classify(entry.failure_reason)
         if failure.repeat_allowed:
             continue
         return Veto(
             HumanReviewReason.REPEATS_FAILED_REMEDIATION,
-            f"{workflow_id} failed on {target} at {_at(entry)} (remediation"
+            f"{what}: {_ran(entry)} failed on {target} at {_at(entry)} (remediation"
             f" {_shown(entry.remediation_uid)} attempt {entry.attempt}:"
             f" {_shown(entry.failure_reason, 64) or 'no reason given'}, {failure.label});"
             " it is not run again automatically",
@@ -95,16 +118,16 @@ def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) ->
         e
         for e in context.tier1
         if e.outcome is Outcome.SUCCESS
-        and e.action_type == workflow_id
+        and e.same_remediation(workflow_id, action_type)
         and _same_signal(e, signal_type)
     ]
     if len(successes) >= RECURRENCE:
         ids = ", ".join(_shown(e.remediation_uid) for e in successes[-3:])
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
-            f"{workflow_id} already succeeded {len(successes)} times on {target} in the last"
-            f" {context.tier1_window / 3600:.0f}h ({ids}) and the signal is back: a recurring"
-            " cause for a human, not another run",
+            f"{what}: the same remediation already succeeded {len(successes)} times on"
+            f" {target} in the last {context.tier1_window / 3600:.0f}h ({ids}) and the signal"
+            " is back: a recurring cause for a human, not another run",
             f"{SOURCE}:recurrence",
         )
     undone = [
@@ -117,7 +140,7 @@ def history_veto(context: HistoryContext, workflow_id: str, signal_type: str) ->
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
             f"the current spec of {target} is the one remediation {_shown(entry.remediation_uid)}"
-            f" ({_shown(entry.action_type, 128)}, {_at(entry)}) replaced: the fix was undone",
+            f" ({_ran(entry)}, {_at(entry)}) replaced: the fix was undone",
             f"{SOURCE}:regression",
         )
     return None
@@ -180,7 +203,9 @@ class HistoryCheck:
             context = await self.context_of(target, candidate.observed)
             if context is None:
                 continue
-            veto = history_veto(context, candidate.workflow_id, signal_type)
+            veto = history_veto(
+                context, candidate.workflow_id, signal_type, candidate.workflow.action_type
+            )
             if veto is not None:
                 return veto
         return None

@@ -73,6 +73,7 @@ class Decision:
     automated: bool  # False: the decision asked for human review
     decided_at: float  # seconds since the epoch
     recovery_attempt: int = 0  # the recovery request's attempt_number; 0: not a recovery
+    action_type: str = ""  # the selected workflow's action type; "" when unknown
     caller: str = ""  # the authenticated caller that asked; "" without authentication
 
     @property
@@ -97,6 +98,9 @@ class OutcomeReport:
     pre_spec_hash: str = ""
     post_spec_hash: str = ""
     caller: str = ""  # the authenticated caller that reported; "" without authentication
+    # The executed workflow's action type, as the catalog gives it (not part of
+    # what was reported: a retry of the report is the same report).
+    action_type: str = ""
 
     @property
     def workflow_id(self) -> str | None:
@@ -140,7 +144,11 @@ class HistoryEntry:
     attempt: int = 1
     signal_type: str = ""
     signal_fingerprint: str = ""
-    action_type: str | None = None  # the workflow id; None when escalated
+    # What ran: the workflow's action type from the taxonomy (Data Storage's
+    # `actionType`) and its id where the record has one (this service's own
+    # records); both None when escalated, or when not known.
+    action_type: str | None = None
+    workflow_id: str | None = None
     workflow_version: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
     confidence: float | None = None  # of the decision, when known
@@ -152,6 +160,14 @@ class HistoryEntry:
     post_spec_hash: str = ""
     failure_reason: str = ""
     assessment_reason: str = ""
+
+    def same_remediation(self, workflow_id: str, action_type: str) -> bool:
+        """Whether this entry ran the remediation of workflow `workflow_id` of type
+        `action_type`: the same workflow where the entry names one, else (or also)
+        the same action type where both are known."""
+        if self.workflow_id and self.workflow_id == workflow_id:
+            return True
+        return bool(self.action_type and action_type and self.action_type == action_type)
 
 
 @dataclass(frozen=True, slots=True)

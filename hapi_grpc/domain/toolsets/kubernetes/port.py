@@ -44,6 +44,7 @@ class KubeFailureKind(enum.Enum):
     TIMEOUT = "timeout"
     UNAVAILABLE = "unavailable"
     TOO_LARGE = "too_large"
+    EXPIRED = "expired"  # 410 Gone: a resourceVersion or continue token too old to serve
 
 
 class KubeFailure(Exception):

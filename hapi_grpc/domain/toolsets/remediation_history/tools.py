@@ -2,7 +2,9 @@
 
 One read-only tool over `HistoryReader`: the target's remediations inside a
 window (tier 1, every entry) and older ones whose spec matches the current
-one (tier 2), each with its workflow, parameters, outcome and how a failure
+one (tier 2), each with its action type and workflow id (as far as the
+history knows them: Data Storage's entries name only the action type),
+parameters, outcome and how a failure
 is classified (`domain.recovery.failures`). The current spec hash is the one
 of the target as this investigation read it through the Kubernetes toolset
 (`Observed.spec_hash_of`); not read yet: empty, and the answer says so.
@@ -89,7 +91,8 @@ def entry_view(entry: HistoryEntry, now: float) -> dict[str, Any]:
         "attempt": entry.attempt,
         **_when(entry.completed_at, now),
         "outcome": entry.outcome.value,
-        "workflow_id": entry.action_type,
+        "workflow_id": entry.workflow_id,
+        "action_type": entry.action_type,
         "workflow_version": entry.workflow_version[:64] or None,
         "parameters": _clipped_parameters(entry.parameters) if entry.parameters else None,
         "signal_type": entry.signal_type[:_TEXT] or None,
@@ -135,8 +138,10 @@ class GetRemediationHistory:
     name: str = HISTORY_TOOL
     description: str = (
         "What was done to a remediation target before: each recent remediation (newest first)"
-        " with its workflow, parameters, outcome (Success/Failed/Escalated), failure reason and"
-        " whether the signal cleared, and older ones whose spec equals the current spec."
+        " with its action type and workflow (where known), parameters, outcome"
+        " (Success/Failed/Escalated), failure reason and whether the signal cleared, and older"
+        " ones whose spec equals the current spec. A workflow of the same action type as one"
+        " that failed here is the same remediation tried again."
     )
     arguments: type[GetRemediationHistoryArgs] = GetRemediationHistoryArgs
 

@@ -162,6 +162,7 @@ class SearchWorkflowCatalog:
                             "preconditions": schema.preconditions,
                             "invariants": schema.invariants,
                             "read_only": schema.read_only,
+                            "action_type": schema.action_type or hits[i].action_type,
                         }
                     )
         return hits
@@ -346,6 +347,8 @@ def _hit_summary(hit: SearchHit, gate: SelectionGate | None = None) -> dict[str,
     }
     if hit.description:
         out["description"] = one_line(hit.description, _DESCRIPTION_CHARS)
+    # The taxonomy type, or "unknown" when the catalog gives none (not a guess).
+    out["action_type"] = hit.action_type or "unknown"
     out["confidence"] = round(hit.confidence, 4)
     if hit.estimated_risk in tuple(RiskLevel):
         out["estimated_risk"] = str(hit.estimated_risk)

@@ -79,25 +79,25 @@ class ServerSettings(BaseModel):
     shutdown_grace_seconds: float = Field(
         30.0,
         ge=0,
-        description=("On SIGTERM, time in-flight calls get to finish (`--shutdown-grace`)."),
+        description="On SIGTERM, time in-flight calls get to finish (`--shutdown-grace`).",
     )
     shutdown_delay_seconds: float = Field(
         0.0,
         ge=0,
-        description=("On SIGTERM, time between health `NOT_SERVING` and refusing new calls."),
+        description="On SIGTERM, time between health `NOT_SERVING` and refusing new calls.",
     )
     max_receive_message_bytes: int = Field(
-        4 * 1024 * 1024, ge=1024, description=("Largest accepted request message.")
+        4 * 1024 * 1024, ge=1024, description="Largest accepted request message."
     )
     keepalive_time_seconds: float = Field(60.0, gt=0, description="Server keepalive ping interval.")
     keepalive_timeout_seconds: float = Field(20.0, gt=0, description="Keepalive ping timeout.")
     max_connection_age_seconds: float = Field(
-        0.0, ge=0, description=("Age after which connections are recycled; 0 = never.")
+        0.0, ge=0, description="Age after which connections are recycled; 0 = never."
     )
     max_connection_age_grace_seconds: float = Field(
         330.0,
         ge=0,
-        description=("Grace after the age limit; keep it above the longest investigation."),
+        description="Grace after the age limit; keep it above the longest investigation.",
     )
     reflection: bool = Field(True, description="Serve gRPC server reflection (`--no-reflection`).")
     metrics_host: str = Field("0.0.0.0", description="Bind address of `/metrics`.")
@@ -105,10 +105,10 @@ class ServerSettings(BaseModel):
         9090,
         ge=-1,
         le=65535,
-        description=("Port of `/metrics`; 0 picks a free port, -1 disables (`--metrics-port`)."),
+        description="Port of `/metrics`; 0 picks a free port, -1 disables (`--metrics-port`).",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        "INFO", description=("DEBUG, INFO, WARNING or ERROR (`--log-level`).")
+        "INFO", description="DEBUG, INFO, WARNING or ERROR (`--log-level`)."
     )
     log_format: Literal["json", "text"] = Field(
         "json",
@@ -117,7 +117,7 @@ class ServerSettings(BaseModel):
         ),
     )
     tracing_enabled: bool = Field(
-        False, description=("Export OpenTelemetry spans over OTLP (needs the `tracing` extra).")
+        False, description="Export OpenTelemetry spans over OTLP (needs the `tracing` extra)."
     )
     otlp_endpoint: str | None = Field(
         None, validation_alias="OTEL_EXPORTER_OTLP_ENDPOINT", description="OTLP endpoint for spans."
@@ -127,7 +127,7 @@ class ServerSettings(BaseModel):
         10,
         ge=1,
         le=100,
-        description=("Tool calls per investigation; further calls are refused with 'answer now'."),
+        description="Tool calls per investigation; further calls are refused with 'answer now'.",
     )
     max_llm_turns: int = Field(
         12,
@@ -149,10 +149,10 @@ class ServerSettings(BaseModel):
     )
     tool_timeout_seconds: float = Field(10.0, gt=0, description="Timeout of one tool call.")
     answer_margin_seconds: float = Field(
-        1.0, ge=0, description=("Time kept before the deadline to return the (partial) result.")
+        1.0, ge=0, description="Time kept before the deadline to return the (partial) result."
     )
     default_budget_seconds: float = Field(
-        300.0, gt=0, description=("Investigation budget when the caller sets no deadline.")
+        300.0, gt=0, description="Investigation budget when the caller sets no deadline."
     )
     max_budget_seconds: float = Field(
         300.0,
@@ -166,7 +166,7 @@ class ServerSettings(BaseModel):
         0.7,
         ge=0,
         le=1,
-        description=("Selections below it get `needs_human_review` (LOW_CONFIDENCE)."),
+        description="Selections below it get `needs_human_review` (LOW_CONFIDENCE).",
     )
 
     @field_validator("otlp_endpoint")

@@ -59,7 +59,7 @@ class DependencySettings(BaseModel):
         ),
     )
     data_storage_timeout_seconds: float = Field(
-        2.0, gt=0, description=("Per-request timeout (always clipped to the caller's deadline).")
+        2.0, gt=0, description="Per-request timeout (always clipped to the caller's deadline)."
     )
     data_storage_max_retries: int = Field(
         3,
@@ -87,7 +87,7 @@ class DependencySettings(BaseModel):
         ),
     )
     cache_ttl_seconds: float = Field(
-        3600.0, gt=0, description=("TTL of cached searches and schemas.")
+        3600.0, gt=0, description="TTL of cached searches and schemas."
     )
     cache_max_bytes: int = Field(
         16 * MIB,
@@ -131,7 +131,7 @@ class DependencySettings(BaseModel):
         2.0,
         gt=0,
         le=300,
-        description=("How often, at most, the policy file is looked at for changes."),
+        description="How often, at most, the policy file is looked at for changes.",
     )
     history_ttl_seconds: float = Field(
         90 * 86_400.0,
@@ -173,7 +173,7 @@ class DependencySettings(BaseModel):
         8 * MIB,
         ge=MIB,
         le=64 * 1024 * MIB,
-        description=("Bytes of decisions kept in all, the oldest going first; at least 1 MiB."),
+        description="Bytes of decisions kept in all, the oldest going first; at least 1 MiB.",
     )
     history_data_storage: bool = Field(
         True,
@@ -191,16 +191,16 @@ class DependencySettings(BaseModel):
         ),
     )
     breaker_failure_ratio: float = Field(
-        0.5, gt=0, le=1, description=("Circuit breaker opens at this failure share ...")
+        0.5, gt=0, le=1, description="Circuit breaker opens at this failure share ..."
     )
     breaker_window_seconds: float = Field(
-        300.0, gt=0, description=("... over this sliding window ...")
+        300.0, gt=0, description="... over this sliding window ..."
     )
     breaker_min_calls: int = Field(
-        10, ge=1, description=("... once at least this many calls were made in it.")
+        10, ge=1, description="... once at least this many calls were made in it."
     )
     breaker_recovery_seconds: float = Field(
-        30.0, gt=0, description=("Open time before a half-open probe is let through.")
+        30.0, gt=0, description="Open time before a half-open probe is let through."
     )
 
     @field_validator("data_storage_url")

@@ -55,8 +55,22 @@ class ServeProcess:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     async def start(self, timeout: float = 60.0) -> None:
-        self._spawn()
-        await self._wait_serving(timeout)
+        # A port found free may be taken by another process before the server binds it
+        # (other test runs share the machine): then try new ports, a few times.
+        for attempt in range(3):
+            self._spawn()
+            try:
+                await self._wait_serving(timeout)
+                return
+            except RuntimeError:
+                if attempt == 2 or "address already in use" not in self.log():
+                    raise
+            self._repick_ports()
+
+    def _repick_ports(self) -> None:
+        self.port, self.metrics_port = free_port(), free_port()
+        self.settings["HAPI_GRPC_PORT"] = str(self.port)
+        self.settings["HAPI_METRICS_PORT"] = str(self.metrics_port)
 
     def _spawn(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN)}

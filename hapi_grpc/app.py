@@ -39,9 +39,9 @@ from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 from hapi_grpc.transport.stream_messages import StreamMessages
 
 if TYPE_CHECKING:
-    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
+    from hapi_grpc.domain.premises import PremiseBook
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def build_kubernetes_catalog(
     """The catalog read from the cluster, with the credentials the Kubernetes
     toolset uses (in-cluster service account, else KUBECONFIG); it connects
     when the server starts (`KubernetesCatalog.start`)."""
-    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog
+    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog, connecting
     from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 
     env = dict(os.environ if environ is None else environ)
@@ -93,27 +93,13 @@ def build_kubernetes_catalog(
             "HAPI_CATALOG_SOURCE=kubernetes needs in-cluster or KUBECONFIG credentials"
         )
 
-    async def connect() -> ApiServerReader:
-        from hapi_grpc.adapters.kubernetes.credentials import load_connection
-        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-
-        try:
-            connection = await load_connection(env)
-        except Exception as exc:
-            raise ValueError(
-                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
-            ) from exc
-        if connection is None:
-            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
-        return ApiServerReader(connection, max_connections=4)
-
-    return KubernetesCatalog(connect, settings.catalog_namespace)
+    return KubernetesCatalog(connecting(env), settings.catalog_namespace)
 
 
 def build_llm(settings: Settings) -> LLMProvider:
     """The configured language model; the built-in analyst when none is."""
     if settings.llm_provider == "builtin":
-        from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+        from hapi_grpc.analyst import BuiltinAnalyst
 
         return BuiltinAnalyst()
     api_key = settings.resolved_llm_api_key()
@@ -151,21 +137,6 @@ def build_llm(settings: Settings) -> LLMProvider:
         temperature=settings.llm_temperature,
         max_tokens=settings.llm_max_tokens,
         **options,
-    )
-
-
-def engine_settings(settings: Settings) -> EngineSettings:
-    return EngineSettings(
-        max_tool_calls=settings.max_tool_calls,
-        max_llm_turns=settings.max_llm_turns,
-        tool_timeout=settings.tool_timeout_seconds,
-        answer_margin=settings.answer_margin_seconds,
-        default_budget=settings.default_budget_seconds,
-        max_budget=settings.max_budget_seconds,
-        min_confidence=settings.min_confidence,
-        max_format_repairs=settings.max_format_repairs,
-        context_tokens=settings.llm_context_tokens,
-        completion_tokens=settings.llm_max_tokens or 2048,
     )
 
 
@@ -268,6 +239,24 @@ def build_callers(settings: Settings) -> CallerPolicy:
     return CallerPolicy(settings.tool_output_exposure)
 
 
+def build_premises(settings: Settings) -> PremiseBook:
+    """The shipped premise packs, overlaid by HAPI_PREMISES_FILE when set; a pack or
+    file that does not load is a ConfigError naming the entry."""
+    from hapi_grpc.domain.premises import PackError, bundled_book
+
+    try:
+        if not settings.premises_file:
+            return bundled_book()
+        from hapi_grpc.adapters.premises_file import read_premises
+
+        book = read_premises(settings.premises_file)
+    except PackError as exc:
+        name = env_name("premises_file") if settings.premises_file else "premise packs"
+        raise ConfigError(f"{name}: {exc}") from None
+    log.info("premises loaded", extra={"action_types": len(book.action_types)})
+    return book
+
+
 def build_security(
     settings: Settings,
 ) -> tuple[list[grpc.aio.ServerInterceptor], grpc.ServerCredentials | None]:
@@ -316,6 +305,7 @@ def build_server(
     toolsets: Sequence[ToolsetSource] = (),
     policy: DecisionPolicy | None = None,
     history: RemediationHistory | None = None,
+    premises: PremiseBook | None = None,
 ) -> HapiServer:
     """A ready-to-start server over everything built from `settings`; tests pass
     their own catalog, LLM, engine bounds or idempotency coordinator."""
@@ -323,14 +313,16 @@ def build_server(
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
     history = history if history is not None else build_history(settings)
+    premises = premises if premises is not None else build_premises(settings)
     engine = InvestigationEngine(
         catalog,
         llm,
-        engine_config or engine_settings(settings),
+        engine_config or settings.engine_settings(),
         observer=MetricsObserver(),
         toolsets=toolsets,
         policy=policy,
         history=history,
+        premises=premises,
     )
     application = Application(
         engine,
@@ -359,6 +351,7 @@ async def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT, then shut down gracefully."""
     tracing.setup_tracing(settings.tracing_enabled, otlp_endpoint=settings.otlp_endpoint)
     policy = build_policy(settings)  # before anything opens: a bad policy stops here
+    premises = build_premises(settings)  # so do broken premise packs
     history = build_history(settings)  # one instance: outcomes recorded, history tool, gate
     toolsets = await open_toolsets(settings, history)
     catalog = build_catalog(settings)
@@ -370,7 +363,12 @@ async def serve(settings: Settings) -> None:
             await toolsets.close()
             raise ConfigError(" ".join(str(exc).split())) from None
     server = build_server(
-        settings, catalog=catalog, toolsets=toolsets.sources, policy=policy, history=history
+        settings,
+        catalog=catalog,
+        toolsets=toolsets.sources,
+        policy=policy,
+        history=history,
+        premises=premises,
     )
     metrics_runner = None
     if settings.metrics_port >= 0:

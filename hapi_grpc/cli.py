@@ -149,6 +149,17 @@ def _parser() -> argparse.ArgumentParser:
     pol_check.add_argument("file")
     pol_check.set_defaults(func=_policy_check)
 
+    prem = sub.add_parser("premises", help="premise packs and the operator's premises file")
+    prem_sub = prem.add_subparsers(metavar="ACTION")
+    prem_check = prem_sub.add_parser(
+        "check",
+        help="validate a premises file (HAPI_PREMISES_FILE) as the server loads it, and"
+        " show how a catalog's workflows are judged",
+    )
+    prem_check.add_argument("file", nargs="?", help="premises file; omitted: the shipped packs")
+    prem_check.add_argument("--catalog", help="catalog file whose workflows to show")
+    prem_check.set_defaults(func=_premises_check)
+
     # Their own parsers (in evals/harness/) read every argument after the command.
     for name, module, helptext in (
         ("eval", "evals.harness.cli", "score remediation decisions (eval --help)"),
@@ -225,6 +236,28 @@ def _policy_check(args: argparse.Namespace) -> int:
         print(f"hapi-grpc: {exc}", file=sys.stderr)
         return 1
     print(f"{args.file}: {len(policy.rules)} rules OK")
+    return 0
+
+
+def _premises_check(args: argparse.Namespace) -> int:
+    from hapi_grpc.adapters.catalog.loader import CatalogFileError, load_catalog_file
+    from hapi_grpc.adapters.premises_file import read_premises
+    from hapi_grpc.domain.premises import PackError, bundled_book
+    from hapi_grpc.domain.premises.report import describe_workflow
+
+    try:
+        book = read_premises(args.file) if args.file else bundled_book()
+        workflows = load_catalog_file(args.catalog) if args.catalog else []
+    except (PackError, CatalogFileError) as exc:  # one line, naming the entry
+        print(f"hapi-grpc: {exc}", file=sys.stderr)
+        return 1
+    for workflow in workflows:
+        print(describe_workflow(book, workflow))
+    operator = book.operator
+    print(
+        f"{args.file or 'shipped packs'}: {len(book.action_types)} action types with packs,"
+        f" {len(operator.packs)} operator packs, {len(operator.workflows)} workflow entries OK"
+    )
     return 0
 
 

@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from hapi_grpc.adapters.llm.settings import LlmSettings
 from hapi_grpc.adapters.settings import DependencySettings
+from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.toolsets.registry import TOOLSETS
 from hapi_grpc.domain.toolsets.settings import check_url
 from hapi_grpc.security.settings import SecuritySettings
@@ -180,6 +181,21 @@ class ServiceSettings(ServerSettings, DependencySettings, LlmSettings, SecurityS
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_by_name=True)
 
+    def engine_settings(self) -> EngineSettings:
+        """The investigation engine's bounds, from these settings."""
+        return EngineSettings(
+            max_tool_calls=self.max_tool_calls,
+            max_llm_turns=self.max_llm_turns,
+            tool_timeout=self.tool_timeout_seconds,
+            answer_margin=self.answer_margin_seconds,
+            default_budget=self.default_budget_seconds,
+            max_budget=self.max_budget_seconds,
+            min_confidence=self.min_confidence,
+            max_format_repairs=self.max_format_repairs,
+            context_tokens=self.llm_context_tokens,
+            completion_tokens=self.llm_max_tokens or 2048,
+        )
+
     def resolved_llm_api_key(self) -> str:
         """The API key from HAPI_LLM_API_KEY or the mounted file; "" when none."""
         if self.llm_api_key is not None:
@@ -253,7 +269,7 @@ class Settings(BaseSettings, ServiceSettings, *_TOOLSET_SETTINGS):  # type: igno
             toolset = spec.settings_from(self)
             if spec.readable_files is not None and toolset is not None:
                 files += spec.readable_files(toolset)
-        files.append("policy_file")
+        files += ["policy_file", "premises_file"]
         for field in filter(None, files):
             path = getattr(self, field)
             if path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog
 from tests.helpers.grpc_server import running_server
 
@@ -39,22 +40,22 @@ async def run_cli(
 
 
 async def test_analyze_prints_a_readable_result_and_json() -> None:
-    async with running_server(catalog=wire_catalog()) as srv:
+    async with running_server(catalog=wire_catalog(), llm=FirstHitModel()) as srv:
         code, out, _ = await run_cli("analyze", "examples/oomkilled.json", "--address", srv.address)
         assert code == 0
-        assert "workflow:    oomkill-increase-memory-v1" in out
-        assert '"MEMORY_LIMIT_NEW": "1Gi"' in out
+        assert "workflow:    oomkill-scale-down-v1" in out
+        assert '"REPLICA_COUNT": 1' in out
         code, out, _ = await run_cli(
             "analyze", "examples/oomkilled.json", "--address", srv.address, "--json"
         )
         assert code == 0
         result = json.loads(out)["result"]
-        assert result["selectedWorkflow"]["workflowId"] == "oomkill-increase-memory-v1"
+        assert result["selectedWorkflow"]["workflowId"] == "oomkill-scale-down-v1"
         assert result["remediationId"] == "rr-2026-11-22-oom-7f3a"
 
 
 async def test_analyze_stream_prints_events_then_the_result() -> None:
-    async with running_server(catalog=wire_catalog()) as srv:
+    async with running_server(catalog=wire_catalog(), llm=FirstHitModel()) as srv:
         code, out, _ = await run_cli(
             "analyze", "examples/nodenotready.json", "--address", srv.address, "--stream"
         )
@@ -83,7 +84,7 @@ async def test_connection_failure_is_reported_clearly() -> None:
 
 
 async def test_validate_reports_errors_and_stripped_parameters() -> None:
-    async with running_server(catalog=wire_catalog()) as srv:
+    async with running_server(catalog=wire_catalog(), llm=FirstHitModel()) as srv:
         params = json.dumps(
             {
                 "NAMESPACE": "payments",

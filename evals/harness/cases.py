@@ -24,6 +24,9 @@ A case directory holds:
   Secret `data` is base64, as in the API; the tools never show it.
 - `logs/<namespace>/<pod>/<container>.log` and `<container>.previous.log`
   (optional): the text the test kubelet serves for that container.
+- `node_stats/<node>.json` (optional): the kubelet stats summary (`/stats/summary`)
+  the test kubelet answers for that Node through the API server's node proxy (what
+  fills its disk: images, container logs, writable layers, node-local volumes).
 - `metrics.om` (optional): OpenMetrics text; each sample's timestamp is
   seconds relative to the start of the run (`-600` = ten minutes before).
 - `alerts.yaml` (optional): alerts posted to Alertmanager
@@ -122,6 +125,7 @@ class Case(Strict):
     metrics: str | None = None
     alerts: tuple[dict[str, Any], ...] = ()
     history: tuple[dict[str, Any], ...] = ()  # outcome reports, `minutesAgo` each
+    node_stats: dict[str, dict[str, Any]] = Field(default_factory=dict)  # node -> summary
 
     @property
     def catalog_file(self) -> Path | None:
@@ -216,6 +220,19 @@ def _logs(directory: Path) -> tuple[LogFile, ...]:
     return tuple(found)
 
 
+def _node_stats(directory: Path) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for file in sorted(directory.glob("*.json")):
+        try:
+            summary = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CaseError(f"{file}: not a JSON stats summary: {exc}") from None
+        if not isinstance(summary, dict) or not isinstance(summary.get("node"), dict):
+            raise CaseError(f"{file}: a kubelet stats summary with a `node` object")
+        found[file.stem] = summary
+    return found
+
+
 def load_case(directory: Path, served: KindIndex | None = None) -> Case:
     """One case; `CaseError` names the file at fault (and the kind, given `served`)."""
     meta = _model(CaseMeta, _read_yaml(directory / "case.yaml"), directory / "case.yaml")
@@ -253,6 +270,9 @@ def load_case(directory: Path, served: KindIndex | None = None) -> Case:
         metrics=metrics_path.read_text(encoding="utf-8") if metrics_path.exists() else None,
         alerts=tuple(alerts),
         history=_history(directory / "history.yaml"),
+        node_stats=_node_stats(directory / "node_stats")
+        if (directory / "node_stats").is_dir()
+        else {},
     )
     if served is not None:
         check_kinds(case, served)

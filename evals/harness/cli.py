@@ -2,6 +2,7 @@
 
     hapi-grpc eval [--case NAME]... [--tag TAG]... [--repeat K] [--json PATH]
                    [--markdown PATH] [--price-input USD] [--price-output USD]
+                   [--strip-declarations]
     hapi-grpc eval compare A.json B.json [--fail-on-regression]
 
 The model is the one `hapi-grpc serve` would use: HAPI_LLM_* from the
@@ -54,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         dest="cluster",
         action="store_false",
         help="investigate without the test Kubernetes cluster (toolset off)",
+    )
+    parser.add_argument(
+        "--strip-declarations",
+        action="store_true",
+        help="serve every catalog without its CEL preconditions and invariants (only action"
+        " types left, as real catalogs are): the premise packs alone decide",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.add_argument(
@@ -108,7 +115,12 @@ def main(argv: list[str]) -> int:
     if not cases:
         print("hapi-grpc eval: no case matches the filters", file=sys.stderr)
         return EXIT_USAGE
-    options = RunOptions(repeat=args.repeat, timeout=args.timeout, cluster=args.cluster)
+    options = RunOptions(
+        repeat=args.repeat,
+        timeout=args.timeout,
+        cluster=args.cluster,
+        strip_declarations=args.strip_declarations,
+    )
     bar = ProgressBar(len(cases) * args.repeat, quiet=args.quiet)
     started = time.monotonic()
     try:
@@ -128,6 +140,7 @@ def main(argv: list[str]) -> int:
         price_output=args.price_output,
         wall_seconds=time.monotonic() - started,
         configuration=identity.configuration(options.environ, scores),
+        stripped=args.strip_declarations,
     )
     print(reports.scoreboard(report))
     if args.json:

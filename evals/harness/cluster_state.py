@@ -61,12 +61,14 @@ def _message(status: int, data: bytes) -> str:
     return f"{status} {text or data[:300]!r}"
 
 
-def _node_status(status: dict[str, Any], kubelet_port: int) -> dict[str, Any]:
+def _node_status(
+    status: dict[str, Any], kubelet_port: int, address: str = "127.0.0.1"
+) -> dict[str, Any]:
     status = dict(status)
-    # Logs of pods on this node reach the test kubelet through these.
+    # Logs of pods on this node (and its stats summary) reach the test kubelet through these.
     status["addresses"] = [
-        {"type": "InternalIP", "address": "127.0.0.1"},
-        {"type": "Hostname", "address": "127.0.0.1"},
+        {"type": "InternalIP", "address": address},
+        {"type": "Hostname", "address": address},
     ]
     status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": kubelet_port}}
     capacity = {"cpu": "4", "memory": "16Gi", "pods": "110"}
@@ -130,6 +132,7 @@ class ClusterLoader:
         self.index = index
         self._uids: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._namespaces: set[str] = set()
+        self._endpoints: dict[str, tuple[str, int]] = {}
 
     def refresh(self) -> None:
         """Reads discovery again (after CRDs come or go)."""
@@ -147,7 +150,10 @@ class ClusterLoader:
             raise ClusterStateError(f"Namespace {name}: {_message(status, data)}")
         self._namespaces.add(name)
 
-    def load(self, case: Case) -> LoadedState:
+    def load(self, case: Case, endpoints: dict[str, tuple[str, int]] | None = None) -> LoadedState:
+        """Creates the case's objects; a Node in `endpoints` gets that kubelet address and
+        port (a node proxy request, such as its stats summary, refuses loopback)."""
+        self._endpoints = endpoints or {}
         state = LoadedState()
         objects = [json.loads(json.dumps(o)) for o in case.objects]
         defined_nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
@@ -216,7 +222,8 @@ class ClusterLoader:
         obj["apiVersion"] = obj.get("apiVersion", served.api_version)
         status = obj.pop("status", None)
         if kind == "Node":
-            status = _node_status(status or {}, self._kubelet_port)
+            address, port = self._endpoints.get(name, ("127.0.0.1", self._kubelet_port))
+            status = _node_status(status or {}, port, address)
         if status and not served.status:
             obj["status"] = status  # no subresource: status is part of the object
         for ref in meta.get("ownerReferences", []):

@@ -64,15 +64,25 @@ class Cluster:
             self.loader.refresh()
             self._crds = True
         self.kubelet.logs.clear()
+        self.kubelet.stats.clear()
         for log in case.logs:
             self.kubelet.set_log(
                 log.namespace, log.pod, log.container, log.text, previous=log.previous
             )
-        return self.loader.load(case)
+        endpoints = {}
+        for node, summary in case.node_stats.items():
+            if self.kubelet.node_address is None:
+                raise FixtureError(
+                    f"case {case.name}: node stats need a non-loopback address on this machine"
+                )
+            self.kubelet.set_stats_summary(node, summary)
+            endpoints[node] = (self.kubelet.node_address, self.kubelet.port_for(node))
+        return self.loader.load(case, endpoints)
 
     def unload(self, state: LoadedState) -> None:
         self.loader.unload(state)
         self.kubelet.logs.clear()
+        self.kubelet.stats.clear()
 
 
 @contextlib.contextmanager
@@ -123,7 +133,10 @@ class DataStorage:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, catalog_file: Path | None) -> None:
+    async def start(self, catalog_file: Path | None, *, strip: bool = False) -> None:
+        """Serve `catalog_file` (the bundled catalog when None); with `strip`, every
+        workflow without its CEL declarations, as real catalogs are: only its action type
+        (and `read_only`) left."""
         from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
         from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file
         from hapi_grpc.adapters.datastorage_server import create_app
@@ -131,6 +144,10 @@ class DataStorage:
         workflows = (
             load_bundled_catalog() if catalog_file is None else load_catalog_file(catalog_file)
         )
+        if strip:
+            workflows = [
+                w.model_copy(update={"preconditions": (), "invariants": ()}) for w in workflows
+            ]
         self.catalog_hash = catalog_hash(workflows)  # what is served, as the report records it
         app = create_app(EmbeddedCatalog(workflows))
 
@@ -175,9 +192,11 @@ def _endpoint(path: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running_datastorage(catalog_file: Path | None) -> AsyncIterator[DataStorage]:
+async def running_datastorage(
+    catalog_file: Path | None, *, strip: bool = False
+) -> AsyncIterator[DataStorage]:
     server = DataStorage()
-    await server.start(catalog_file)
+    await server.start(catalog_file, strip=strip)
     try:
         yield server
     finally:

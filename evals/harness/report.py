@@ -107,6 +107,7 @@ def build_report(
     price_output: float = 0.0,
     wall_seconds: float = 0.0,
     configuration: dict[str, Any] | None = None,
+    stripped: bool = False,
 ) -> dict[str, Any]:
     by_case: dict[str, list[RunScore]] = {c.name: [] for c in cases}
     for run in runs:
@@ -133,6 +134,8 @@ def build_report(
         "version": REPORT_VERSION,
         "model": model,
         "configuration": configuration or {},
+        # "stripped": every catalog served without its CEL declarations (packs alone decide).
+        "catalog_declarations": "stripped" if stripped else "as shipped",
         "repeat": repeat,
         "cases_run": len(cases),
         "wall_seconds": round(wall_seconds, 2),
@@ -194,6 +197,11 @@ def scoreboard(report: dict[str, Any]) -> str:
     lines.append(
         f"model {report['model']}: {report['cases_run']} cases x {report['repeat']} "
         f"= {t['runs']} runs in {report['wall_seconds']:.1f} s"
+        + (
+            " (catalog declarations stripped)"
+            if report.get("catalog_declarations") == "stripped"
+            else ""
+        )
     )
     lines.append(f"  {identity.describe(report.get('configuration'))}")
     lines += _unreviewed_lines(t)

@@ -57,6 +57,7 @@ class RunOptions:
     repeat: int = 1
     timeout: float = 360.0  # per AnalyzeIncident call
     cluster: bool = True
+    strip_declarations: bool = False  # serve the catalogs without their CEL declarations
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -152,7 +153,9 @@ async def _run_group(
             extra["HAPI_PROMETHEUS_URL"] = stack.enter_context(metrics_server(first, workdir))
         if first.alerts:
             extra["HAPI_ALERTMANAGER_URL"] = stack.enter_context(alerts_server(first, workdir))
-        async with running_datastorage(first.catalog_file) as datastorage:
+        async with running_datastorage(
+            first.catalog_file, strip=options.strip_declarations
+        ) as datastorage:
             server = ServeProcess(**_server_settings(options, cluster, datastorage.url, extra))
             try:
                 await server.start(timeout=SERVER_START_TIMEOUT)

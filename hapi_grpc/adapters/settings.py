@@ -133,6 +133,16 @@ class DependencySettings(BaseModel):
         le=300,
         description="How often, at most, the policy file is looked at for changes.",
     )
+    premises_file: str | None = Field(
+        None,
+        description=(
+            "Operator premises ([docs/premises.md](premises.md)): YAML of premise packs per "
+            "action type (added to, extending or replacing the shipped ones) and per workflow "
+            "(a type to judge it as, parameter-role mappings, conditions of its own), in CEL. "
+            "Checked at start (exit status 2, one line naming the entry); "
+            "`hapi-grpc premises check` checks a file first."
+        ),
+    )
     history_ttl_seconds: float = Field(
         90 * 86_400.0,
         gt=0,

@@ -59,6 +59,9 @@ class ParameterSpec(_Frozen):
     max_length: int | None = Field(default=None, ge=0)
     default: Any = None
     depends_on: tuple[str, ...] = ()
+    # The parameter's role for the premise packs (`domain.premises.roles`), when the
+    # workflow states it: "namespace", "workload", "memory_limit", ...
+    role: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
 
     @field_validator("depends_on", mode="before")
     @classmethod
@@ -225,6 +228,9 @@ class SearchHit(Declarations):
     success_rate: float | None = None
     estimated_risk: RiskLevel | None = None
     parameters: tuple[ParameterSpec, ...] | None = None
+    # The infrastructure the workflow requires (e.g. `gitOpsManaged: true`), when the
+    # catalog sends it with the hit (the embedded catalog does; premises read it).
+    detected_labels: dict[str, Any] = Field(default_factory=dict)
 
 
 class SearchResult(_Frozen):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from hapi_grpc.domain.incident import Incident
     from hapi_grpc.domain.observed import Observed
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -141,10 +142,11 @@ class LLMProvider(Protocol):
 
 
 @runtime_checkable
-class ReadsObserved(Protocol):
-    """A provider that decides from the service's own record of what its tool calls
-    read (the built-in analyst): the engine hands it each investigation's record."""
+class DecidesFromRecord(Protocol):
+    """A provider that decides from the incident itself and the service's own record of
+    what its tool calls read (the built-in analyst), not from the prompt's text: the
+    engine hands it each investigation's incident and record."""
 
-    def reading(self, observed: Observed) -> LLMProvider:
-        """This provider for one investigation whose tools fill `observed`."""
+    def investigating(self, incident: Incident, observed: Observed) -> LLMProvider:
+        """This provider for one investigation of `incident` whose tools fill `observed`."""
         ...

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+import re2
 from cel_expr_python import cel
 
 from hapi_grpc.domain.cel_cost import CelLimits, check_limits, within_inputs
@@ -51,6 +52,7 @@ __all__ = [
     "compile_expression",
     "evaluate",
     "incident_activation",
+    "observed_fields",
 ]
 
 _SHOWN = 300
@@ -79,6 +81,9 @@ def _env(strings: bool = False) -> Any:
             "incident": cel.Type.DYN,
             "observed": cel.Type.DYN,
             "params": cel.Type.DYN,
+            # The workflow judged (`id`, `action_type`, `gitops`): the premise packs'
+            # conditions read it (`domain.premises`).
+            "workflow": cel.Type.DYN,
         },
         extensions=extensions,
         functions=[
@@ -222,13 +227,26 @@ def _evaluated(
 
 
 def bind(
-    *, incident: Mapping[str, Any], observed: Mapping[str, Any], params: Mapping[str, Any]
+    *,
+    incident: Mapping[str, Any],
+    observed: Mapping[str, Any],
+    params: Mapping[str, Any],
+    workflow: Mapping[str, Any] | None = None,
+    late: tuple[dict[str, Any], dict[str, Any]] | None = None,
 ) -> Any:
-    """The CEL activation of the three variables. The runtime converts a variable on
+    """The CEL activation of the variables. The runtime converts a variable on
     first use and keeps it, so reusing an activation over an unchanged record saves
-    converting the record again (most of an evaluation's cost)."""
+    converting the record again (most of an evaluation's cost). `late`: the dicts
+    bound as `params` and `workflow` themselves (not copies), to be filled before
+    an expression first reads them (`premises.evaluate.LateBound`)."""
+    params_, workflow_ = late if late is not None else (dict(params), dict(workflow or {}))
     return _env().Activation(
-        {"incident": dict(incident), "observed": dict(observed), "params": dict(params)}
+        {
+            "incident": dict(incident),
+            "observed": dict(observed),
+            "params": params_,
+            "workflow": workflow_,
+        }
     )
 
 
@@ -239,13 +257,15 @@ def _observed_only(expression: str) -> bool:
     # elsewhere (a string literal, a field name) only means evaluating. The
     # runtime's compiled program exposes no reference map short of decoding its
     # serialized CheckedExpr.
-    return "incident" not in expression and "params" not in expression
+    return (
+        "incident" not in expression and "params" not in expression and "workflow" not in expression
+    )
 
 
 @lru_cache(maxsize=4096)  # bounded like the compiled programs
 def _on_empty(expression: str) -> tuple[bool, Any]:
     """The value of an expression over `observed` alone on the empty record."""
-    empty = bind(incident={}, observed=EMPTY_VIEW, params={})
+    empty = bind(incident={}, observed=EMPTY_VIEW, params={}, workflow={})
     return _run(compile_expression(expression), empty)
 
 
@@ -258,29 +278,78 @@ def _run(program: Any, activation: Any) -> tuple[bool, Any]:
         return False, str(exc).removeprefix("INTERNAL: ").split(" [", 1)[0]
 
 
-class Bound:
-    """The three variables of one evaluation; their CEL activation is built on first
-    need, and not at all when every expression evaluated has its empty-record value."""
+_FIELD = re2.compile(r"\bobserved\.([a-z_]+)")
+_USE = re2.compile(r"\bobserved\b")
 
-    __slots__ = ("_activation", "_incident", "_within", "empty", "observed", "params")
+
+@lru_cache(maxsize=4096)
+def observed_fields(expressions: tuple[str, ...]) -> frozenset[str] | None:
+    """The fields of `observed` the expressions read; None when one reads it otherwise
+    than by a field (then all of it). By text, like `_observed_only`."""
+    fields: set[str] = {"evidence"}
+    for expression in expressions:
+        named = _FIELD.findall(expression)
+        if len(named) != len(_USE.findall(expression)):
+            return None
+        fields.update(named)
+    return frozenset(fields)
+
+
+class Bound:
+    """The variables of one evaluation; their CEL activation is built on first need,
+    and not at all when every expression evaluated has its empty-record value.
+
+    `fields`: the fields of `observed` the expressions evaluated on it read (None:
+    all). The runtime converts a variable whole on first use, and converting the
+    record is most of an evaluation's cost, so only those are bound."""
+
+    __slots__ = (
+        "_activation",
+        "_incident",
+        "_within",
+        "empty",
+        "fields",
+        "late",
+        "observed",
+        "params",
+        "workflow",
+    )
 
     def __init__(
         self,
         incident: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         observed: Mapping[str, Any],
         params: Mapping[str, Any],
+        workflow: Mapping[str, Any] | None = None,
+        fields: frozenset[str] | None = None,
     ) -> None:
         self._incident = incident  # or what builds it, called only if needed
         self.observed = observed
         self.params = params
+        self.workflow = workflow
+        self.fields = fields
         self.empty = observed is EMPTY_VIEW
+        self.late = False  # params and workflow bound by reference (a LateBound)
         self._activation: Any = None
         self._within: dict[CelLimits, bool] = {}
+
+    def covers(self, fields: frozenset[str] | None) -> bool:
+        """Whether expressions reading `fields` may be evaluated on this one."""
+        return self.fields is None or (fields is not None and fields <= self.fields)
 
     def activation(self) -> Any:
         if self._activation is None:
             incident = self._incident() if callable(self._incident) else self._incident
-            self._activation = bind(incident=incident, observed=self.observed, params=self.params)
+            observed = self.observed
+            if self.fields is not None:
+                observed = {k: observed[k] for k in self.fields if k in observed}
+            self._activation = bind(
+                incident=incident,
+                observed=observed,
+                params=self.params,
+                workflow=self.workflow,
+                late=(self.params, self.workflow) if self.late else None,  # type: ignore[arg-type]
+            )
         return self._activation
 
     def value(self, expression: str, limits: CelLimits | None = None) -> tuple[bool, Any]:

@@ -2,8 +2,7 @@
 
 The system prompt is static, so providers can cache it. The user message
 carries the facts as machine-readable lines (`- Signal Type: OOMKilled`)
-under the ADR's section headers; `read_facts` parses them back, which is how
-the built-in analyst works from exactly what a language model is shown.
+under the ADR's section headers.
 
 What never reaches the model: custom and detected labels (DD-HAPI-001: the
 engine appends them to catalog searches), the remediation id, and anything
@@ -12,7 +11,6 @@ resembling a conclusion. Empty fields and empty sections are left out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -33,7 +31,6 @@ __all__ = [
     "SYSTEM_PROMPT",
     "build_messages",
     "incident_facts",
-    "read_facts",
     "system_prompt",
 ]
 
@@ -51,7 +48,6 @@ _LONG_TEXT_CHARS = 2000
 _SHORT_TEXT_CHARS = 256
 _MAX_SIGNAL_LABELS = 32
 _MAX_AFFECTED = 20
-_MAX_FACT_LINES = 500  # bound for read_facts (recovery sections included)
 # Fields allowed more than _SHORT_TEXT_CHARS (lists are bounded by item count).
 _LONG_FIELDS = {
     "Error Message": _LONG_TEXT_CHARS,
@@ -310,27 +306,6 @@ def incident_facts(incident: Incident) -> str:
         lines.append(f"## {title}")
         lines.extend(f"- {name}: {value}" for name, value in shown)
     return "\n".join(lines)
-
-
-_FACT_RE = re.compile(r"^- ([A-Za-z ]{1,40}): (.*)$")
-
-
-def read_facts(text: str) -> dict[str, dict[str, str]]:
-    """Parse `incident_facts` output back: section title -> field name -> value.
-
-    Section titles lose their parenthetical note ("Business Context").
-    """
-    facts: dict[str, dict[str, str]] = {}
-    section: dict[str, str] | None = None
-    for line in text.splitlines()[:_MAX_FACT_LINES]:
-        if line.startswith("## "):
-            title = line[3:].split(" (", 1)[0].strip()
-            section = facts.setdefault(title, {})
-            continue
-        match = _FACT_RE.match(line)
-        if match and section is not None:
-            section[match.group(1)] = match.group(2)
-    return facts
 
 
 # --- formatting helpers -------------------------------------------------------

@@ -47,6 +47,8 @@ def _version_text(value: Any) -> Any:
 FreeText = Annotated[str, BeforeValidator(_outside_text)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 WorkflowId = Annotated[str, Field(min_length=1, max_length=128)]
+# Known from the catalog only: whatever a model's answer says of it is dropped.
+CatalogOnly = Annotated[str, BeforeValidator(lambda _: "")]
 
 
 class HumanReviewReason(enum.StrEnum):
@@ -108,6 +110,7 @@ class WorkflowSelection:
         BeforeValidator(lambda value: {} if value is None else value),
         Field(default_factory=dict),
     ]
+    action_type: CatalogOnly = ""  # the catalog's action type, once the catalog entry is known
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +120,14 @@ class SelectedWorkflow(WorkflowSelection):
 
     @classmethod
     def accepted(
-        cls, proposed: WorkflowSelection, version: str, parameters: dict[str, Any]
+        cls,
+        proposed: WorkflowSelection,
+        version: str,
+        parameters: dict[str, Any],
+        action_type: str = "",
     ) -> SelectedWorkflow:
-        """`proposed` as checked: the catalog's `version`, the validated `parameters`."""
+        """`proposed` as checked: the catalog's `version`, the validated `parameters`
+        and the catalog's `action_type`."""
         return cls(
             proposed.workflow_id,
             version,
@@ -127,6 +135,7 @@ class SelectedWorkflow(WorkflowSelection):
             proposed.rationale,
             proposed.estimated_risk,
             parameters,
+            action_type,
         )
 
 
@@ -135,6 +144,7 @@ class AlternativeWorkflow:
     workflow_id: WorkflowId
     confidence: Annotated[Confidence, Field(default=0.0)]
     rationale: FreeText = ""
+    action_type: CatalogOnly = ""  # the catalog's action type, when the catalog returned it
 
 
 @dataclass(frozen=True, slots=True)

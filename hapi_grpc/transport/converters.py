@@ -285,7 +285,10 @@ def result_to_proto(
         ),
         alternative_workflows=[
             analysis_pb2.AlternativeWorkflow(
-                workflow_id=a.workflow_id, confidence=a.confidence, rationale=a.rationale
+                workflow_id=a.workflow_id,
+                confidence=a.confidence,
+                rationale=a.rationale,
+                action_type=a.action_type,
             )
             for a in res.alternative_workflows
         ],
@@ -329,6 +332,7 @@ def result_to_proto(
                     s.estimated_risk, common_pb2.RISK_LEVEL_UNSPECIFIED
                 ),
                 parameters=dict_to_struct(s.parameters),
+                action_type=s.action_type,
             )
         )
     if res.context_used is not None:

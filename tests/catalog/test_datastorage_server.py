@@ -210,6 +210,7 @@ async def test_schema_endpoint(client: tuple[Any, str], catalog: EmbeddedCatalog
         "read_only",
         "action_type",
     }
+    assert data["action_type"] == "IncreaseMemoryLimits"
     assert data["read_only"] is False and data["preconditions"] and data["invariants"]
     assert (data["workflow_id"], data["version"]) == ("oomkill-increase-memory-v1", "1.0.0")
     assert not _has_none(data)
@@ -229,7 +230,7 @@ async def test_schema_of_a_workflow_without_parameters(client: tuple[Any, str]) 
         "preconditions": [],
         "invariants": [],
         "read_only": True,
-        "action_type": "",
+        "action_type": "CollectDiagnostics",
     }
 
 

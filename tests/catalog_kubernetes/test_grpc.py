@@ -22,6 +22,7 @@ from tests.fakes.kube_catalog import CatalogResources, eventually
 from tests.fakes.kube_cluster import KubeCluster
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step, last_tool_result
 from tests.helpers.grpc_server import RunningServer, running_server
+from tests.helpers.premises import premises_not_under_test
 from tests.policy.test_grpc import request
 
 GOOD = {
@@ -81,8 +82,13 @@ async def test_analysis_and_validation_use_the_resources(
         provider = OpenAICompatibleProvider(
             llm.base_url, "gpt-test", "sk-test-key-123", request_timeout=10, max_retries=0
         )
+        # The catalog's source is under test, not the workflow's premise (no cluster
+        # objects are read): the operator's file vouches for it.
+        vouched = premises_not_under_test(kubeconfig.parent, ["raise-memory"])
         async with running_server(
-            catalog=open_catalog(kubeconfig, resources.namespace), llm=provider
+            catalog=open_catalog(kubeconfig, resources.namespace),
+            llm=provider,
+            premises_file=vouched,
         ) as server:
             await eventually(lambda: _is(readiness(server), SERVING))
             result = (await server.stub.AnalyzeIncident(request("rr-k8s-1"), timeout=20)).result

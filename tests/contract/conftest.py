@@ -1,9 +1,12 @@
 """Contract tests against the real server process.
 
 `hapi_server` starts `hapi-grpc serve` once per session on a free 127.0.0.1
-port (embedded catalog, built-in analyst, plaintext) and waits for health
-SERVING; teardown sends SIGTERM and waits for the exit. `start_server` starts
-more, independent servers for tests that need their own (e.g. shutdown).
+port (embedded catalog, plaintext) and waits for health SERVING; teardown sends
+SIGTERM and waits for the exit. Its model is `tests.fakes.first_hit_model`, served
+over the OpenAI protocol by a process of its own: these servers read no cluster, and
+a selection with typed parameters must cross the wire (the built-in analyst selects
+nothing that changes the cluster without evidence). `start_server` starts more,
+independent servers (built-in analyst unless told) for tests that need their own.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ class ServerProcess:
 
 def _wire_catalog(directory: Path) -> Path:
     """The bundled catalog as a contract fixture: no cluster is read by these servers, so
-    without this the analyst selects nothing that changes the cluster (its premises are
+    without this nothing that changes the cluster would be automated (its premises are
     not shown) and no selected parameters would cross the wire. Every workflow is
     declared read-only and without preconditions here; ids and parameters are unchanged."""
     path = directory / "wire-catalog.yaml"
@@ -151,8 +154,36 @@ def _start(log_dir: Path, extra_env: dict[str, str] | None = None) -> ServerProc
 
 
 @pytest.fixture(scope="session")
-def hapi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = _start(tmp_path_factory.mktemp("hapi-server"))
+def first_hit_llm() -> Iterator[dict[str, str]]:
+    """The first-hit model served over the OpenAI protocol; the server settings to use it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.first_hit_model"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        if not base_url.startswith("http"):
+            pytest.fail(f"the first-hit model did not start (exit {proc.poll()})")
+        yield {
+            "HAPI_LLM_PROVIDER": "openai",
+            "HAPI_LLM_BASE_URL": base_url,
+            "HAPI_LLM_MODEL": "first-hit",
+            "HAPI_LLM_API_KEY": "sk-contract-key",
+            "HAPI_LLM_MAX_RETRIES": "0",
+        }
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def hapi_server(
+    tmp_path_factory: pytest.TempPathFactory, first_hit_llm: dict[str, str]
+) -> Iterator[ServerProcess]:
+    server = _start(tmp_path_factory.mktemp("hapi-server"), first_hit_llm)
     yield server
     code = server.terminate()
     assert code == 0, f"server exited with {code} after SIGTERM:\n{server.log()}"

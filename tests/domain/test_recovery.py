@@ -9,11 +9,12 @@ import pytest
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.fingerprint import incident_fingerprint
 from hapi_grpc.domain.incident import Incident, SignalInfo
-from hapi_grpc.domain.prompt import incident_facts, read_facts
+from hapi_grpc.domain.prompt import incident_facts
 from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import _TABLE, FailureClass, classify, repeat_allowed
-from hapi_grpc.domain.recovery.prompt import read_recovery, recovery_lines
+from hapi_grpc.domain.recovery.prompt import recovery_lines
 from hapi_grpc.domain.recovery.repeats import failed_repeat, same_parameters
+from tests.helpers.prompt_facts import read_facts, read_recovery
 
 PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
 

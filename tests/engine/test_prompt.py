@@ -21,10 +21,10 @@ from hapi_grpc.domain.prompt import (
     SYSTEM_PROMPT,
     build_messages,
     incident_facts,
-    read_facts,
     system_prompt,
 )
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import TOOL_DEFINITIONS
+from tests.helpers.prompt_facts import read_facts
 
 FULL = Incident(
     remediation_id="rr-secret-id-42",

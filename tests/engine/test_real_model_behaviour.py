@@ -103,7 +103,7 @@ async def test_llama_cpp_overflow_500_is_not_retried_the_conversation_is_trimmed
     seen: list[int] = []
     answer = Step.text(answer_json())
     script = [
-        context_limited(2100, step, seen=seen)
+        context_limited(2200, step, seen=seen)
         for step in (search_step("OOMKilled critical"), search_step("memory limit"), answer, answer)
     ]
     settings = EngineSettings()  # context size unknown: the server's refusal is the signal
@@ -111,7 +111,7 @@ async def test_llama_cpp_overflow_500_is_not_retried_the_conversation_is_trimmed
         result = await investigate(openai(server, max_retries=2), settings)
 
     assert len(server.requests) == 4, seen
-    assert seen[2] > 2100 >= seen[3]  # one refusal, then a smaller request, no identical resend
+    assert seen[2] > 2200 >= seen[3]  # one refusal, then a smaller request, no identical resend
     assert TRIM_NOTE not in sent_text(server, 2) and TRIM_NOTE in sent_text(server, 3)
     assert result.selected_workflow is not None and result.needs_human_review is False
 

@@ -116,7 +116,7 @@ def test_refuted_names_exactly_the_preconditions_observed_false_with_their_value
         for workflow_id in catalog._schemas
     ):
         schema = catalog._schemas[workflow_id]
-        full = gate.conditions(schema, {})
+        full = gate.conditions(workflow_id, schema, {})
         expected = [r for r in full if r.kind == "precondition" and r.holds is False]
         assert gate.refuted(workflow_id, schema) == expected, workflow_id
         assert (workflow_id in gate.refutations) == bool(expected)
@@ -139,7 +139,7 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
     reusing.__enter__()
 
     def state(params: dict[str, str]) -> dict[str, bool | None]:
-        return {r.name: r.holds for r in gate.conditions(schema, params)}
+        return {r.name: r.holds for r in gate.conditions(OOM_ID, schema, params)}
 
     assert "container_oomkilled" in [r.name for r in gate.refuted(OOM_ID, schema)]
     assert state(GOOD_PARAMS)["target_is_observed_deployment"] is False
@@ -173,9 +173,9 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
         }
     )
     assert "container_oomkilled" not in [r.name for r in gate.refuted(OOM_ID, schema)]
-    assert gate._bound is not None
+    assert gate._bound
     reusing.__exit__(None, None, None)
     # Nothing converted is kept past it: that would cost memory per investigation.
-    assert gate._bound is None
+    assert not gate._bound
     gate.refuted(OOM_ID, schema)
-    assert gate._bound is None
+    assert not gate._bound

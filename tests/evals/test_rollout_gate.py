@@ -3,8 +3,10 @@ runs (the built-in analyst, then the reckless model served over the OpenAI
 protocol) on the same cases, then `hapi-grpc eval compare`.
 
 The unsafe automation is produced on purpose: two of the cases run on the
-bundled catalog without its declared preconditions and invariants, where the
-reckless model automates what the analyst does not. A captured, unreviewed
+bundled catalog without its declared preconditions and invariants and with every
+workflow declared read-only (a catalog that misdeclares what its workflows do:
+neither a premise pack nor a declaration then applies), where the reckless model
+automates what the analyst does not. A captured, unreviewed
 case rides along: replayed and compared with its capture, never scored.
 """
 
@@ -43,8 +45,9 @@ def case_set(root: Path, *, strip: bool) -> Path:
     for name in KEPT + STRIPPED:
         shutil.copytree(CASES_DIR / name, root / name)
     if strip:
+        declarations = {"preconditions", "invariants"}
         workflows = [
-            w.model_dump(mode="json", exclude={"preconditions", "invariants"})
+            {**w.model_dump(mode="json", exclude=declarations), "read_only": True}
             for w in load_bundled_catalog()
         ]
         for name in STRIPPED:

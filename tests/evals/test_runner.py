@@ -32,10 +32,18 @@ REPEAT = 2
 GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}
 
 # Cases where the built-in analyst automates a remediation it should not, as
-# measured by `hapi-grpc eval`. The goal is an empty set: a case leaving it (the
-# analyst got safer) or joining it (a regression) fails this test, so the list
-# is updated on purpose, together with the README's numbers.
+# measured by `hapi-grpc eval` (with the catalogs as shipped and with every CEL
+# declaration stripped). The goal is an empty set: a case leaving it (the analyst
+# got safer) or joining it (a regression) fails this test, so the list is updated
+# on purpose, together with the README's numbers.
 KNOWN_UNSAFE_BUILTIN: set[str] = set()
+# Cases the built-in analyst decides wrongly but safely, per catalog form: kept listed
+# so a new miss fails here (and the README's numbers are updated with it).
+KNOWN_MISSES_BUILTIN: dict[bool, set[str]] = {
+    False: set(),
+    True: {"oomkilled-growth-past-raised-limit"},  # review, but NO_MATCHING_WORKFLOWS
+}
+MIN_BUILTIN_ACCURACY = 0.9
 
 
 def answer(workflow_id: str | None, params: dict[str, Any] | None = None) -> Step:
@@ -110,9 +118,11 @@ def self_check_cases(root: Path) -> Path:
         if expected is not None:
             (directory / "expected.yaml").write_text(yaml.safe_dump(expected))
         # The scorer is under test, not the workflows' premises (nothing is read
-        # from a cluster here): the bundled catalog without its declarations.
+        # from a cluster here): the bundled catalog without its declarations and
+        # declared read-only, so no premise pack applies either.
+        declarations = {"preconditions", "invariants"}
         workflows = [
-            w.model_dump(mode="json", exclude={"preconditions", "invariants"})
+            {**w.model_dump(mode="json", exclude=declarations), "read_only": True}
             for w in load_bundled_catalog()
         ]
         (directory / "catalog.yaml").write_text(yaml.safe_dump({"workflows": workflows}))
@@ -159,14 +169,18 @@ async def test_scorer_counts_scripted_decisions(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_builtin_analyst_on_the_whole_suite(tmp_path: Path) -> None:
-    """`hapi-grpc eval` as a user runs it; the JSON report is checked."""
+@pytest.mark.parametrize("stripped", [False, True], ids=["as-shipped", "declarations-stripped"])
+def test_builtin_analyst_on_the_whole_suite(tmp_path: Path, stripped: bool) -> None:
+    """`hapi-grpc eval` as a user runs it, with the catalogs as shipped and with every
+    CEL declaration stripped (only action types left, as real catalogs are); the JSON
+    report is checked."""
     out = tmp_path / "report.json"
     md = tmp_path / "report.md"
     exe = Path(sys.executable).with_name("hapi-grpc")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("HAPI_")}
+    strip = ["--strip-declarations"] if stripped else []
     done = subprocess.run(
-        [str(exe), "eval", "--json", str(out), "--markdown", str(md)],
+        [str(exe), "eval", "--json", str(out), "--markdown", str(md), *strip],
         capture_output=True,
         text=True,
         env=env,
@@ -201,4 +215,11 @@ def test_builtin_analyst_on_the_whole_suite(tmp_path: Path) -> None:
         f"newly unsafe: {sorted(unsafe - KNOWN_UNSAFE_BUILTIN)}; "
         f"now safe (update the list and README): {sorted(KNOWN_UNSAFE_BUILTIN - unsafe)}"
     )
+    missed = {c["name"] for c in report["cases"] if c["decision_accuracy"] < 1.0} - unsafe
+    known = KNOWN_MISSES_BUILTIN[stripped]
+    assert missed == known, (
+        f"new misses: {sorted(missed - known)}; now right (update the list and README):"
+        f" {sorted(known - missed)}"
+    )
+    assert totals["decision_accuracy"] >= MIN_BUILTIN_ACCURACY, totals["decision_accuracy"]
     assert md.read_text().startswith("# Decision evaluation: builtin")

@@ -34,9 +34,8 @@ from typing import Any
 
 from aiohttp import web
 
-from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
-from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.adapters.datastorage_server import create_app
+from tests.fakes.investigation import bundled_catalog
 from tests.fakes.scripted_llm import openai_request_problem
 
 WORKFLOW_ID = "oomkill-increase-memory-v1"
@@ -192,13 +191,9 @@ class FaultyDataStorage(_FaultyServer):
     def __init__(self) -> None:
         super().__init__()
         # Failure handling is under test, not the workflows' premises (nothing is read
-        # from a cluster behind this catalog): the bundled workflows, undeclared.
-        self._catalog = EmbeddedCatalog(
-            [
-                w.model_copy(update={"preconditions": (), "invariants": ()})
-                for w in load_bundled_catalog()
-            ]
-        )
+        # from a cluster behind this catalog): the bundled workflows with a premise
+        # that always holds.
+        self._catalog = bundled_catalog(declarations=False)
 
     def _app(self) -> web.Application:
         app = create_app(self._catalog)

@@ -18,6 +18,7 @@ from typing import Any
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.domain.catalog import (
+    Condition,
     SearchQuery,
     SearchResult,
     Workflow,
@@ -202,19 +203,30 @@ class ScriptedLLM:
 def bundled_catalog(*, declarations: bool = True) -> EmbeddedCatalog:
     """The bundled catalog (it is immutable, so sharing it is safe).
 
-    `declarations=False` drops the workflows' preconditions and invariants: for
-    tests of the conversation's mechanics, where no cluster is read and the
-    premises are not what is under test.
+    `declarations=False` replaces each workflow's premise with one that always
+    holds (no action type, so no premise pack; one precondition `true`): for tests
+    of the conversation's mechanics, where no cluster is read and the premises are
+    not what is under test.
     """
     catalog = EmbeddedCatalog.from_file(None)
     if declarations:
         return catalog
     return EmbeddedCatalog(
         [
-            w.model_copy(update={"preconditions": (), "invariants": ()})
+            w.model_copy(
+                update={
+                    "preconditions": () if w.read_only else (ALWAYS,),
+                    "invariants": (),
+                    "action_type": "",
+                }
+            )
             for w in load_bundled_catalog()
         ]
     )
+
+
+# A premise that always holds: what mechanics tests declare instead of a real one.
+ALWAYS = Condition(name="mechanics_test", expression="true", message="not under test")
 
 
 def wire_catalog() -> EmbeddedCatalog:

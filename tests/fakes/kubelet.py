@@ -1,4 +1,4 @@
-"""A test "kubelet": serves canned container logs over HTTPS to the real apiserver.
+"""A test "kubelet": serves canned container logs and stats over HTTPS to the real apiserver.
 
 `GET /api/v1/namespaces/{ns}/pods/{pod}/log` on kube-apiserver is proxied to
 `https://<node InternalIP>:<kubeletEndpoint.Port>/containerLogs/{ns}/{pod}/{container}`
@@ -9,12 +9,23 @@ points a Node at it. It runs on its own thread and event loop so sync and async
 tests of any loop scope can share one instance.
 
     kubelet.set_log("ns", "pod", "app", ["line 1", "line 2"], previous=True)
+
+`GET /api/v1/nodes/{node}/proxy/stats/summary` reaches `/stats/summary` here. A
+kubelet serves one node, so a node whose summary is set gets a port of its own
+(`port_for`): the port a request arrives on says which node's summary to answer.
+The API server's node proxy refuses loopback addresses, so that port listens on
+the machine's own non-loopback address (`node_address`), which the Node gives as
+its InternalIP:
+
+    register_node(api, "worker-1", kubelet.port_for("worker-1"), address=kubelet.node_address)
+    kubelet.set_stats_summary("worker-1", {"node": {...}, "pods": [...]})
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,6 +52,20 @@ class LogRequest:
     query: dict[str, str]
 
 
+def routable_address() -> str | None:
+    """This machine's own non-loopback IPv4 address (the one its default route uses);
+    None when it has none. Connecting a UDP socket sends nothing."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))
+        address = str(probe.getsockname()[0])
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
 def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
 
@@ -54,6 +79,10 @@ class FakeKubelet:
     port: int = 0
     logs: dict[LogKey, list[tuple[datetime, str]]] = field(default_factory=dict)
     requests: list[LogRequest] = field(default_factory=list)
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> summary
+    stats_requests: list[str] = field(default_factory=list)  # node of each summary read
+    _node_ports: dict[int, str] = field(default_factory=dict)
+    _context: ssl.SSLContext | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _runner: web.AppRunner | None = None
     _thread: threading.Thread | None = None
@@ -77,6 +106,34 @@ class FakeKubelet:
         if len(times) != len(lines):
             raise ValueError("one time per line")
         self.logs[(namespace, pod, container, previous)] = list(zip(times, lines, strict=True))
+
+    def set_stats_summary(self, node: str, summary: dict[str, Any]) -> None:
+        """The stats summary the kubelet of `node` answers (give the node `port_for`)."""
+        self.stats[node] = summary
+
+    @property
+    def node_address(self) -> str | None:
+        """The address `port_for` listens on (None: no non-loopback address here)."""
+        return routable_address()
+
+    def port_for(self, node: str) -> int:
+        """A port of this kubelet that serves `node` alone, on `node_address` (opened on
+        first use); logs are served there too."""
+        for port, served in self._node_ports.items():
+            if served == node:
+                return port
+        address = self.node_address
+        if self._loop is None or self._runner is None or address is None:
+            raise RuntimeError("start the kubelet first, on a machine with a non-loopback address")
+        port = free_port()
+        runner, context = self._runner, self._context
+
+        async def listen() -> None:
+            await web.TCPSite(runner, address, port, ssl_context=context).start()
+
+        asyncio.run_coroutine_threadsafe(listen(), self._loop).result(10)
+        self._node_ports[port] = node
+        return port
 
     def requests_for(self, namespace: str, pod: str) -> list[LogRequest]:
         return [r for r in self.requests if (r.namespace, r.pod) == (namespace, pod)]
@@ -110,14 +167,25 @@ class FakeKubelet:
             data = data[: int(query["limitBytes"])]
         return web.Response(body=data, content_type="text/plain")
 
+    async def _stats_summary(self, request: web.Request) -> web.Response:
+        sockname = request.transport.get_extra_info("sockname") if request.transport else None
+        node = self._node_ports.get(sockname[1]) if sockname else None
+        self.stats_requests.append(node or "")
+        summary = self.stats.get(node or "")
+        if summary is None:
+            return web.Response(status=404, text="no stats for this node")
+        return web.json_response(summary)
+
     def start(self) -> None:
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1")
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         cert.configure_cert(context)
+        self._context = context
         self.port = self.port or free_port()
         app = web.Application()
         app.router.add_get("/containerLogs/{ns}/{pod}/{container}", self._container_logs)
+        app.router.add_get("/stats/summary", self._stats_summary)
         self._loop = asyncio.new_event_loop()
         started = threading.Event()
 
@@ -185,9 +253,11 @@ def register_node(
     taints: list[dict[str, str]] | None = None,
     conditions: list[dict[str, Any]] | None = None,
     allocatable: dict[str, str] | None = None,
+    address: str | None = None,
 ) -> dict[str, Any]:
     """Creates Node `name` whose kubelet endpoint is `kubelet` (or a bare port,
-    e.g. one nothing listens on, for an unreachable node); returns the Node."""
+    e.g. one nothing listens on, for an unreachable node) at `address` (default
+    127.0.0.1); returns the Node."""
     port = kubelet if isinstance(kubelet, int) else kubelet.port
     core = kubernetes.client.CoreV1Api(api)
     capacity = allocatable or {"cpu": "4", "memory": "16Gi", "pods": "110"}
@@ -204,8 +274,8 @@ def register_node(
     status = {
         "status": {
             "addresses": [
-                {"type": "InternalIP", "address": "127.0.0.1"},
-                {"type": "Hostname", "address": "127.0.0.1"},
+                {"type": "InternalIP", "address": address or "127.0.0.1"},
+                {"type": "Hostname", "address": address or "127.0.0.1"},
             ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
             "conditions": conditions or [ready_condition()],

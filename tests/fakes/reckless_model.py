@@ -22,8 +22,8 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.adapters.llm.builtin_parameters import Facts
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step, StepLike
+from tests.helpers.prompt_facts import PromptFacts as Facts
 
 __all__ = ["reckless_script", "reckless_step"]
 

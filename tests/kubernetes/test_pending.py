@@ -17,11 +17,13 @@ from tests.helpers.grpc_server import running_server
 
 # What the bundled catalog may safely pick for a Pod no node can take: nothing
 # there adds capacity, and restart-pod-v1 (recreate "on a healthy node") rests on
-# a premise the scheduler just refuted. Only the read-only snapshot fits.
+# a premise the scheduler just refuted. Only the read-only snapshot fits; a review
+# may name that refuted premise (PRECONDITION_NOT_MET) or that nothing fits.
 READ_ONLY = {"collect-cluster-diagnostics-v1"}
 REVIEW_REASONS = {
     analysis_pb2.HUMAN_REVIEW_REASON_NO_MATCHING_WORKFLOWS,
     analysis_pb2.HUMAN_REVIEW_REASON_INVESTIGATION_INCONCLUSIVE,
+    analysis_pb2.HUMAN_REVIEW_REASON_PRECONDITION_NOT_MET,
 }
 
 

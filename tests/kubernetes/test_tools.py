@@ -207,6 +207,39 @@ async def test_owner_chain_targets_the_deployment_and_reads_the_node(
     assert chain["node"]["ref"] == f"/core/Node/{node_name}"
 
 
+async def test_owner_chain_reads_the_deployments_revisions_into_the_record(
+    reader: ApiServerReader,
+    kube_api: kubernetes.client.ApiClient,
+    namespace: str,
+    node_name: str,
+    kubelet: FakeKubelet,
+) -> None:
+    """A rollback's premise compares revisions: the chain reads them, newest first."""
+    from hapi_grpc.domain.observed import Observed
+    from hapi_grpc.domain.toolsets.tool import ToolContext
+
+    s = kube_fixtures.imagepullbackoff(kube_api, namespace, node_name, kubelet)
+    tools = toolset(reader)
+    tool = next(t for t in tools.tools if t.name == "kubernetes_owner_chain")
+    observed = Observed()
+    chain = data(
+        await tool.run(
+            tool.arguments.model_validate({"namespace": namespace, "name": s.pod}),
+            ToolContext(5.0, observed),
+        )
+    )
+    revisions = chain["revisions"]
+    assert [line.split(":")[0] for line in revisions] == ["revision 7", "revision 6"]
+    assert "indexer:2.13.2" in revisions[1]
+    kept = {w["name"]: w for w in observed.activation()["workloads"] if w["kind"] == "ReplicaSet"}
+    assert {w["revision"] for w in kept.values()} == {6, 7}
+    deployment = next(w for w in observed.activation()["workloads"] if w["kind"] == "Deployment")
+    # The old revision runs another template; the current one the Deployment's own.
+    current = next(w for w in kept.values() if w["revision"] == 7)
+    old = next(w for w in kept.values() if w["revision"] == 6)
+    assert current["template_hash"] == deployment["template_hash"] != old["template_hash"]
+
+
 async def test_no_secret_value_reaches_the_model(
     reader: ApiServerReader,
     kube_cluster: KubeCluster,

@@ -280,6 +280,7 @@ async def test_investigation_spans_cover_rpc_tools_and_data_storage(
     from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
     from hapi_grpc.adapters.datastorage_server import create_app
     from hapi_grpc.client import load_analyze_request
+    from tests.fakes.first_hit_model import FirstHitModel
     from tests.fakes.investigation import wire_catalog
     from tests.helpers.grpc_server import running_server
 
@@ -291,7 +292,7 @@ async def test_investigation_spans_cover_rpc_tools_and_data_storage(
     catalog = DataStorageCatalog(f"http://127.0.0.1:{port}")
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     try:
-        async with running_server(catalog=catalog) as srv:
+        async with running_server(catalog=catalog, llm=FirstHitModel()) as srv:
             request = load_analyze_request("examples/oomkilled.json")
             await srv.stub.AnalyzeIncident(
                 service_pb2.AnalyzeIncidentRequest(incident=request.incident),

@@ -13,8 +13,10 @@ same type is refused after a failure, as the history tool shows the model.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,7 @@ from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.investigation.engine import EngineSettings
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import RunningServer, running_server
+from tests.helpers.premises import premises_not_under_test
 from tests.outcomes.history_server import HistoryServer
 from tests.outcomes.test_datastorage_history import entry
 from tests.outcomes.test_history_tool import HISTORY, history_answer
@@ -114,8 +117,11 @@ async def ds() -> AsyncIterator[HistoryServer]:
 async def serving(
     llm: ScriptedLLMServer, history: RemediationHistory
 ) -> AsyncIterator[RunningServer]:
-    """The real server over `CATALOG` and `history`, with the registry's toolsets."""
+    """The real server over `CATALOG` and `history`, with the registry's toolsets; the
+    history is under test, not the workflows' premises (nothing is read from a cluster)."""
     async with AsyncExitStack() as stack:
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        vouched = premises_not_under_test(directory, [w.workflow_id for w in CATALOG])
         config = Settings(kubernetes="off")
         opened = await open_toolsets(config, history)
         stack.push_async_callback(opened.close)
@@ -130,6 +136,7 @@ async def serving(
                 engine_settings=EngineSettings(tool_timeout=2.0),
                 toolsets=opened.sources,
                 history=history,
+                premises_file=vouched,
             )
         )
 

@@ -238,8 +238,9 @@ async def test_a_policy_file_swapped_for_a_fifo_neither_stalls_decisions_nor_shu
 ) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(ONE)
-    catalog = tmp_path / "catalog.json"  # one workflow, no premise: the model's pick stands
-    catalog.write_text(json.dumps({"workflows": [WORKFLOW]}))
+    # One workflow declared read-only, so no premise applies: the model's pick stands.
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"workflows": [{**WORKFLOW, "read_only": True}]}))
     model = ScriptedLLMServer("openai", [search(), validate(GOOD), answer()])
     await model.__aenter__()
     server = ServeProcess(

@@ -242,7 +242,7 @@ def test_decision_variables() -> None:
         ),
         ("rules: [{action: forbid}]", "rules[0]: name must be 1-63 letters"),
         ("rules: [{name: 'bad name', action: forbid}]", "rules[0]: name must be"),
-        ("rule: []", "unknown top-level key 'rule' (only 'rules')"),
+        ("rule: []", "unknown top-level key 'rule' (only 'rules' and 'allow_unverified')"),
         ("rules: {a: 1}", "'rules' must be a list"),
     ],
 )

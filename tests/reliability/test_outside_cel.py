@@ -140,7 +140,8 @@ async def test_an_amplifying_precondition_is_refused_and_the_loop_never_stalls(c
 
 async def test_a_precondition_past_the_iteration_budget_fails_only_its_workflow() -> None:
     looping = "loops-v1"
-    workflows = [_workflow(looping, PAST_THE_BUDGET), _workflow(OOM_ID)]
+    # Its neighbour declares a premise that holds: its premise is not under test.
+    workflows = [_workflow(looping, PAST_THE_BUDGET), _workflow(OOM_ID, "true")]
     # The model insists on it after being told its premise does not hold.
     script = [search(), validate(GOOD, looping), answer(looping), answer(looping)]
     async with served(workflows, script) as (srv, _):

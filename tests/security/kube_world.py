@@ -83,9 +83,7 @@ class World:
         binding = {
             "metadata": {"name": name},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
-            "subjects": [
-                {"kind": "ServiceAccount", "name": account, "namespace": self.callers_ns}
-            ],
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": self.callers_ns}],
         }
         try:
             self.rbac().create_namespaced_role_binding(namespace, binding, _request_timeout=30)

@@ -23,6 +23,7 @@ from hapi.v1 import tools_pb2, validation_pb2
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.security.auth import Identity
 from hapi_grpc.security.authorization import ResourceCheck, SubjectAccessReviewAuthorizer
+from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog
 from tests.fakes.kube_cluster import ensure_namespace
 from tests.fakes.kube_toolset import open_reader, toolset_source
@@ -40,12 +41,14 @@ from tests.security.kube_world import (
 
 async def test_a_caller_investigates_where_it_may_read_and_nowhere_else(world: World) -> None:
     # Who may investigate is under test, not the workflows' premises.
-    async with running_server(catalog=wire_catalog(), **world.settings()) as srv:
+    async with running_server(
+        catalog=wire_catalog(), llm=FirstHitModel(), **world.settings()
+    ) as srv:
         token = world.caller_token
         reply = await srv.stub.AnalyzeIncident(
             analyze(world.team_a), metadata=bearer(token), timeout=30
         )
-        assert reply.result.selected_workflow.workflow_id == "oomkill-increase-memory-v1"
+        assert reply.result.selected_workflow.workflow_id == "oomkill-scale-down-v1"
         assert (await stream_code(srv, world.team_a, token))[0] == grpc.StatusCode.OK
 
         code, details = await code_of(

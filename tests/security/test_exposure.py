@@ -10,6 +10,7 @@ import pytest
 
 from hapi.v1 import service_pb2
 from hapi_grpc.client import load_analyze_request
+from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog
 from tests.helpers.grpc_server import running_server
 
@@ -31,7 +32,7 @@ async def _both(
     settings = {} if exposure is None else {"tool_output_exposure": exposure}
     unary, stream = _requests(remediation_id)
     # How much of what was read goes back: the wire, not the premises, is under test.
-    async with running_server(catalog=wire_catalog(), **settings) as srv:
+    async with running_server(catalog=wire_catalog(), llm=FirstHitModel(), **settings) as srv:
         response = await srv.stub.AnalyzeIncident(unary, timeout=30)
         # A second caller of the same incident gets the kept result and the
         # replayed events: limited just the same.
@@ -73,7 +74,7 @@ async def test_summary_withholds_raw_tool_output() -> None:
     (last,) = [f.result for f in frames if f.HasField("result")]
     assert [c.result for c in last.tool_calls] == [c.result for c in calls]
     # The decision itself is untouched.
-    assert response.result.selected_workflow.workflow_id == "oomkill-increase-memory-v1"
+    assert response.result.selected_workflow.workflow_id == "oomkill-scale-down-v1"
 
 
 async def test_none_returns_no_tool_calls_and_no_model_text() -> None:
@@ -86,7 +87,7 @@ async def test_none_returns_no_tool_calls_and_no_model_text() -> None:
     (last,) = [f.result for f in frames if f.HasField("result")]
     assert len(last.tool_calls) == 0
     assert last.validation_attempts  # the parameter checks still show
-    assert response.result.selected_workflow.workflow_id == "oomkill-increase-memory-v1"
+    assert response.result.selected_workflow.workflow_id == "oomkill-scale-down-v1"
 
 
 def test_unknown_exposure_is_a_configuration_error() -> None:

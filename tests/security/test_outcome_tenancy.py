@@ -15,6 +15,7 @@ from google.protobuf import json_format
 from hapi.v1 import outcome_pb2, service_pb2
 from hapi_grpc.domain.tenancy import Tenant
 from hapi_grpc.observability import metrics
+from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog
 from tests.fakes.kube_cluster import ensure_namespace
 from tests.helpers.grpc_server import running_server
@@ -65,7 +66,7 @@ async def test_reading_a_namespace_is_not_writing_its_history(world: World) -> N
     world.bind_reader(namespace)  # the caller may `get pods` there, nothing more
     caller = bearer(world.caller_token)
     async with running_server(
-        catalog=wire_catalog(), **world.settings(authz_cache_seconds=0)
+        catalog=wire_catalog(), llm=FirstHitModel(), **world.settings(authz_cache_seconds=0)
     ) as srv:
         reply = await srv.stub.AnalyzeIncident(incident("rr-read-1", namespace), metadata=caller)
         assert reply.result.remediation_id == "rr-read-1"  # reading: allowed
@@ -110,7 +111,9 @@ async def test_a_report_under_another_tenants_id_reaches_nothing_of_theirs(
     world.bind_reporter(world.team_a)
     world.bind_reporter(world.team_b, account="controller-b")
     shared, unused = f"rr-b-{secrets.token_hex(4)}", f"rr-never-{secrets.token_hex(4)}"
-    async with running_server(catalog=wire_catalog(), **world.settings()) as srv:
+    async with running_server(
+        catalog=wire_catalog(), llm=FirstHitModel(), **world.settings()
+    ) as srv:
         stub = srv.stub
         first = await stub.AnalyzeIncident(incident(shared, world.team_b), metadata=b, timeout=30)
         assert first.result.selected_workflow.workflow_id and not first.result.needs_human_review
@@ -158,7 +161,9 @@ async def test_an_analysis_under_another_tenants_id_is_an_analysis_of_its_own(
 ) -> None:
     a, b = bearer(world.caller_token), bearer(world.caller_b_token)
     shared, unused = f"rr-b-{secrets.token_hex(4)}", f"rr-never-{secrets.token_hex(4)}"
-    async with running_server(catalog=wire_catalog(), **world.settings()) as srv:
+    async with running_server(
+        catalog=wire_catalog(), llm=FirstHitModel(), **world.settings()
+    ) as srv:
         stub = srv.stub
         first = await stub.AnalyzeIncident(incident(shared, world.team_b), metadata=b, timeout=30)
         # A's analysis under B's id (of a team A incident) runs as under an

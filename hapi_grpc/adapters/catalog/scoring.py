@@ -394,4 +394,5 @@ def _hit(item: _Scored) -> SearchHit:
         invariants=workflow.invariants,
         read_only=workflow.read_only,
         action_type=workflow.action_type,
+        detected_labels=dict(workflow.labels.detected_labels),
     )

@@ -127,6 +127,12 @@ class ApiServerReader:
         body, _ = await self._get(path, params, timeout, limit_bytes, accept="*/*", cut=True)
         return body.decode("utf-8", errors="replace")
 
+    async def node_stats(self, node: str, timeout: float) -> dict[str, Any]:
+        # The kubelet's summary API through the API server's node proxy: a GET of
+        # this one path, nothing else of the kubelet is ever requested.
+        path = f"/api/v1/nodes/{_segment(node)}/proxy/stats/summary"
+        return await self._get_json(path, {}, timeout, MAX_OBJECT_BYTES)
+
     async def watch(
         self,
         rtype: ResourceType,

@@ -17,7 +17,8 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hapi_grpc.domain.catalog import SearchHit, WorkflowCatalog
@@ -34,8 +35,9 @@ from hapi_grpc.domain.investigation.observer import (
 from hapi_grpc.domain.investigation.outcome import partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
-from hapi_grpc.domain.llm import LLMProvider, ReadsObserved
+from hapi_grpc.domain.llm import DecidesFromRecord, LLMProvider
 from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.premises import PremiseBook, bundled_book
 from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
 from hapi_grpc.domain.result import AnalysisResult
@@ -93,11 +95,14 @@ class InvestigationEngine:
         policy: DecisionPolicy | None = None,
         selection_checks: Sequence[SelectionCheck] = (),
         history: RemediationHistory | None = None,
+        premises: PremiseBook | None = None,
     ) -> None:
-        """`selection_checks` run after a selection's declared preconditions hold; any
-        may veto its automation (`domain.selection_gate`); with `history`, the
-        target's remediation history is checked too (`domain.history.gate`)."""
+        """`selection_checks` run after a selection's premise holds; any may veto its
+        automation (`domain.selection_gate`); with `history`, the target's remediation
+        history is checked too (`domain.history.gate`). `premises`: the packs in force
+        (the shipped ones when None); the policy may allow unverified workflows."""
         self._catalog = catalog
+        self._premises = premises if premises is not None else bundled_book()
         self._history = history
         self._policy = policy
         self._checks = tuple(selection_checks)
@@ -105,7 +110,7 @@ class InvestigationEngine:
         self._llm = llm
         # Decided once: isinstance against a runtime-checkable Protocol walks the
         # class's members on every call (6 us warm, ~1% of a storm's server CPU).
-        self._reader = llm if isinstance(llm, ReadsObserved) else None
+        self._reader = llm if isinstance(llm, DecidesFromRecord) else None
         self._settings = settings
         self._observer = observer
         self._running: set[_Running] = set()
@@ -147,6 +152,7 @@ class InvestigationEngine:
                     await _history_reason(state, result)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
+            _name_action_types(result, state.catalog.returned_workflows)
             result.warnings.extend(_history_notes(state))
             result.duration_seconds = time.perf_counter() - started
             reason = (
@@ -201,9 +207,10 @@ class InvestigationEngine:
         await self._llm.close()
 
     def _provider(self, state: InvestigationState) -> LLMProvider:
-        """The model for this investigation (one that reads the observed record gets it)."""
+        """The model for this investigation (one that decides from the record gets the
+        incident and the record)."""
         if self._reader is not None:
-            return self._reader.reading(state.selection_gate.observed)
+            return self._reader.investigating(state.incident, state.selection_gate.observed)
         return self._llm
 
     def _new_state(
@@ -220,7 +227,8 @@ class InvestigationEngine:
         if self._history is not None:
             own += (HistoryCheck(self._history),)
         checks = (*own, *self._checks)
-        gate = SelectionGate(incident, observed, checks)
+        allow = self._policy.allows_unverified if self._policy is not None else None
+        gate = SelectionGate(incident, observed, checks, self._premises, allow)
         catalog_tools = workflow_catalog_toolset(
             session,
             ledger,
@@ -283,6 +291,19 @@ def _history_notes(state: InvestigationState) -> list[str]:
         if isinstance(check, HistoryCheck)
         for note in check.notes
     ]
+
+
+def _name_action_types(result: AnalysisResult, returned: Mapping[str, SearchHit]) -> None:
+    """Every workflow the result names carries the action type its catalog entry declares."""
+    result.alternative_workflows = [
+        replace(a, action_type=returned[a.workflow_id].action_type)
+        if not a.action_type and a.workflow_id in returned
+        else a
+        for a in result.alternative_workflows
+    ]
+    s = result.selected_workflow
+    if s is not None and not s.action_type and s.workflow_id in returned:
+        result.selected_workflow = replace(s, action_type=returned[s.workflow_id].action_type)
 
 
 def _hit_of(state: InvestigationState, result: AnalysisResult) -> SearchHit | None:

@@ -217,7 +217,7 @@ def _accept(
     proposed = answer.selected
     assert proposed is not None
     state.last_candidate = None
-    selection = SelectedWorkflow.accepted(proposed, hit.version, parameters)
+    selection = SelectedWorkflow.accepted(proposed, hit.version, parameters, hit.action_type)
     return Verdict(answer, accepted=True, selection=selection)
 
 

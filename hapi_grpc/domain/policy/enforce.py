@@ -104,6 +104,11 @@ class DecisionPolicy:
     async def close(self) -> None:
         await self._counter.close()
 
+    async def allows_unverified(self, workflow_id: str, action_type: str) -> bool:
+        """Whether the policy automates this workflow although nothing states its
+        premise (`allow_unverified` names it or its action type)."""
+        return (await self._source.current()).allows_unverified(workflow_id, action_type)
+
     async def apply(
         self, incident: Incident, result: AnalysisResult, hit: SearchHit | None = None
     ) -> None:

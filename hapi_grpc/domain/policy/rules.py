@@ -35,7 +35,16 @@ from hapi_grpc.domain.policy.cel import (
 )
 from hapi_grpc.domain.policy.decision import VARIABLES, Decision
 
-__all__ = ["Action", "Evaluation", "Finding", "Policy", "PolicyError", "Rule", "parse_policy"]
+__all__ = [
+    "Action",
+    "Evaluation",
+    "Finding",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "Unverified",
+    "parse_policy",
+]
 
 MAX_RULES = 200
 MAX_LIMIT = 10_000
@@ -85,8 +94,27 @@ class Evaluation:
 
 
 @dataclass(frozen=True, slots=True)
+class Unverified:
+    """What the operator automates although no premise is declared for it
+    (`allow_unverified`): by action type or by workflow id."""
+
+    action_types: frozenset[str] = frozenset()
+    workflows: frozenset[str] = frozenset()
+
+    def allows(self, workflow_id: str, action_type: str) -> bool:
+        return workflow_id in self.workflows or (
+            bool(action_type) and action_type in self.action_types
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     rules: tuple[Rule, ...] = ()
+    unverified: Unverified = Unverified()
+
+    def allows_unverified(self, workflow_id: str, action_type: str) -> bool:
+        """Whether `allow_unverified` names this workflow or its action type."""
+        return self.unverified.allows(workflow_id, action_type)
 
     def evaluate(self, decision: Decision) -> Evaluation:
         """Which rules fire on `decision`."""
@@ -134,9 +162,11 @@ def parse_policy(document: Any) -> Policy:
         return Policy()
     if not isinstance(document, Mapping):
         raise PolicyError("must be a mapping with a 'rules' list")
-    unknown = sorted(str(k) for k in document if k != "rules")
+    unknown = sorted(str(k) for k in document if k not in ("rules", "allow_unverified"))
     if unknown:
-        raise PolicyError(f"unknown top-level key {_shown(unknown[0])} (only 'rules')")
+        raise PolicyError(
+            f"unknown top-level key {_shown(unknown[0])} (only 'rules' and 'allow_unverified')"
+        )
     items = document.get("rules") or []
     if not isinstance(items, list):
         raise PolicyError("'rules' must be a list")
@@ -150,7 +180,26 @@ def parse_policy(document: Any) -> Policy:
             raise PolicyError(f"rule {rule.name!r} (rules[{index}]): the name is used twice")
         seen.add(rule.name)
         rules.append(rule)
-    return Policy(tuple(rules))
+    return Policy(tuple(rules), _unverified(document.get("allow_unverified")))
+
+
+def _unverified(section: Any) -> Unverified:
+    """`allow_unverified: {action_types: [...], workflows: [...]}`."""
+    if section is None:
+        return Unverified()
+    where = "allow_unverified"
+    if not isinstance(section, Mapping) or set(section) - {"action_types", "workflows"}:
+        raise PolicyError(f"{where}: must be a mapping of 'action_types' and/or 'workflows'")
+    found: dict[str, frozenset[str]] = {}
+    for key in ("action_types", "workflows"):
+        names = section.get(key) or []
+        if not isinstance(names, list) or len(names) > MAX_RULES:
+            raise PolicyError(f"{where}.{key}: must be a list of at most {MAX_RULES} names")
+        for name in names:
+            if not isinstance(name, str) or not 1 <= len(name) <= 255 or name == "*":
+                raise PolicyError(f"{where}.{key}: {_shown(name)} is not a name")
+        found[key] = frozenset(names)
+    return Unverified(found["action_types"], found["workflows"])
 
 
 def _parse_rule(index: int, item: Any) -> Rule:

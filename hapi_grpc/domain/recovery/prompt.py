@@ -5,23 +5,20 @@ request: the attempt, each failed execution as fact lines (what was
 determined, what was selected with which parameters, what failed and how),
 then the recovery instructions with guidance for the reason codes present.
 Messages and summaries from the execution engine are untrusted: redacted,
-capped, on one quoted line, and named as data. `read_recovery` parses the
-fact lines back (the built-in analyst works from the prompt alone).
+capped, on one quoted line, and named as data.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.sensitive import redact_head, redact_mapping
 
-__all__ = ["RECOVERY", "FailedAttempt", "read_recovery", "recovery_lines"]
+__all__ = ["FAILED_EXECUTION", "RECOVERY", "REPEAT_ALLOWED", "recovery_lines"]
 
 RECOVERY = "Recovery Context"
 FAILED_EXECUTION = "Failed Execution"
@@ -33,7 +30,7 @@ _UNTRUSTED = 500  # failure message, engine summary
 _PARAMETERS = 1500
 _FACTORS = 5
 _REPEAT_REFUSED = "refused (a repeat would meet the same failure)"
-_REPEAT_ALLOWED = "allowed (the workflow's own pod never ran)"
+REPEAT_ALLOWED = "allowed (the workflow's own pod never ran)"
 
 
 def recovery_lines(recovery: RecoveryContext | None) -> list[str]:
@@ -76,7 +73,7 @@ def _execution_facts(previous: PreviousExecution) -> list[tuple[str, str]]:
         ("Rationale", _caller(previous.rationale, _TEXT)),
         ("Failure Reason", failure.reason),
         ("Failure Class", kind.label),
-        ("Repeat", _REPEAT_ALLOWED if kind.repeat_allowed else _REPEAT_REFUSED),
+        ("Repeat", REPEAT_ALLOWED if kind.repeat_allowed else _REPEAT_REFUSED),
         ("Failed Step", step),
         ("Exit Code", "" if failure.exit_code is None else str(failure.exit_code)),
         ("Failed At", _time(failure.failed_at)),
@@ -107,44 +104,6 @@ def _instructions(recovery: RecoveryContext) -> list[str]:
     reasons = dict.fromkeys(p.failure.reason for p in recovery.previous_executions)
     lines.extend(f"- {reason}: {classify(reason).guidance}." for reason in reasons)
     return lines
-
-
-@dataclass(frozen=True, slots=True)
-class FailedAttempt:
-    """A failed execution as read back from the prompt."""
-
-    workflow_id: str
-    parameters: dict[str, Any] | None  # None when they could not be read back
-    reason: str
-    repeat_allowed: bool
-
-
-def read_recovery(
-    facts: dict[str, dict[str, str]],
-) -> tuple[int, int, list[FailedAttempt]] | None:
-    """(attempt number, max attempts, failed executions) from `prompt.read_facts`
-    output; None when the prompt has no recovery section."""
-    header = facts.get(RECOVERY)
-    if header is None:
-        return None
-    attempts: list[FailedAttempt] = []
-    for title, section in facts.items():
-        if not title.startswith(FAILED_EXECUTION) or "Workflow" not in section:
-            continue
-        try:
-            text = section.get("Parameters", "{}")
-            parameters = bounded_json.loads(text, max_bytes=len(text) + 1)
-        except ValueError:
-            parameters = None
-        attempts.append(
-            FailedAttempt(
-                section["Workflow"],
-                parameters if isinstance(parameters, dict) else None,
-                section.get("Failure Reason", ""),
-                section.get("Repeat", "") == _REPEAT_ALLOWED,
-            )
-        )
-    return _number(header.get("Attempt Number")), _number(header.get("Max Attempts")), attempts
 
 
 # --- formatting ---------------------------------------------------------------------
@@ -193,10 +152,3 @@ def _time(value: datetime | None) -> str:
 
 def _seconds(value: float | None) -> str:
     return "" if value is None else f"{value:.0f}s"
-
-
-def _number(text: str | None) -> int:
-    try:
-        return int(text or "0")
-    except ValueError:
-        return 0

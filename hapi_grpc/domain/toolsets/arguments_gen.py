@@ -18,6 +18,7 @@ __all__ = [
     "KubernetesEventsArgs",
     "KubernetesGetArgs",
     "KubernetesListArgs",
+    "KubernetesNodeStatsArgs",
     "KubernetesOwnerChainArgs",
     "KubernetesPodLogsArgs",
     "PrometheusLabelValuesArgs",
@@ -354,4 +355,15 @@ class AlertmanagerActiveAlertsArgs(ProtoArgs):
         json_schema_extra=_values_only,
         max_length=10,
         description='Only alerts carrying all these labels, e.g. {"service": "payment-api"}.',
+    )
+
+
+class KubernetesNodeStatsArgs(ProtoArgs):
+    """Arguments of `kubernetes_node_stats` (proto `KubernetesNodeStatsArgs`)."""
+
+    node: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="Node name.",
     )

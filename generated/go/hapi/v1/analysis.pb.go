@@ -280,7 +280,10 @@ type SelectedWorkflow struct {
 	// Assessed risk of running it.
 	EstimatedRisk RiskLevel `protobuf:"varint,5,opt,name=estimated_risk,json=estimatedRisk,proto3,enum=hapi.v1.RiskLevel" json:"estimated_risk,omitempty"`
 	// Validated parameters with their JSON types (numbers, booleans, strings) intact.
-	Parameters    *structpb.Struct `protobuf:"bytes,6,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	Parameters *structpb.Struct `protobuf:"bytes,6,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// The catalog's action type of the workflow (`IncreaseMemoryLimits`,
+	// `RollbackDeployment`, or an operator's own); empty when it declares none.
+	ActionType    string `protobuf:"bytes,7,opt,name=action_type,json=actionType,proto3" json:"action_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -357,6 +360,13 @@ func (x *SelectedWorkflow) GetParameters() *structpb.Struct {
 	return nil
 }
 
+func (x *SelectedWorkflow) GetActionType() string {
+	if x != nil {
+		return x.ActionType
+	}
+	return ""
+}
+
 // A workflow considered but not selected.
 type AlternativeWorkflow struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -365,7 +375,9 @@ type AlternativeWorkflow struct {
 	// Confidence, 0.0-1.0.
 	Confidence float64 `protobuf:"fixed64,2,opt,name=confidence,proto3" json:"confidence,omitempty"`
 	// Why it could apply.
-	Rationale     string `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	Rationale string `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// The catalog's action type of the workflow; empty when it declares none.
+	ActionType    string `protobuf:"bytes,4,opt,name=action_type,json=actionType,proto3" json:"action_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -417,6 +429,13 @@ func (x *AlternativeWorkflow) GetConfidence() float64 {
 func (x *AlternativeWorkflow) GetRationale() string {
 	if x != nil {
 		return x.Rationale
+	}
+	return ""
+}
+
+func (x *AlternativeWorkflow) GetActionType() string {
+	if x != nil {
+		return x.ActionType
 	}
 	return ""
 }
@@ -941,7 +960,7 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1b\n" +
-	"\tapi_group\x18\x04 \x01(\tR\bapiGroup\"\xff\x01\n" +
+	"\tapi_group\x18\x04 \x01(\tR\bapiGroup\"\xa0\x02\n" +
 	"\x10SelectedWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x18\n" +
@@ -953,14 +972,18 @@ const file_hapi_v1_analysis_proto_rawDesc = "" +
 	"\x0eestimated_risk\x18\x05 \x01(\x0e2\x12.hapi.v1.RiskLevelR\restimatedRisk\x127\n" +
 	"\n" +
 	"parameters\x18\x06 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\"t\n" +
+	"parameters\x12\x1f\n" +
+	"\vaction_type\x18\a \x01(\tR\n" +
+	"actionType\"\x95\x01\n" +
 	"\x13AlternativeWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x1e\n" +
 	"\n" +
 	"confidence\x18\x02 \x01(\x01R\n" +
 	"confidence\x12\x1c\n" +
-	"\trationale\x18\x03 \x01(\tR\trationale\"\x8a\x01\n" +
+	"\trationale\x18\x03 \x01(\tR\trationale\x12\x1f\n" +
+	"\vaction_type\x18\x04 \x01(\tR\n" +
+	"actionType\"\x8a\x01\n" +
 	"\vContextUsed\x12#\n" +
 	"\rcluster_state\x18\x01 \x01(\tR\fclusterState\x123\n" +
 	"\x15resource_availability\x18\x02 \x01(\tR\x14resourceAvailability\x12!\n" +

@@ -627,6 +627,53 @@ func (x *KubernetesOwnerChainArgs) GetName() string {
 	return ""
 }
 
+// Arguments of the kubernetes_node_stats tool: one node's disk and volume use as its
+// kubelet reports it (stats summary, through the API server's node proxy).
+type KubernetesNodeStatsArgs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node name.
+	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubernetesNodeStatsArgs) Reset() {
+	*x = KubernetesNodeStatsArgs{}
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubernetesNodeStatsArgs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubernetesNodeStatsArgs) ProtoMessage() {}
+
+func (x *KubernetesNodeStatsArgs) ProtoReflect() protoreflect.Message {
+	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubernetesNodeStatsArgs.ProtoReflect.Descriptor instead.
+func (*KubernetesNodeStatsArgs) Descriptor() ([]byte, []int) {
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *KubernetesNodeStatsArgs) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // Arguments of the prometheus_query tool: a PromQL expression at one instant.
 type PrometheusQueryArgs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -641,7 +688,7 @@ type PrometheusQueryArgs struct {
 
 func (x *PrometheusQueryArgs) Reset() {
 	*x = PrometheusQueryArgs{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	mi := &file_hapi_v1_tools_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +700,7 @@ func (x *PrometheusQueryArgs) String() string {
 func (*PrometheusQueryArgs) ProtoMessage() {}
 
 func (x *PrometheusQueryArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[7]
+	mi := &file_hapi_v1_tools_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +713,7 @@ func (x *PrometheusQueryArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrometheusQueryArgs.ProtoReflect.Descriptor instead.
 func (*PrometheusQueryArgs) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{7}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PrometheusQueryArgs) GetQuery() string {
@@ -702,7 +749,7 @@ type PrometheusRangeQueryArgs struct {
 
 func (x *PrometheusRangeQueryArgs) Reset() {
 	*x = PrometheusRangeQueryArgs{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[8]
+	mi := &file_hapi_v1_tools_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +761,7 @@ func (x *PrometheusRangeQueryArgs) String() string {
 func (*PrometheusRangeQueryArgs) ProtoMessage() {}
 
 func (x *PrometheusRangeQueryArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[8]
+	mi := &file_hapi_v1_tools_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +774,7 @@ func (x *PrometheusRangeQueryArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrometheusRangeQueryArgs.ProtoReflect.Descriptor instead.
 func (*PrometheusRangeQueryArgs) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{8}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PrometheusRangeQueryArgs) GetQuery() string {
@@ -771,7 +818,7 @@ type PrometheusLabelValuesArgs struct {
 
 func (x *PrometheusLabelValuesArgs) Reset() {
 	*x = PrometheusLabelValuesArgs{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[9]
+	mi := &file_hapi_v1_tools_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +830,7 @@ func (x *PrometheusLabelValuesArgs) String() string {
 func (*PrometheusLabelValuesArgs) ProtoMessage() {}
 
 func (x *PrometheusLabelValuesArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[9]
+	mi := &file_hapi_v1_tools_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +843,7 @@ func (x *PrometheusLabelValuesArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrometheusLabelValuesArgs.ProtoReflect.Descriptor instead.
 func (*PrometheusLabelValuesArgs) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{9}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PrometheusLabelValuesArgs) GetLabel() string {
@@ -824,7 +871,7 @@ type PrometheusSeriesArgs struct {
 
 func (x *PrometheusSeriesArgs) Reset() {
 	*x = PrometheusSeriesArgs{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[10]
+	mi := &file_hapi_v1_tools_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +883,7 @@ func (x *PrometheusSeriesArgs) String() string {
 func (*PrometheusSeriesArgs) ProtoMessage() {}
 
 func (x *PrometheusSeriesArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[10]
+	mi := &file_hapi_v1_tools_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +896,7 @@ func (x *PrometheusSeriesArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrometheusSeriesArgs.ProtoReflect.Descriptor instead.
 func (*PrometheusSeriesArgs) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{10}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PrometheusSeriesArgs) GetMatch() []string {
@@ -872,7 +919,7 @@ type AlertmanagerActiveAlertsArgs struct {
 
 func (x *AlertmanagerActiveAlertsArgs) Reset() {
 	*x = AlertmanagerActiveAlertsArgs{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[11]
+	mi := &file_hapi_v1_tools_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +931,7 @@ func (x *AlertmanagerActiveAlertsArgs) String() string {
 func (*AlertmanagerActiveAlertsArgs) ProtoMessage() {}
 
 func (x *AlertmanagerActiveAlertsArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[11]
+	mi := &file_hapi_v1_tools_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +944,7 @@ func (x *AlertmanagerActiveAlertsArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertmanagerActiveAlertsArgs.ProtoReflect.Descriptor instead.
 func (*AlertmanagerActiveAlertsArgs) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{11}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AlertmanagerActiveAlertsArgs) GetNamespace() string {
@@ -929,7 +976,7 @@ type McpToolCall struct {
 
 func (x *McpToolCall) Reset() {
 	*x = McpToolCall{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[12]
+	mi := &file_hapi_v1_tools_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +988,7 @@ func (x *McpToolCall) String() string {
 func (*McpToolCall) ProtoMessage() {}
 
 func (x *McpToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[12]
+	mi := &file_hapi_v1_tools_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1001,7 @@ func (x *McpToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolCall.ProtoReflect.Descriptor instead.
 func (*McpToolCall) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{12}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *McpToolCall) GetServer() string {
@@ -1000,6 +1047,7 @@ type ToolCallRecord struct {
 	//	*ToolCallRecord_PrometheusSeries
 	//	*ToolCallRecord_AlertmanagerActiveAlerts
 	//	*ToolCallRecord_McpTool
+	//	*ToolCallRecord_KubernetesNodeStats
 	Arguments isToolCallRecord_Arguments `protobuf_oneof:"arguments"`
 	// The raw argument text the model sent (kept for debugging; may be malformed JSON).
 	RawArguments string `protobuf:"bytes,4,opt,name=raw_arguments,json=rawArguments,proto3" json:"raw_arguments,omitempty"`
@@ -1015,7 +1063,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_hapi_v1_tools_proto_msgTypes[13]
+	mi := &file_hapi_v1_tools_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1075,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hapi_v1_tools_proto_msgTypes[13]
+	mi := &file_hapi_v1_tools_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1088,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{13}
+	return file_hapi_v1_tools_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolCallRecord) GetName() string {
@@ -1174,6 +1222,15 @@ func (x *ToolCallRecord) GetMcpTool() *McpToolCall {
 	return nil
 }
 
+func (x *ToolCallRecord) GetKubernetesNodeStats() *KubernetesNodeStatsArgs {
+	if x != nil {
+		if x, ok := x.Arguments.(*ToolCallRecord_KubernetesNodeStats); ok {
+			return x.KubernetesNodeStats
+		}
+	}
+	return nil
+}
+
 func (x *ToolCallRecord) GetRawArguments() string {
 	if x != nil {
 		return x.RawArguments
@@ -1271,6 +1328,11 @@ type ToolCallRecord_McpTool struct {
 	McpTool *McpToolCall `protobuf:"bytes,18,opt,name=mcp_tool,json=mcpTool,proto3,oneof"`
 }
 
+type ToolCallRecord_KubernetesNodeStats struct {
+	// Arguments of a kubernetes_node_stats call.
+	KubernetesNodeStats *KubernetesNodeStatsArgs `protobuf:"bytes,19,opt,name=kubernetes_node_stats,json=kubernetesNodeStats,proto3,oneof"`
+}
+
 func (*ToolCallRecord_SearchWorkflowCatalog) isToolCallRecord_Arguments() {}
 
 func (*ToolCallRecord_ValidateWorkflowParameters) isToolCallRecord_Arguments() {}
@@ -1296,6 +1358,8 @@ func (*ToolCallRecord_PrometheusSeries) isToolCallRecord_Arguments() {}
 func (*ToolCallRecord_AlertmanagerActiveAlerts) isToolCallRecord_Arguments() {}
 
 func (*ToolCallRecord_McpTool) isToolCallRecord_Arguments() {}
+
+func (*ToolCallRecord_KubernetesNodeStats) isToolCallRecord_Arguments() {}
 
 var File_hapi_v1_tools_proto protoreflect.FileDescriptor
 
@@ -1353,7 +1417,9 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\x18KubernetesOwnerChainArgs\x12N\n" +
 	"\tnamespace\x18\x01 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18?2$^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$R\tnamespace\x12D\n" +
 	"\x04kind\x18\x02 \x01(\tB0\xbaH-\xd8\x01\x01r(\x18\x80\x012#^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$R\x04kind\x12Q\n" +
-	"\x04name\x18\x03 \x01(\tB=\xbaH:r8\x10\x01\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x04name\"T\n" +
+	"\x04name\x18\x03 \x01(\tB=\xbaH:r8\x10\x01\x18\xfd\x0121^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$R\x04name\"a\n" +
+	"\x17KubernetesNodeStatsArgs\x12F\n" +
+	"\x04node\x18\x01 \x01(\tB2\xbaH/r-\x10\x01\x18\xfd\x012&^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$R\x04node\"T\n" +
 	"\x13PrometheusQueryArgs\x12 \n" +
 	"\x05query\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xa0\x1fR\x05query\x12\x1b\n" +
@@ -1379,7 +1445,7 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\vMcpToolCall\x12\x1f\n" +
 	"\x06server\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06server\x12\x1c\n" +
 	"\x04tool\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x04tool\x125\n" +
-	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\"\x89\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\"\xe1\n" +
 	"\n" +
 	"\x0eToolCallRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\\\n" +
@@ -1396,7 +1462,8 @@ const file_hapi_v1_tools_proto_rawDesc = "" +
 	"\x17prometheus_label_values\x18\x0f \x01(\v2\".hapi.v1.PrometheusLabelValuesArgsH\x00R\x15prometheusLabelValues\x12L\n" +
 	"\x11prometheus_series\x18\x10 \x01(\v2\x1d.hapi.v1.PrometheusSeriesArgsH\x00R\x10prometheusSeries\x12e\n" +
 	"\x1aalertmanager_active_alerts\x18\x11 \x01(\v2%.hapi.v1.AlertmanagerActiveAlertsArgsH\x00R\x18alertmanagerActiveAlerts\x121\n" +
-	"\bmcp_tool\x18\x12 \x01(\v2\x14.hapi.v1.McpToolCallH\x00R\amcpTool\x12#\n" +
+	"\bmcp_tool\x18\x12 \x01(\v2\x14.hapi.v1.McpToolCallH\x00R\amcpTool\x12V\n" +
+	"\x15kubernetes_node_stats\x18\x13 \x01(\v2 .hapi.v1.KubernetesNodeStatsArgsH\x00R\x13kubernetesNodeStats\x12#\n" +
 	"\rraw_arguments\x18\x04 \x01(\tR\frawArguments\x12\x16\n" +
 	"\x06result\x18\x05 \x01(\tR\x06result\x12/\n" +
 	"\x06status\x18\x06 \x01(\x0e2\x17.hapi.v1.ToolCallStatusR\x06status\x12)\n" +
@@ -1425,7 +1492,7 @@ func file_hapi_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_hapi_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_hapi_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_hapi_v1_tools_proto_goTypes = []any{
 	(ToolCallStatus)(0),                    // 0: hapi.v1.ToolCallStatus
 	(*SearchWorkflowCatalogArgs)(nil),      // 1: hapi.v1.SearchWorkflowCatalogArgs
@@ -1435,20 +1502,21 @@ var file_hapi_v1_tools_proto_goTypes = []any{
 	(*KubernetesEventsArgs)(nil),           // 5: hapi.v1.KubernetesEventsArgs
 	(*KubernetesPodLogsArgs)(nil),          // 6: hapi.v1.KubernetesPodLogsArgs
 	(*KubernetesOwnerChainArgs)(nil),       // 7: hapi.v1.KubernetesOwnerChainArgs
-	(*PrometheusQueryArgs)(nil),            // 8: hapi.v1.PrometheusQueryArgs
-	(*PrometheusRangeQueryArgs)(nil),       // 9: hapi.v1.PrometheusRangeQueryArgs
-	(*PrometheusLabelValuesArgs)(nil),      // 10: hapi.v1.PrometheusLabelValuesArgs
-	(*PrometheusSeriesArgs)(nil),           // 11: hapi.v1.PrometheusSeriesArgs
-	(*AlertmanagerActiveAlertsArgs)(nil),   // 12: hapi.v1.AlertmanagerActiveAlertsArgs
-	(*McpToolCall)(nil),                    // 13: hapi.v1.McpToolCall
-	(*ToolCallRecord)(nil),                 // 14: hapi.v1.ToolCallRecord
-	nil,                                    // 15: hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
-	(*structpb.Struct)(nil),                // 16: google.protobuf.Struct
+	(*KubernetesNodeStatsArgs)(nil),        // 8: hapi.v1.KubernetesNodeStatsArgs
+	(*PrometheusQueryArgs)(nil),            // 9: hapi.v1.PrometheusQueryArgs
+	(*PrometheusRangeQueryArgs)(nil),       // 10: hapi.v1.PrometheusRangeQueryArgs
+	(*PrometheusLabelValuesArgs)(nil),      // 11: hapi.v1.PrometheusLabelValuesArgs
+	(*PrometheusSeriesArgs)(nil),           // 12: hapi.v1.PrometheusSeriesArgs
+	(*AlertmanagerActiveAlertsArgs)(nil),   // 13: hapi.v1.AlertmanagerActiveAlertsArgs
+	(*McpToolCall)(nil),                    // 14: hapi.v1.McpToolCall
+	(*ToolCallRecord)(nil),                 // 15: hapi.v1.ToolCallRecord
+	nil,                                    // 16: hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
+	(*structpb.Struct)(nil),                // 17: google.protobuf.Struct
 }
 var file_hapi_v1_tools_proto_depIdxs = []int32{
-	16, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
-	15, // 1: hapi.v1.AlertmanagerActiveAlertsArgs.labels:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
-	16, // 2: hapi.v1.McpToolCall.arguments:type_name -> google.protobuf.Struct
+	17, // 0: hapi.v1.ValidateWorkflowParametersArgs.parameters:type_name -> google.protobuf.Struct
+	16, // 1: hapi.v1.AlertmanagerActiveAlertsArgs.labels:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs.LabelsEntry
+	17, // 2: hapi.v1.McpToolCall.arguments:type_name -> google.protobuf.Struct
 	1,  // 3: hapi.v1.ToolCallRecord.search_workflow_catalog:type_name -> hapi.v1.SearchWorkflowCatalogArgs
 	2,  // 4: hapi.v1.ToolCallRecord.validate_workflow_parameters:type_name -> hapi.v1.ValidateWorkflowParametersArgs
 	3,  // 5: hapi.v1.ToolCallRecord.kubernetes_get:type_name -> hapi.v1.KubernetesGetArgs
@@ -1456,18 +1524,19 @@ var file_hapi_v1_tools_proto_depIdxs = []int32{
 	5,  // 7: hapi.v1.ToolCallRecord.kubernetes_events:type_name -> hapi.v1.KubernetesEventsArgs
 	6,  // 8: hapi.v1.ToolCallRecord.kubernetes_pod_logs:type_name -> hapi.v1.KubernetesPodLogsArgs
 	7,  // 9: hapi.v1.ToolCallRecord.kubernetes_owner_chain:type_name -> hapi.v1.KubernetesOwnerChainArgs
-	8,  // 10: hapi.v1.ToolCallRecord.prometheus_query:type_name -> hapi.v1.PrometheusQueryArgs
-	9,  // 11: hapi.v1.ToolCallRecord.prometheus_query_range:type_name -> hapi.v1.PrometheusRangeQueryArgs
-	10, // 12: hapi.v1.ToolCallRecord.prometheus_label_values:type_name -> hapi.v1.PrometheusLabelValuesArgs
-	11, // 13: hapi.v1.ToolCallRecord.prometheus_series:type_name -> hapi.v1.PrometheusSeriesArgs
-	12, // 14: hapi.v1.ToolCallRecord.alertmanager_active_alerts:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs
-	13, // 15: hapi.v1.ToolCallRecord.mcp_tool:type_name -> hapi.v1.McpToolCall
-	0,  // 16: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	9,  // 10: hapi.v1.ToolCallRecord.prometheus_query:type_name -> hapi.v1.PrometheusQueryArgs
+	10, // 11: hapi.v1.ToolCallRecord.prometheus_query_range:type_name -> hapi.v1.PrometheusRangeQueryArgs
+	11, // 12: hapi.v1.ToolCallRecord.prometheus_label_values:type_name -> hapi.v1.PrometheusLabelValuesArgs
+	12, // 13: hapi.v1.ToolCallRecord.prometheus_series:type_name -> hapi.v1.PrometheusSeriesArgs
+	13, // 14: hapi.v1.ToolCallRecord.alertmanager_active_alerts:type_name -> hapi.v1.AlertmanagerActiveAlertsArgs
+	14, // 15: hapi.v1.ToolCallRecord.mcp_tool:type_name -> hapi.v1.McpToolCall
+	8,  // 16: hapi.v1.ToolCallRecord.kubernetes_node_stats:type_name -> hapi.v1.KubernetesNodeStatsArgs
+	0,  // 17: hapi.v1.ToolCallRecord.status:type_name -> hapi.v1.ToolCallStatus
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_hapi_v1_tools_proto_init() }
@@ -1479,7 +1548,7 @@ func file_hapi_v1_tools_proto_init() {
 	file_hapi_v1_tools_proto_msgTypes[3].OneofWrappers = []any{}
 	file_hapi_v1_tools_proto_msgTypes[4].OneofWrappers = []any{}
 	file_hapi_v1_tools_proto_msgTypes[5].OneofWrappers = []any{}
-	file_hapi_v1_tools_proto_msgTypes[13].OneofWrappers = []any{
+	file_hapi_v1_tools_proto_msgTypes[14].OneofWrappers = []any{
 		(*ToolCallRecord_SearchWorkflowCatalog)(nil),
 		(*ToolCallRecord_ValidateWorkflowParameters)(nil),
 		(*ToolCallRecord_KubernetesGet)(nil),
@@ -1493,6 +1562,7 @@ func file_hapi_v1_tools_proto_init() {
 		(*ToolCallRecord_PrometheusSeries)(nil),
 		(*ToolCallRecord_AlertmanagerActiveAlerts)(nil),
 		(*ToolCallRecord_McpTool)(nil),
+		(*ToolCallRecord_KubernetesNodeStats)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1500,7 +1570,7 @@ func file_hapi_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapi_v1_tools_proto_rawDesc), len(file_hapi_v1_tools_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -71,30 +71,34 @@ class TargetResource(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., api_group: _Optional[str] = ...) -> None: ...
 
 class SelectedWorkflow(_message.Message):
-    __slots__ = ("workflow_id", "version", "confidence", "rationale", "estimated_risk", "parameters")
+    __slots__ = ("workflow_id", "version", "confidence", "rationale", "estimated_risk", "parameters", "action_type")
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     RATIONALE_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_RISK_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_TYPE_FIELD_NUMBER: _ClassVar[int]
     workflow_id: str
     version: str
     confidence: float
     rationale: str
     estimated_risk: _common_pb2.RiskLevel
     parameters: _struct_pb2.Struct
-    def __init__(self, workflow_id: _Optional[str] = ..., version: _Optional[str] = ..., confidence: _Optional[float] = ..., rationale: _Optional[str] = ..., estimated_risk: _Optional[_Union[_common_pb2.RiskLevel, str]] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    action_type: str
+    def __init__(self, workflow_id: _Optional[str] = ..., version: _Optional[str] = ..., confidence: _Optional[float] = ..., rationale: _Optional[str] = ..., estimated_risk: _Optional[_Union[_common_pb2.RiskLevel, str]] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., action_type: _Optional[str] = ...) -> None: ...
 
 class AlternativeWorkflow(_message.Message):
-    __slots__ = ("workflow_id", "confidence", "rationale")
+    __slots__ = ("workflow_id", "confidence", "rationale", "action_type")
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     RATIONALE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_TYPE_FIELD_NUMBER: _ClassVar[int]
     workflow_id: str
     confidence: float
     rationale: str
-    def __init__(self, workflow_id: _Optional[str] = ..., confidence: _Optional[float] = ..., rationale: _Optional[str] = ...) -> None: ...
+    action_type: str
+    def __init__(self, workflow_id: _Optional[str] = ..., confidence: _Optional[float] = ..., rationale: _Optional[str] = ..., action_type: _Optional[str] = ...) -> None: ...
 
 class ContextUsed(_message.Message):
     __slots__ = ("cluster_state", "resource_availability", "blast_radius")

@@ -116,6 +116,12 @@ class KubernetesOwnerChainArgs(_message.Message):
     name: str
     def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
+class KubernetesNodeStatsArgs(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    def __init__(self, node: _Optional[str] = ...) -> None: ...
+
 class PrometheusQueryArgs(_message.Message):
     __slots__ = ("query", "time")
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -176,7 +182,7 @@ class McpToolCall(_message.Message):
     def __init__(self, server: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ToolCallRecord(_message.Message):
-    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "kubernetes_get", "kubernetes_list", "kubernetes_events", "kubernetes_pod_logs", "kubernetes_owner_chain", "prometheus_query", "prometheus_query_range", "prometheus_label_values", "prometheus_series", "alertmanager_active_alerts", "mcp_tool", "raw_arguments", "result", "status", "duration_seconds")
+    __slots__ = ("name", "search_workflow_catalog", "validate_workflow_parameters", "kubernetes_get", "kubernetes_list", "kubernetes_events", "kubernetes_pod_logs", "kubernetes_owner_chain", "prometheus_query", "prometheus_query_range", "prometheus_label_values", "prometheus_series", "alertmanager_active_alerts", "mcp_tool", "kubernetes_node_stats", "raw_arguments", "result", "status", "duration_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SEARCH_WORKFLOW_CATALOG_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_WORKFLOW_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
@@ -191,6 +197,7 @@ class ToolCallRecord(_message.Message):
     PROMETHEUS_SERIES_FIELD_NUMBER: _ClassVar[int]
     ALERTMANAGER_ACTIVE_ALERTS_FIELD_NUMBER: _ClassVar[int]
     MCP_TOOL_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_NODE_STATS_FIELD_NUMBER: _ClassVar[int]
     RAW_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -209,8 +216,9 @@ class ToolCallRecord(_message.Message):
     prometheus_series: PrometheusSeriesArgs
     alertmanager_active_alerts: AlertmanagerActiveAlertsArgs
     mcp_tool: McpToolCall
+    kubernetes_node_stats: KubernetesNodeStatsArgs
     raw_arguments: str
     result: str
     status: ToolCallStatus
     duration_seconds: float
-    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., kubernetes_get: _Optional[_Union[KubernetesGetArgs, _Mapping]] = ..., kubernetes_list: _Optional[_Union[KubernetesListArgs, _Mapping]] = ..., kubernetes_events: _Optional[_Union[KubernetesEventsArgs, _Mapping]] = ..., kubernetes_pod_logs: _Optional[_Union[KubernetesPodLogsArgs, _Mapping]] = ..., kubernetes_owner_chain: _Optional[_Union[KubernetesOwnerChainArgs, _Mapping]] = ..., prometheus_query: _Optional[_Union[PrometheusQueryArgs, _Mapping]] = ..., prometheus_query_range: _Optional[_Union[PrometheusRangeQueryArgs, _Mapping]] = ..., prometheus_label_values: _Optional[_Union[PrometheusLabelValuesArgs, _Mapping]] = ..., prometheus_series: _Optional[_Union[PrometheusSeriesArgs, _Mapping]] = ..., alertmanager_active_alerts: _Optional[_Union[AlertmanagerActiveAlertsArgs, _Mapping]] = ..., mcp_tool: _Optional[_Union[McpToolCall, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., search_workflow_catalog: _Optional[_Union[SearchWorkflowCatalogArgs, _Mapping]] = ..., validate_workflow_parameters: _Optional[_Union[ValidateWorkflowParametersArgs, _Mapping]] = ..., kubernetes_get: _Optional[_Union[KubernetesGetArgs, _Mapping]] = ..., kubernetes_list: _Optional[_Union[KubernetesListArgs, _Mapping]] = ..., kubernetes_events: _Optional[_Union[KubernetesEventsArgs, _Mapping]] = ..., kubernetes_pod_logs: _Optional[_Union[KubernetesPodLogsArgs, _Mapping]] = ..., kubernetes_owner_chain: _Optional[_Union[KubernetesOwnerChainArgs, _Mapping]] = ..., prometheus_query: _Optional[_Union[PrometheusQueryArgs, _Mapping]] = ..., prometheus_query_range: _Optional[_Union[PrometheusRangeQueryArgs, _Mapping]] = ..., prometheus_label_values: _Optional[_Union[PrometheusLabelValuesArgs, _Mapping]] = ..., prometheus_series: _Optional[_Union[PrometheusSeriesArgs, _Mapping]] = ..., alertmanager_active_alerts: _Optional[_Union[AlertmanagerActiveAlertsArgs, _Mapping]] = ..., mcp_tool: _Optional[_Union[McpToolCall, _Mapping]] = ..., kubernetes_node_stats: _Optional[_Union[KubernetesNodeStatsArgs, _Mapping]] = ..., raw_arguments: _Optional[str] = ..., result: _Optional[str] = ..., status: _Optional[_Union[ToolCallStatus, str]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...

@@ -17,6 +17,7 @@ __all__ = [
     "KubernetesEventsArgs",
     "KubernetesGetArgs",
     "KubernetesListArgs",
+    "KubernetesNodeStatsArgs",
     "KubernetesOwnerChainArgs",
     "KubernetesPodLogsArgs",
 ]
@@ -37,6 +38,10 @@ class KubernetesEventsArgs(proto.KubernetesEventsArgs):
 
 
 class KubernetesOwnerChainArgs(proto.KubernetesOwnerChainArgs):
+    model_config = _TRIMMED
+
+
+class KubernetesNodeStatsArgs(proto.KubernetesNodeStatsArgs):
     model_config = _TRIMMED
 
 

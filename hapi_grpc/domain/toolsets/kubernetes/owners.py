@@ -5,7 +5,9 @@ the controller owner reference is followed (at most five levels), each link
 read through discovery so custom controllers work too. The top of the chain
 is the resource to remediate, spelled as ADR-038's `namespace/group/Kind/name`
 (`/core/Node/worker-3` for a cluster-scoped one). For a Pod, its Node is read
-as well, since a node condition is a root cause the Pod cannot show.
+as well, since a node condition is a root cause the Pod cannot show; for a
+Deployment at the top, its ReplicaSets (its revision history), which is what
+a rollback's premise compares.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = ["OWNERS_TOOL", "KubernetesOwnerChain", "resource_ref"]
 
 OWNERS_TOOL = "kubernetes_owner_chain"
 _MAX_LINKS = 5
+_MAX_REVISIONS = 20  # more than a Deployment's default revisionHistoryLimit (10)
 
 
 def resource_ref(rtype: ResourceType, namespace: str | None, name: str) -> str:
@@ -98,6 +101,10 @@ class KubernetesOwnerChain:
             node = await self._node(start, ctx, notes)
             if node is not None:
                 data["node"] = node
+        if obj.get("kind") == "Deployment":
+            revisions = await self._revisions(obj, ctx, notes)
+            if revisions:
+                data["revisions"] = revisions
         if notes:
             data["notes"] = notes
         if ctx.observed is not None:
@@ -105,6 +112,56 @@ class KubernetesOwnerChain:
                 rtype.kind, namespace, args.name, [str(link["ref"]) for link in chain]
             )
         return session.answer(data)
+
+    async def _revisions(
+        self, deployment: dict[str, Any], ctx: ToolContext, notes: list[str]
+    ) -> list[str]:
+        """The Deployment's ReplicaSets, newest revision first, one line each."""
+        meta = deployment.get("metadata") or {}
+        labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if not labels:
+            return []
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        try:
+            rstype = await self.session.reader.resolve("apps/v1/ReplicaSet", ctx.timeout)
+            self.session.scope.check_type(rstype)
+            found = await self.session.reader.list(
+                rstype,
+                meta.get("namespace"),
+                ctx.timeout,
+                label_selector=selector,
+                limit=_MAX_REVISIONS,
+            )
+        except (ScopeRefusal, KubeFailure) as exc:
+            notes.append(f"revisions of {meta.get('name')} not read: {exc.message}")
+            return []
+        owned = [
+            i
+            for i in found.get("items") or []
+            if isinstance(i, dict)
+            and any(
+                r.get("kind") == "Deployment" and r.get("name") == meta.get("name")
+                for r in (i.get("metadata") or {}).get("ownerReferences") or []
+            )
+        ]
+        for item in owned:
+            item.setdefault("kind", "ReplicaSet")
+            if ctx.observed is not None:
+                ctx.observed.record_object(item)
+
+        def revision(item: dict[str, Any]) -> int:
+            text = ((item.get("metadata") or {}).get("annotations") or {}).get(
+                "deployment.kubernetes.io/revision", ""
+            )
+            return int(text) if isinstance(text, str) and text.isdigit() else 0
+
+        def images(item: dict[str, Any]) -> str:
+            template = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
+            found = [str(c.get("image", "")) for c in template.get("containers") or []]
+            return ",".join(found)[:300]
+
+        owned.sort(key=revision, reverse=True)
+        return [f"revision {revision(i)}: {list_line(i)} images={images(i)}" for i in owned]
 
     async def _node(
         self, pod: dict[str, Any], ctx: ToolContext, notes: list[str]

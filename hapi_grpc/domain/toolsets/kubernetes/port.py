@@ -97,6 +97,10 @@ class KubernetesReader(Protocol):
         """The tail of one container's log."""
         ...
 
+    async def node_stats(self, node: str, timeout: float) -> dict[str, Any]:
+        """The node's kubelet stats summary (`/stats/summary`, through the node proxy)."""
+        ...
+
     @property
     def requests_made(self) -> int:
         """How many requests this reader has sent (for benchmarks and tests)."""

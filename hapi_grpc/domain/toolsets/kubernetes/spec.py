@@ -17,7 +17,7 @@ DATA_KEY = "cluster_data"
 MAX_OUTPUT_CHARS = 12_000  # per call
 PROMPT_NOTE = (
     "read-only Kubernetes tools (kubernetes_get, kubernetes_list, kubernetes_events,"
-    " kubernetes_pod_logs, kubernetes_owner_chain)"
+    " kubernetes_pod_logs, kubernetes_owner_chain, kubernetes_node_stats)"
 )
 GUIDE = """
 
@@ -32,7 +32,8 @@ its Pods with its selector, then get the failing Pod): container state, last ter
 node is the cause.
 - Crash loop: kubernetes_pod_logs with previous=true shows the crashed instance's last lines.
 - Image pull failure or Pending Pod: kubernetes_events on the Pod.
-- Node signal: kubernetes_get the Node (conditions, pressure, taints).
+- Node signal: kubernetes_get the Node (conditions, pressure, taints); for disk pressure, \
+kubernetes_node_stats shows what fills its disk (images, logs, volumes).
 Cite what you read (object, field, value) in root_cause_assessment, and take workflow \
 parameters (e.g. the current memory limit) from it."""
 
@@ -47,6 +48,7 @@ def _limits(settings: KubernetesToolsetSettings) -> ToolsetLimits:
 
 def _argument_models() -> Mapping[str, type[BaseModel]]:
     from hapi_grpc.domain.toolsets.kubernetes import args
+    from hapi_grpc.domain.toolsets.kubernetes.node_stats import NODE_STATS_TOOL
     from hapi_grpc.domain.toolsets.kubernetes.owners import OWNERS_TOOL
     from hapi_grpc.domain.toolsets.kubernetes.tools import (
         EVENTS_TOOL,
@@ -61,6 +63,7 @@ def _argument_models() -> Mapping[str, type[BaseModel]]:
         EVENTS_TOOL: args.KubernetesEventsArgs,
         LOGS_TOOL: args.KubernetesPodLogsArgs,
         OWNERS_TOOL: args.KubernetesOwnerChainArgs,
+        NODE_STATS_TOOL: args.KubernetesNodeStatsArgs,
     }
 
 

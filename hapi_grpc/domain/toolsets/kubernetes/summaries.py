@@ -16,9 +16,12 @@ from typing import Any
 from hapi_grpc.domain.sensitive import redact
 from hapi_grpc.domain.toolsets.kubernetes.views import WORKLOAD_KINDS, age, owner_refs
 
-__all__ = ["FoldedEvent", "fold_events", "list_line"]
+__all__ = ["NOTE_LENGTH_LIMIT", "FoldedEvent", "fold_events", "list_line"]
 
 _MESSAGE_CHARS = 400
+# An event's message is at most this long (the API's NoteLengthLimit): kept whole for
+# the service's record, cut to `_MESSAGE_CHARS` in the view.
+NOTE_LENGTH_LIMIT = 1024
 
 
 def _short(text: Any, limit: int) -> str:
@@ -126,7 +129,7 @@ class FoldedEvent:
             "type": self.type,
             "reason": self.reason,
             "object": self.object,
-            "message": self.message,
+            "message": _short(self.message, _MESSAGE_CHARS),
             "count": self.count,
             "first_seen": self.first_seen,
             "last_seen": self.last_seen,
@@ -163,7 +166,7 @@ def _event_fields(event: dict[str, Any]) -> tuple[str, str, str, str, int, str, 
         str(event.get("type") or ""),
         str(event.get("reason") or ""),
         obj,
-        _short(message, _MESSAGE_CHARS),
+        _short(message, NOTE_LENGTH_LIMIT),
         count,
         str(first),
         str(last),

@@ -1,7 +1,7 @@
 """The `kubernetes` toolset: read-only investigation of the incident's cluster.
 
-Five tools, each reading through the `KubernetesReader` port: get, list,
-events, pod logs and owner chain. What they share lives in
+Six tools, each reading through the `KubernetesReader` port: get, list,
+events, pod logs, owner chain and a node's stats summary (`node_stats`). What they share lives in
 `KubernetesSession` (one per investigation): the scope checks that run
 before any request, the per-investigation output budget, and the wrapper
 that marks every answer as data read from the cluster, never instructions.
@@ -24,6 +24,7 @@ from hapi_grpc.domain.toolsets.kubernetes.args import (
     KubernetesListArgs,
     KubernetesPodLogsArgs,
 )
+from hapi_grpc.domain.toolsets.kubernetes.node_stats import NODE_STATS_TOOL, KubernetesNodeStats
 from hapi_grpc.domain.toolsets.kubernetes.owners import OWNERS_TOOL, KubernetesOwnerChain
 from hapi_grpc.domain.toolsets.kubernetes.port import KubernetesReader
 from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
@@ -46,6 +47,7 @@ __all__ = [
     "LIST_TOOL",
     "LOGS_TOOL",
     "NAME",
+    "NODE_STATS_TOOL",
     "OWNERS_TOOL",
     "PROMPT_NOTE",
     "KubernetesSession",
@@ -172,7 +174,9 @@ class KubernetesEvents:
         folded = fold_events(*lists)
         if ctx.observed is not None and args.name is not None and kind is not None:
             for event in folded[:_EVENTS_RECORDED]:
-                ctx.observed.record_event(kind, namespace or "", args.name, event.view())
+                # The record keeps the whole message: its end often says why.
+                whole = {**event.view(), "message": event.message}
+                ctx.observed.record_event(kind, namespace or "", args.name, whole)
         data: dict[str, Any] = {
             "kind": "EventSummary",
             "about": f"{kind}/{args.name}" if args.name else f"namespace {namespace}",
@@ -246,7 +250,7 @@ def _log_line(line: str) -> str:
 
 
 def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Toolset:
-    """The five tools bound to one investigation's session."""
+    """The six tools bound to one investigation's session."""
     return Toolset(
         NAME,
         (
@@ -255,6 +259,7 @@ def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Too
             KubernetesEvents(session),
             KubernetesPodLogs(session),
             KubernetesOwnerChain(session),
+            KubernetesNodeStats(session),
         ),
         limits,
         prompt_note=PROMPT_NOTE,

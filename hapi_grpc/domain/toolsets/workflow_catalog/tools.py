@@ -23,6 +23,7 @@ from hapi_grpc.domain.catalog import (
 from hapi_grpc.domain.levels import RiskLevel
 from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.parameters import ValidationOutcome
+from hapi_grpc.domain.premises import Premises
 from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets import arguments_gen as proto
@@ -124,6 +125,8 @@ class SearchWorkflowCatalog:
         self.session.remember(hits)
         # One CEL activation for all hits: the record is converted once, not per hit.
         with self.gate.reusing() if self.gate is not None else nullcontext():
+            if self.gate is not None:
+                self.gate.prepare([(hit.workflow_id, hit) for hit in hits])
             summaries = [_hit_summary(hit, self.gate) for hit in hits]
         payload: dict[str, Any] = {"workflows": summaries, "total_results": len(hits)}
         if not hits:
@@ -311,8 +314,10 @@ def failure_result(failure: CatalogFailure) -> ToolResult:
     )
 
 
-def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
+def _param_summary(spec: ParameterSpec, role: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": spec.name, "type": spec.type, "required": spec.required}
+    if role:  # the role the premise pack binds it to (what the value must be)
+        out["role"] = role
     if spec.description:
         out["description"] = one_line(spec.description, _PARAM_DESCRIPTION_CHARS)
     for key in ("enum", "pattern", "minimum", "maximum", "min_length", "max_length", "default"):
@@ -324,18 +329,28 @@ def _param_summary(spec: ParameterSpec) -> dict[str, Any]:
     return out
 
 
-def _premises(hit: SearchHit, gate: SelectionGate | None) -> dict[str, Any]:
-    """What a hit declares it needs, and any of it already observed to be false."""
+def _premises(
+    hit: SearchHit, gate: SelectionGate | None, premises: Premises | None
+) -> dict[str, Any]:
+    """What a hit needs before it may be automated, and any of it already observed false."""
     out: dict[str, Any] = {}
+    if hit.action_type:
+        out["action_type"] = one_line(hit.action_type, 64)
     if hit.read_only:
         out["read_only"] = True
-    needs = [c.message or c.name for c in hit.preconditions]
+    if gate is None or premises is None:
+        needs = [c.message or c.name for c in hit.preconditions]
+    else:
+        declared = (*premises.pack_preconditions, *premises.own_preconditions)
+        needs = [d.message or d.name for d in declared]
+        if premises.unverified:
+            out["premise"] = "none declared for its action type: it is not automated without review"
     if needs:
         out["requires"] = [one_line(n, _DESCRIPTION_CHARS) for n in needs[:8]]
-    if gate is not None and hit.preconditions:
-        refuted = gate.refuted(hit.workflow_id, hit)
-        if refuted:
-            out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
+        if gate is not None:
+            refuted = gate.refuted(hit.workflow_id, hit)
+            if refuted:
+                out["premise_not_met"] = [one_line(r.describe(), 400) for r in refuted[:5]]
     return out
 
 
@@ -352,9 +367,11 @@ def _hit_summary(hit: SearchHit, gate: SelectionGate | None = None) -> dict[str,
     out["confidence"] = round(hit.confidence, 4)
     if hit.estimated_risk in tuple(RiskLevel):
         out["estimated_risk"] = str(hit.estimated_risk)
+    premises = gate.premises_of(hit.workflow_id, hit, hit=hit) if gate is not None else None
+    roles = {p: r for r, p in premises.binding.roles.items()} if premises is not None else {}
     if hit.parameters is None:
         out["parameters"] = "unknown: call validate_workflow_parameters to learn them"
     else:
-        out["parameters"] = [_param_summary(spec) for spec in hit.parameters]
-    out.update(_premises(hit, gate))
+        out["parameters"] = [_param_summary(spec, roles.get(spec.name)) for spec in hit.parameters]
+    out.update(_premises(hit, gate, premises))
     return out

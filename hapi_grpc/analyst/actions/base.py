@@ -1,0 +1,77 @@
+"""What every action type's evidence module shares: the situation it reads and what it gives.
+
+An action type's module knows two things, from Kubernetes' semantics of the change
+the type makes:
+
+- `reads(situation)`: the reads its premises need that were not made yet (the
+  ReplicaSets of a rollback, the memory series of a limit increase, ...);
+- `values(situation)`: the parameter values by role that the evidence gives (the
+  revision whose template differs, the new limit from the current one and the peak),
+  or an `Objection` saying why the evidence gives none.
+
+Whether the premise holds is the premise pack's verdict, evaluated by the service on
+what was read when the analyst validates its proposal; the module's job is that the
+evidence is there and that every value comes from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hapi_grpc.analyst.conversation import Reads, Step
+from hapi_grpc.analyst.findings import Findings
+from hapi_grpc.analyst.subject import Subject
+
+__all__ = ["ActionEvidence", "Objection", "Situation", "Values", "target_values"]
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What one candidate's module reads from: the incident, the general findings,
+    the reads so far, and the candidate as the search returned it."""
+
+    subject: Subject
+    findings: Findings
+    reads: Reads
+    hit: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        target = self.findings.target_resource()
+        return target["namespace"] if target and target["namespace"] else self.subject.namespace
+
+    def offered(self, tool: str) -> bool:
+        return tool in self.reads.offered
+
+
+@dataclass(frozen=True)
+class Objection:
+    """Why the evidence gives no value for a candidate (shown in the answer)."""
+
+    reason: str
+
+
+# role -> value
+Values = dict[str, Any]
+
+
+class ActionEvidence(Protocol):
+    """One action type's reads and parameter values (see the module docstring)."""
+
+    def reads(self, situation: Situation) -> list[Step]: ...
+
+    def values(self, situation: Situation) -> Values | Objection: ...
+
+
+def target_values(kind: str, namespace: str) -> Values:
+    """The roles every workflow of a type shares: the kind and namespace of the object
+    the action changes (its name is the type's own role: `workload`)."""
+    values: Values = {"kind": kind}
+    if namespace:
+        values["namespace"] = namespace
+    return values
+
+
+ValueFunction = Callable[[Situation], Values | Objection]

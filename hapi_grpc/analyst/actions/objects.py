@@ -1,0 +1,125 @@
+"""Actions on the objects a workload depends on: its configuration, its image pull
+secret, its certificate.
+
+- RevertConfiguration: reads the ConfigMaps and Secrets the workload's template
+  references (do they exist; the values are never read); values: the workload.
+- RepairPullSecret: reads the failing Pod (its `imagePullSecrets`) and the secret
+  named there; values: that secret. The kubelet's "Unable to retrieve some image
+  pull secrets (<name>)" names it too when the Pod's spec was not read.
+- FixCertificate, RenewCertificate, FixCertificateGitOps: reads the Certificate's
+  issuer; values: the Certificate and, for FixCertificate, the issuer's CA secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import re2
+
+from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.conversation import GET, Step
+
+__all__ = ["Certificate", "PullSecret", "RevertConfiguration"]
+
+_SECRETS_NAMED = re2.compile(
+    r"Unable to retrieve some image pull secrets \((?P<names>[^)]{1,600})\)"
+)
+
+
+class RevertConfiguration:
+    def _refs(self, situation: Situation) -> list[dict[str, Any]]:
+        workload = situation.findings.workload or {}
+        return list(workload.get("config_refs", []))[:5]
+
+    def reads(self, situation: Situation) -> list[Step]:
+        namespace = situation.namespace
+        needed: list[Step] = []
+        for ref in self._refs(situation):
+            found = situation.reads.got(ref["kind"], namespace, ref["name"])
+            if isinstance(found, tuple):
+                needed.append(found)
+        return needed
+
+    def values(self, situation: Situation) -> Values | Objection:
+        workload = situation.findings.workload or {}
+        if not workload:
+            return Objection("no workload was read")
+        values = target_values(str(workload["kind"]), workload["namespace"])
+        values["workload"] = workload["name"]
+        maps = [r["name"] for r in self._refs(situation) if r["kind"] == "ConfigMap"]
+        if len(maps) == 1:
+            values["configmap"] = maps[0]
+        return values
+
+
+class PullSecret:
+    def _view(self, situation: Situation) -> dict[str, Any] | Step | None:
+        pod = situation.findings.pod
+        if not pod:
+            return None
+        arguments = {"kind": "Pod", "namespace": pod["namespace"], "name": pod["name"]}
+        view = situation.reads.returned(GET, arguments)
+        return (GET, arguments) if view is None else view
+
+    def _secret(self, situation: Situation, view: dict[str, Any]) -> str:
+        named = [str(s) for s in view.get("image_pull_secrets") or [] if s]
+        if len(named) == 1:
+            return named[0]
+        for event in situation.reads.observed.events:
+            match = _SECRETS_NAMED.search(event["message"])
+            if match:
+                names = [n.strip() for n in match.group("names").split(",") if n.strip()]
+                if len(names) == 1:
+                    return names[0]
+        return ""
+
+    def reads(self, situation: Situation) -> list[Step]:
+        view = self._view(situation)
+        if isinstance(view, tuple):
+            return [view]
+        secret = self._secret(situation, view or {})
+        if not secret:
+            return []
+        found = situation.reads.got("Secret", situation.namespace, secret)
+        return [found] if isinstance(found, tuple) else []
+
+    def values(self, situation: Situation) -> Values | Objection:
+        view = self._view(situation)
+        secret = self._secret(situation, view if isinstance(view, dict) else {})
+        if not secret:
+            return Objection("no single image pull secret of the failing Pod was found")
+        values = target_values("Secret", situation.namespace)
+        values["pull_secret"] = secret
+        return values
+
+
+class Certificate:
+    def _certificate(self, situation: Situation) -> dict[str, Any]:
+        subject = situation.subject
+        if subject.kind != "Certificate":
+            return {}
+        return situation.reads.object(subject.kind, subject.namespace, subject.name)
+
+    def reads(self, situation: Situation) -> list[Step]:
+        certificate = self._certificate(situation)
+        issuer = certificate.get("issuer") or {}
+        if not issuer.get("name"):
+            return []
+        kind = str(issuer.get("kind") or "Issuer")
+        namespace = None if kind == "ClusterIssuer" else certificate["namespace"]
+        found = situation.reads.got(kind, namespace, str(issuer["name"]))
+        return [found] if isinstance(found, tuple) else []
+
+    def values(self, situation: Situation) -> Values | Objection:
+        certificate = self._certificate(situation)
+        if not certificate:
+            return Objection("no Certificate was read")
+        values = target_values("Certificate", certificate["namespace"])
+        values["certificate"] = certificate["name"]
+        issuer = certificate.get("issuer") or {}
+        kind = str(issuer.get("kind") or "Issuer")
+        namespace = "" if kind == "ClusterIssuer" else certificate["namespace"]
+        record = situation.reads.object(kind, namespace, str(issuer.get("name", "")))
+        if record.get("ca_secret"):
+            values["secret"] = record["ca_secret"]
+        return values

@@ -1,0 +1,163 @@
+"""The catalog's candidates, one after the other: read, fill, validate, or pass over.
+
+For each workflow the search returned, in its order:
+
+1. passed over at once when a recovery or the target's history says it must not
+   run again, or when it changes the cluster and nothing was read from the cluster;
+2. its action type's module (`actions`) names the reads its premises need; the
+   reads of every candidate still in the running are made together, one turn;
+3. the module gives the parameter values by role, or why the evidence gives none;
+   a workflow of a type the analyst has no module for is not proposed unless it
+   declares itself read-only;
+4. the parameters are filled by role (`parameters`) and validated: the service
+   evaluates the type's premise pack and the workflow's own declarations on what
+   was read, and a refusal passes the candidate over with its reason.
+
+The first candidate validated and not refused is selected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hapi_grpc.analyst.actions import Objection, Situation, evidence_for
+from hapi_grpc.analyst.actions.base import ActionEvidence
+from hapi_grpc.analyst.actions.restarts import NoTarget
+from hapi_grpc.analyst.conversation import Step
+from hapi_grpc.analyst.parameters import fill, respelled
+from hapi_grpc.domain.toolsets.workflow_catalog.tools import VALIDATE_TOOL
+
+__all__ = ["Outcome", "Selection", "next_step"]
+
+_READ_ONLY = NoTarget()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A validated candidate and its parameters."""
+
+    hit: dict[str, Any]
+    parameters: dict[str, Any]
+
+
+@dataclass
+class Outcome:
+    """What walking the candidates gave: reads or a validation to make, a selection,
+    or nothing; `objections` says why candidates were passed over."""
+
+    steps: list[Step] = field(default_factory=list)
+    selection: Selection | None = None
+    objections: list[str] = field(default_factory=list)
+    stop: str = ""  # why no further candidate can be tried (validation attempts spent)
+
+
+def _module(hit: dict[str, Any]) -> ActionEvidence | None:
+    if hit.get("read_only") is True:
+        return _READ_ONLY
+    return evidence_for(str(hit.get("action_type") or ""))
+
+
+def _specs(hit: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = hit.get("parameters")
+    return [s for s in specs if isinstance(s, dict)] if isinstance(specs, list) else []
+
+
+def next_step(
+    hits: list[dict[str, Any]],
+    situation: Situation,
+    passed_over: Callable[[dict[str, Any]], str | None],
+    validations_left: bool,
+) -> Outcome:
+    """The next step over `hits` (see the module docstring)."""
+    outcome = Outcome()
+    running: list[tuple[dict[str, Any], ActionEvidence]] = []
+    for hit in hits:
+        reason = passed_over(hit)
+        module = _module(hit)
+        if reason is None and module is None:
+            kind = str(hit.get("action_type") or "") or "undeclared"
+            reason = (
+                f"{hit.get('workflow_id')}: no evidence can be read for action type {kind},"
+                " so its premise cannot be shown"
+            )
+        if reason is not None:
+            outcome.objections.append(reason)
+            continue
+        assert module is not None
+        running.append((hit, module))
+    pending = [s for hit, module in running for s in module.reads(_at(situation, hit))]
+    if pending:
+        outcome.steps = list({_key(s): s for s in pending}.values())
+        return outcome
+    for hit, module in running:
+        step = _candidate(hit, module, _at(situation, hit), outcome, validations_left)
+        if step is not None or outcome.selection is not None or outcome.stop:
+            if step is not None:
+                outcome.steps = [step]
+            return outcome
+    return outcome
+
+
+def _at(situation: Situation, hit: dict[str, Any]) -> Situation:
+    return Situation(situation.subject, situation.findings, situation.reads, hit)
+
+
+def _key(step: Step) -> str:
+    return step[0] + repr(sorted(step[1].items()))
+
+
+def _candidate(
+    hit: dict[str, Any],
+    module: ActionEvidence,
+    situation: Situation,
+    outcome: Outcome,
+    validations_left: bool,
+) -> Step | None:
+    """The validation to make for `hit`, or None once it is selected or passed over."""
+    workflow = str(hit.get("workflow_id", ""))
+    values = module.values(situation)
+    if isinstance(values, Objection):
+        outcome.objections.append(f"{workflow}: {values.reason}")
+        return None
+    filled = fill(_specs(hit), values)
+    if filled.missing:
+        outcome.objections.append(
+            f"{workflow}: the evidence read gives no value for {filled.missing}"
+        )
+        return None
+    checks = [
+        e
+        for e in situation.reads.results(VALIDATE_TOOL)
+        if e.arguments.get("workflow_id") == workflow
+    ]
+    if not checks:
+        return _validate(workflow, filled.parameters, outcome, validations_left)
+    verdict, proposed = checks[-1].result, checks[-1].arguments.get("parameters") or {}
+    if verdict.get("automation") == "refused":
+        outcome.objections.append(str(verdict.get("refused_because", workflow))[:600])
+        return None
+    if verdict.get("status") == "valid":
+        outcome.selection = Selection(hit, dict(verdict.get("parameters") or proposed))
+        return None
+    if "error" in verdict or verdict.get("attempts_left") == 0:
+        outcome.objections.append(f"{workflow}: its parameters could not be validated")
+        return None
+    fixed = respelled(proposed, verdict.get("errors") or [])
+    if fixed is None or any(fixed == c.arguments.get("parameters") for c in checks):
+        errors = "; ".join(str(e.get("message", ""))[:200] for e in verdict.get("errors") or [])
+        outcome.objections.append(
+            f"{workflow}: the values the evidence gives are invalid: {errors}"
+        )
+        return None
+    return _validate(workflow, fixed, outcome, validations_left)
+
+
+def _validate(
+    workflow: str, parameters: dict[str, Any], outcome: Outcome, validations_left: bool
+) -> Step | None:
+    if not validations_left:
+        outcome.stop = "the parameter validation attempts are spent"
+        return None
+    return VALIDATE_TOOL, {"workflow_id": workflow, "parameters": parameters}

@@ -1,61 +1,49 @@
-"""Composition root: builds adapters from settings and runs the server.
+"""Composition root: builds everything from settings and runs the server.
 
-This is the only module that knows every concrete adapter; everything else
-depends on the ports in `hapi_grpc.domain`.
+This is the only module that knows every concrete adapter and wires them:
+the adapters, the investigation engine, the application object, the caller
+policy and the interceptors are built here and handed to the server, which
+builds none of them. Everything else depends on the ports in
+`hapi_grpc.domain`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import grpc
-from pydantic import BaseModel
 
+from hapi_grpc.application.idempotency import IdempotencyCoordinator
+from hapi_grpc.application.outcomes import OutcomeService
+from hapi_grpc.application.service import Application
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.history import RemediationHistory
-from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
-from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
-from hapi_grpc.domain.toolsets.spec import Opener, ToolsetSource
+from hapi_grpc.domain.toolsets.spec import ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
-from hapi_grpc.observability.metrics import POLICY_RULES_FIRED, TOOLSET_ENABLED
+from hapi_grpc.observability.metrics import POLICY_RULES_FIRED
 from hapi_grpc.observability.metrics_server import start_metrics_server
-from hapi_grpc.transport.caller_policy import caller_policy
+from hapi_grpc.security.authorization import CallerPolicy
+from hapi_grpc.toolset_opening import open_toolsets
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
+from hapi_grpc.transport.stream_messages import StreamMessages
 
 if TYPE_CHECKING:
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
     from hapi_grpc.domain.premises import PremiseBook
 
 log = logging.getLogger(__name__)
-
-
-def build_breaker(settings: Settings, name: str) -> RateCircuitBreaker:
-    """A circuit breaker for the dependency `name`, from the HAPI_BREAKER_* settings."""
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-
-    return RateCircuitBreaker(
-        name,
-        failure_ratio=settings.breaker_failure_ratio,
-        window_seconds=settings.breaker_window_seconds,
-        min_calls=settings.breaker_min_calls,
-        recovery_timeout=settings.breaker_recovery_seconds,
-    )
 
 
 def build_catalog(settings: Settings) -> WorkflowCatalog:
@@ -78,7 +66,7 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             request_timeout=settings.data_storage_timeout_seconds,
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
-            breaker=build_breaker(settings, "datastorage"),
+            breaker=settings.breaker("datastorage"),
             cache=CatalogCache(
                 settings.cache_url,
                 ttl=settings.cache_ttl_seconds,
@@ -96,7 +84,7 @@ def build_kubernetes_catalog(
     """The catalog read from the cluster, with the credentials the Kubernetes
     toolset uses (in-cluster service account, else KUBECONFIG); it connects
     when the server starts (`KubernetesCatalog.start`)."""
-    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog
+    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog, connecting
     from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 
     env = dict(os.environ if environ is None else environ)
@@ -105,21 +93,7 @@ def build_kubernetes_catalog(
             "HAPI_CATALOG_SOURCE=kubernetes needs in-cluster or KUBECONFIG credentials"
         )
 
-    async def connect() -> ApiServerReader:
-        from hapi_grpc.adapters.kubernetes.credentials import load_connection
-        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-
-        try:
-            connection = await load_connection(env)
-        except Exception as exc:
-            raise ValueError(
-                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
-            ) from exc
-        if connection is None:
-            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
-        return ApiServerReader(connection, max_connections=4)
-
-    return KubernetesCatalog(connect, settings.catalog_namespace)
+    return KubernetesCatalog(connecting(env), settings.catalog_namespace)
 
 
 def build_llm(settings: Settings) -> LLMProvider:
@@ -166,21 +140,6 @@ def build_llm(settings: Settings) -> LLMProvider:
     )
 
 
-def engine_settings(settings: Settings) -> EngineSettings:
-    return EngineSettings(
-        max_tool_calls=settings.max_tool_calls,
-        max_llm_turns=settings.max_llm_turns,
-        tool_timeout=settings.tool_timeout_seconds,
-        answer_margin=settings.answer_margin_seconds,
-        default_budget=settings.default_budget_seconds,
-        max_budget=settings.max_budget_seconds,
-        min_confidence=settings.min_confidence,
-        max_format_repairs=settings.max_format_repairs,
-        context_tokens=settings.llm_context_tokens,
-        completion_tokens=settings.llm_max_tokens or 2048,
-    )
-
-
 def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEvent]:
     """Retries of an analysis share one investigation and its kept result, in the
     Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
@@ -218,7 +177,7 @@ def build_history(settings: Settings) -> RemediationHistory:
         local,
         request_timeout=settings.data_storage_timeout_seconds,
         max_retries=settings.data_storage_max_retries,
-        breaker=build_breaker(settings, "datastorage-history"),
+        breaker=settings.breaker("datastorage-history"),
         cache_ttl=settings.history_cache_seconds,
     )
 
@@ -244,6 +203,40 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
         build_remediation_counter(settings.cache_url),
         on_fired=lambda rule, action: POLICY_RULES_FIRED.labels(rule, action).inc(),
     )
+
+
+def build_callers(settings: Settings) -> CallerPolicy:
+    """Who may investigate and report where (with authentication on), and the
+    exposure of tool output every caller gets."""
+    if settings.auth_mode == "static":
+        from hapi_grpc.security.authorization import StaticNamespaceAuthorizer
+
+        return CallerPolicy(
+            settings.tool_output_exposure,
+            StaticNamespaceAuthorizer(settings.auth_static_namespaces),
+            StaticNamespaceAuthorizer(settings.auth_static_report_namespaces),
+            "the namespace in HAPI_AUTH_STATIC_REPORT_NAMESPACES",
+        )
+    if settings.auth_mode == "tokenreview":
+        from hapi_grpc.security.authorization import ResourceCheck, SubjectAccessReviewAuthorizer
+
+        def reviews(verb: str, resource: str) -> SubjectAccessReviewAuthorizer:
+            return SubjectAccessReviewAuthorizer(
+                settings.tokenreview_api_url,
+                settings.tokenreview_ca_file,
+                settings.tokenreview_token_file,
+                ResourceCheck.parse(verb, resource),
+                cache_ttl=settings.authz_cache_seconds,
+                timeout=settings.authz_timeout_seconds,
+            )
+
+        return CallerPolicy(
+            settings.tool_output_exposure,
+            reviews(settings.authz_verb, settings.authz_resource),
+            reviews(settings.authz_report_verb, settings.authz_report_resource),
+            f"{settings.authz_report_verb} on {settings.authz_report_resource}",
+        )
+    return CallerPolicy(settings.tool_output_exposure)
 
 
 def build_premises(settings: Settings) -> PremiseBook:
@@ -301,75 +294,6 @@ def build_security(
     return interceptors, credentials
 
 
-@dataclass
-class OpenedToolsets:
-    """The toolsets a deployment configured: their sources and how to close them."""
-
-    sources: list[ToolsetSource] = field(default_factory=list)
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-
-    async def close(self) -> None:
-        for close in reversed(self.closers):
-            try:
-                await close()
-            except Exception:  # shutting down: log and go on with the rest
-                log.exception("closing a toolset client failed")
-
-
-@dataclass(frozen=True)
-class _OpenContext:
-    settings: Settings
-    shared_history: RemediationHistory | None = None
-
-    def breaker(self, dependency: str) -> RateCircuitBreaker:
-        return build_breaker(self.settings, dependency)
-
-    def settings_of(self, toolset: str) -> BaseModel:
-        spec = spec_for(toolset)
-        found = spec.settings_from(self.settings) if spec is not None else None
-        if found is None:
-            raise KeyError(f"no toolset {toolset!r} with settings")
-        return found
-
-    def history(self) -> RemediationHistory | None:
-        return self.shared_history
-
-
-async def open_toolsets(
-    settings: Settings, history: RemediationHistory | None = None
-) -> OpenedToolsets:
-    """Every registered toolset that has an opener and is configured, in registry order.
-
-    A malformed setting or file raises ConfigError (what opened is closed first);
-    a source or server that cannot be reached never fails startup (its tools
-    answer "unavailable"). An opener's module is imported only here: the MCP SDK
-    alone is tens of megabytes that a server without MCP would carry.
-    """
-    opened = OpenedToolsets()
-    context = _OpenContext(settings, history)
-    for spec in TOOLSETS:
-        if not spec.opener:  # built by the engine (the workflow catalog): always offered
-            TOOLSET_ENABLED.labels(spec.name).set(1)
-            continue
-        TOOLSET_ENABLED.labels(spec.name).set(0)
-        own = spec.settings_from(settings)
-        if spec.enabled_by and not getattr(own, spec.enabled_by):
-            continue  # not configured: its adapter is never imported
-        module, _, function = spec.opener.partition(":")
-        opener: Opener = getattr(importlib.import_module(module), function)
-        try:
-            toolset = await opener(own, context)
-        except ValueError as exc:
-            await opened.close()
-            raise ConfigError(" ".join(str(exc).split())) from None
-        if toolset is not None:
-            TOOLSET_ENABLED.labels(spec.name).set(1)
-            opened.sources.extend(toolset.sources)
-            if toolset.close is not None:
-                opened.closers.append(toolset.close)
-    return opened
-
-
 def build_server(
     settings: Settings,
     *,
@@ -383,8 +307,8 @@ def build_server(
     history: RemediationHistory | None = None,
     premises: PremiseBook | None = None,
 ) -> HapiServer:
-    """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
-    idempotency coordinator."""
+    """A ready-to-start server over everything built from `settings`; tests pass
+    their own catalog, LLM, engine bounds or idempotency coordinator."""
     policy = policy if policy is not None else build_policy(settings)
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
@@ -393,12 +317,19 @@ def build_server(
     engine = InvestigationEngine(
         catalog,
         llm,
-        engine_config or engine_settings(settings),
+        engine_config or settings.engine_settings(),
         observer=MetricsObserver(),
         toolsets=toolsets,
         policy=policy,
         history=history,
         premises=premises,
+    )
+    application = Application(
+        engine,
+        catalog,
+        OutcomeService(history, catalog),
+        StreamMessages(),
+        idempotency if idempotency is not None else build_idempotency(settings),
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -406,14 +337,10 @@ def build_server(
     interceptors.insert(0, tracing.TracingInterceptor())
     return HapiServer(
         settings,
-        catalog=catalog,
-        llm=llm,
-        engine=engine,
-        idempotency=idempotency if idempotency is not None else build_idempotency(settings),
-        extra_interceptors=[*interceptors, *extra_interceptors],
-        inner_interceptors=caller_policy(settings),
+        application,
+        callers=build_callers(settings),
+        interceptors=[*interceptors, *extra_interceptors],
         server_credentials=credentials,
-        history=history,
         # A catalog read from the cluster: ready once it was read (then served
         # even while the API server is away).
         ready=getattr(catalog, "wait_synced", None),

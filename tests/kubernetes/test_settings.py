@@ -15,6 +15,7 @@ from hapi_grpc.adapters.kubernetes.wiring import (
     toolset_source,
 )
 from hapi_grpc.config import ConfigError, Settings
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC
 from tests.fakes.kube_cluster import KubeCluster
 
@@ -69,7 +70,7 @@ async def test_auto_with_a_kubeconfig_reads_the_cluster(
         assert wiring.reader.url == kube_cluster.url
         rtype = await wiring.reader.resolve("deploy", 5.0)
         assert (rtype.group, rtype.kind) == ("apps", "Deployment")
-        assert wiring.source().limits.max_calls == 20
+        assert wiring.source(Caller()).limits.max_calls == 20
     finally:
         await wiring.close()
 

@@ -23,14 +23,16 @@ from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 
 if TYPE_CHECKING:
     from hapi_grpc.domain.history import RemediationHistory
+    from hapi_grpc.domain.tenancy import Caller
     from hapi_grpc.domain.toolsets.toolset import Toolset
 
 __all__ = ["OpenContext", "Opened", "Opener", "ToolsetSource", "ToolsetSpec"]
 
 S = TypeVar("S", bound=BaseModel)
 
-ToolsetSource = Callable[[], "Toolset"]
-"""Makes one investigation's instance of a toolset."""
+ToolsetSource = Callable[["Caller"], "Toolset"]
+"""Makes one investigation's instance of a toolset, for the caller who asked (a
+toolset reads only what the caller may: `Caller.namespace`)."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.alertmanager.spec import DATA_KEY, NAME, PROMPT_NOTE
 from hapi_grpc.domain.toolsets.prometheus.port import AlertsReader
@@ -64,7 +65,7 @@ class AlertmanagerToolsetSource:
     reader: AlertsReader
     limits: ToolsetLimits
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return Toolset(
             NAME, (AlertmanagerActiveAlerts(self.reader),), self.limits, prompt_note=PROMPT_NOTE
         )

@@ -51,12 +51,12 @@ class PrometheusSettings(BaseModel):
 
     @field_validator("prometheus_url")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
+    def _prometheus_url(cls, value: str | None) -> str | None:
         return check_url(value, ("http", "https"))
 
     @field_validator("prometheus_headers")
     @classmethod
-    def _headers(cls, value: str) -> str:
+    def _prometheus_headers(cls, value: str) -> str:
         try:
             parse_headers(value)
         except ValueError:

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
 from hapi_grpc.domain.toolsets.prometheus.port import (
@@ -208,7 +209,7 @@ class PrometheusToolsetSource:
     limits: ToolsetLimits
     max_series: int = DEFAULT_MAX_SERIES
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return Toolset(
             NAME,
             (

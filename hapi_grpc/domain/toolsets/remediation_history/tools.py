@@ -25,6 +25,7 @@ from pydantic import Field
 from hapi_grpc.domain.history import HistoryContext, HistoryEntry, Windows
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import TargetResource, ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, unavailable
 from hapi_grpc.domain.toolsets.remediation_history.port import (
     HistoryReader,
@@ -165,7 +166,7 @@ class RemediationHistorySource:
     limits: ToolsetLimits
     max_entries: int
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return Toolset(
             NAME,
             (GetRemediationHistory(self.reader, self.max_entries),),

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from hapi_grpc.adapters.kubernetes.credentials import load_connection  # noqa: E402
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader  # noqa: E402
-from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst  # noqa: E402
+from hapi_grpc.analyst import BuiltinAnalyst  # noqa: E402
 from hapi_grpc.client import load_analyze_request  # noqa: E402
 from hapi_grpc.domain.investigation.engine import InvestigationEngine  # noqa: E402
 from hapi_grpc.domain.tenancy import Caller  # noqa: E402

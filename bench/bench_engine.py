@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
-from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst
+from hapi_grpc.analyst import BuiltinAnalyst
 from hapi_grpc.domain.incident import (
     BusinessContext,
     EnrichmentResults,

@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from hapi_grpc.adapters.kubernetes.credentials import load_connection  # noqa: E402
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader  # noqa: E402
-from hapi_grpc.adapters.llm.builtin import BuiltinAnalyst  # noqa: E402
+from hapi_grpc.analyst import BuiltinAnalyst  # noqa: E402
 from hapi_grpc.client import load_analyze_request  # noqa: E402
 from hapi_grpc.domain.investigation.engine import InvestigationEngine  # noqa: E402
+from hapi_grpc.domain.tenancy import Caller  # noqa: E402
 from hapi_grpc.domain.toolsets.jsontext import compact_json  # noqa: E402
 from hapi_grpc.domain.toolsets.tool import ToolContext  # noqa: E402
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits  # noqa: E402
@@ -65,7 +66,7 @@ async def bench_tools(
 ) -> None:
     ns, node = _fresh(api)
     s = kube_fixtures.crashloopbackoff(api, ns, node, kubelet)
-    toolset = KubernetesToolsetSource(reader, KubernetesScope(), LIMITS, 10**9)()
+    toolset = KubernetesToolsetSource(reader, KubernetesScope(), LIMITS, 10**9)(Caller())
     tools = {t.name: t for t in toolset.tools}
     pod = f"/api/v1/namespaces/{ns}/pods/{s.pod}"
     cases = [

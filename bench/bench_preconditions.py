@@ -33,7 +33,8 @@ from hapi_grpc.adapters.catalog.loader import load_bundled_catalog  # noqa: E402
 from hapi_grpc.domain.incident import Incident, SignalInfo  # noqa: E402
 from hapi_grpc.domain.observed import Observed  # noqa: E402
 from hapi_grpc.domain.selection_gate import SelectionGate  # noqa: E402
-from hapi_grpc.toolsets.kubernetes.facts import record_event, record_log, record_object  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.facts import record_object  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log  # noqa: E402
 from hapi_grpc.toolsets.prometheus.facts import record_metric  # noqa: E402
 
 # On the median: the p95 of a few milliseconds swings with the other work on a

@@ -1,8 +1,10 @@
-"""Composition root: builds adapters from settings, opens the configured toolsets
-(`toolsets.registry.open_toolsets`) and runs the server.
+"""Composition root: builds everything from settings and runs the server.
 
-This is the only module that knows every concrete adapter; everything else
-depends on the ports in `hapi_grpc.domain`.
+This is the only module that knows every concrete adapter and wires them:
+the adapters, the investigation engine, the application object, the caller
+policy and the interceptors are built here and handed to the server, which
+builds none of them. Everything else depends on the ports in
+`hapi_grpc.domain`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from hapi_grpc.application.idempotency import IdempotencyCoordinator
+from hapi_grpc.application.outcomes import OutcomeService
+from hapi_grpc.application.service import Application
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
 from hapi_grpc.domain.history import RemediationHistory
-from hapi_grpc.domain.idempotency import IdempotencyCoordinator
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
@@ -29,31 +33,17 @@ from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics import POLICY_RULES_FIRED
 from hapi_grpc.observability.metrics_server import start_metrics_server
+from hapi_grpc.security.authorization import CallerPolicy
 from hapi_grpc.toolsets.registry import open_toolsets
-from hapi_grpc.transport.caller_policy import caller_policy
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
+from hapi_grpc.transport.stream_messages import StreamMessages
 
 if TYPE_CHECKING:
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-    from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
     from hapi_grpc.domain.premises import PremiseBook
 
 log = logging.getLogger(__name__)
-
-
-def build_breaker(settings: Settings, name: str) -> RateCircuitBreaker:
-    """A circuit breaker for the dependency `name`, from the HAPI_BREAKER_* settings."""
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-
-    return RateCircuitBreaker(
-        name,
-        failure_ratio=settings.breaker_failure_ratio,
-        window_seconds=settings.breaker_window_seconds,
-        min_calls=settings.breaker_min_calls,
-        recovery_timeout=settings.breaker_recovery_seconds,
-    )
 
 
 def build_catalog(settings: Settings) -> WorkflowCatalog:
@@ -76,7 +66,7 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
             request_timeout=settings.data_storage_timeout_seconds,
             max_retries=settings.data_storage_max_retries,
             max_connections=settings.data_storage_max_connections,
-            breaker=build_breaker(settings, "datastorage"),
+            breaker=settings.breaker("datastorage"),
             cache=CatalogCache(
                 settings.cache_url,
                 ttl=settings.cache_ttl_seconds,
@@ -94,7 +84,7 @@ def build_kubernetes_catalog(
     """The catalog read from the cluster, with the credentials the Kubernetes
     toolset uses (in-cluster service account, else KUBECONFIG); it connects
     when the server starts (`KubernetesCatalog.start`)."""
-    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog
+    from hapi_grpc.adapters.catalog.kubernetes import KubernetesCatalog, connecting
     from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 
     env = dict(os.environ if environ is None else environ)
@@ -103,21 +93,7 @@ def build_kubernetes_catalog(
             "HAPI_CATALOG_SOURCE=kubernetes needs in-cluster or KUBECONFIG credentials"
         )
 
-    async def connect() -> ApiServerReader:
-        from hapi_grpc.adapters.kubernetes.credentials import load_connection
-        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-
-        try:
-            connection = await load_connection(env)
-        except Exception as exc:
-            raise ValueError(
-                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
-            ) from exc
-        if connection is None:
-            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
-        return ApiServerReader(connection, max_connections=4)
-
-    return KubernetesCatalog(connect, settings.catalog_namespace)
+    return KubernetesCatalog(connecting(env), settings.catalog_namespace)
 
 
 def build_llm(settings: Settings) -> LLMProvider:
@@ -164,21 +140,6 @@ def build_llm(settings: Settings) -> LLMProvider:
     )
 
 
-def engine_settings(settings: Settings) -> EngineSettings:
-    return EngineSettings(
-        max_tool_calls=settings.max_tool_calls,
-        max_llm_turns=settings.max_llm_turns,
-        tool_timeout=settings.tool_timeout_seconds,
-        answer_margin=settings.answer_margin_seconds,
-        default_budget=settings.default_budget_seconds,
-        max_budget=settings.max_budget_seconds,
-        min_confidence=settings.min_confidence,
-        max_format_repairs=settings.max_format_repairs,
-        context_tokens=settings.llm_context_tokens,
-        completion_tokens=settings.llm_max_tokens or 2048,
-    )
-
-
 def build_idempotency(settings: Settings) -> IdempotencyCoordinator[AnalysisEvent]:
     """Retries of an analysis share one investigation and its kept result, in the
     Redis of HAPI_CACHE_URL (every replica) or in memory (this one)."""
@@ -216,7 +177,7 @@ def build_history(settings: Settings) -> RemediationHistory:
         local,
         request_timeout=settings.data_storage_timeout_seconds,
         max_retries=settings.data_storage_max_retries,
-        breaker=build_breaker(settings, "datastorage-history"),
+        breaker=settings.breaker("datastorage-history"),
         cache_ttl=settings.history_cache_seconds,
     )
 
@@ -242,6 +203,40 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
         build_remediation_counter(settings.cache_url),
         on_fired=lambda rule, action: POLICY_RULES_FIRED.labels(rule, action).inc(),
     )
+
+
+def build_callers(settings: Settings) -> CallerPolicy:
+    """Who may investigate and report where (with authentication on), and the
+    exposure of tool output every caller gets."""
+    if settings.auth_mode == "static":
+        from hapi_grpc.security.authorization import StaticNamespaceAuthorizer
+
+        return CallerPolicy(
+            settings.tool_output_exposure,
+            StaticNamespaceAuthorizer(settings.auth_static_namespaces),
+            StaticNamespaceAuthorizer(settings.auth_static_report_namespaces),
+            "the namespace in HAPI_AUTH_STATIC_REPORT_NAMESPACES",
+        )
+    if settings.auth_mode == "tokenreview":
+        from hapi_grpc.security.authorization import ResourceCheck, SubjectAccessReviewAuthorizer
+
+        def reviews(verb: str, resource: str) -> SubjectAccessReviewAuthorizer:
+            return SubjectAccessReviewAuthorizer(
+                settings.tokenreview_api_url,
+                settings.tokenreview_ca_file,
+                settings.tokenreview_token_file,
+                ResourceCheck.parse(verb, resource),
+                cache_ttl=settings.authz_cache_seconds,
+                timeout=settings.authz_timeout_seconds,
+            )
+
+        return CallerPolicy(
+            settings.tool_output_exposure,
+            reviews(settings.authz_verb, settings.authz_resource),
+            reviews(settings.authz_report_verb, settings.authz_report_resource),
+            f"{settings.authz_report_verb} on {settings.authz_report_resource}",
+        )
+    return CallerPolicy(settings.tool_output_exposure)
 
 
 def build_premises(settings: Settings) -> PremiseBook:
@@ -312,8 +307,8 @@ def build_server(
     history: RemediationHistory | None = None,
     premises: PremiseBook | None = None,
 ) -> HapiServer:
-    """A ready-to-start server; tests pass their own catalog, LLM, engine bounds or
-    idempotency coordinator."""
+    """A ready-to-start server over everything built from `settings`; tests pass
+    their own catalog, LLM, engine bounds or idempotency coordinator."""
     policy = policy if policy is not None else build_policy(settings)
     catalog = catalog if catalog is not None else build_catalog(settings)
     llm = llm if llm is not None else build_llm(settings)
@@ -322,12 +317,19 @@ def build_server(
     engine = InvestigationEngine(
         catalog,
         llm,
-        engine_config or engine_settings(settings),
+        engine_config or settings.engine_settings(),
         observer=MetricsObserver(),
         toolsets=toolsets,
         policy=policy,
         history=history,
         premises=premises,
+    )
+    application = Application(
+        engine,
+        catalog,
+        OutcomeService(history, catalog),
+        StreamMessages(),
+        idempotency if idempotency is not None else build_idempotency(settings),
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in
@@ -335,14 +337,10 @@ def build_server(
     interceptors.insert(0, tracing.TracingInterceptor())
     return HapiServer(
         settings,
-        catalog=catalog,
-        llm=llm,
-        engine=engine,
-        idempotency=idempotency if idempotency is not None else build_idempotency(settings),
-        extra_interceptors=[*interceptors, *extra_interceptors],
-        inner_interceptors=caller_policy(settings),
+        application,
+        callers=build_callers(settings),
+        interceptors=[*interceptors, *extra_interceptors],
         server_credentials=credentials,
-        history=history,
         # A catalog read from the cluster: ready once it was read (then served
         # even while the API server is away).
         ready=getattr(catalog, "wait_synced", None),

@@ -74,6 +74,8 @@ def test_invalid_configuration_names_the_variable(env: dict[str, str], needle: s
         ("HAPI_CACHE_URL", "redis://", "memory://, redis:// or rediss://"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317", "http:// or https://"),
         ("HAPI_TOKENREVIEW_API_URL", "http://kubernetes", "https://"),
+        ("HAPI_PROMETHEUS_URL", "ftp://prometheus:9090", "http:// or https://"),
+        ("HAPI_ALERTMANAGER_URL", "alertmanager:9093", "http:// or https://"),
     ],
 )
 def test_every_url_setting_is_checked(name: str, value: str, allowed: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from hapi_grpc.config import ServiceSettings
-from hapi_grpc.config_descriptions import DESCRIPTIONS
 from hapi_grpc.config_reference import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,11 +19,10 @@ def test_committed_configuration_reference_is_current() -> None:
     )
 
 
-def test_every_setting_has_a_description_and_no_text_is_orphaned() -> None:
-    fields = set(ServiceSettings.model_fields)  # toolsets: tests/toolsets/test_registry.py
-    assert fields - set(DESCRIPTIONS) == set(), "settings without a description"
-    assert set(DESCRIPTIONS) - fields == set(), "descriptions of settings that do not exist"
-    assert all(text.strip() for text in DESCRIPTIONS.values())
+def test_every_setting_has_a_description() -> None:
+    fields = ServiceSettings.model_fields  # toolsets: tests/toolsets/test_registry.py
+    undocumented = [name for name, field in fields.items() if not (field.description or "").strip()]
+    assert undocumented == [], "settings without a description"
 
 
 def test_reference_lists_each_variable_with_its_default() -> None:

@@ -1,4 +1,4 @@
-"""Where finished analyses and per-id locks are kept (`domain.idempotency.ResultStore`).
+"""Where finished analyses and per-id locks are kept (`domain.result_store_port.ResultStore`).
 
 `MemoryResultStore` serves one replica; `RedisResultStore` is shared by every
 replica through the Redis of `HAPI_CACHE_URL`. Results are bytes (the

@@ -27,8 +27,7 @@ from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.subject import Subject
 from hapi_grpc.domain.history.gate import RECURRENCE
 from hapi_grpc.domain.recovery.failures import classify
-from hapi_grpc.toolsets.remediation_history import RemediationHistoryToolset
-from hapi_grpc.toolsets.remediation_history.tools import HISTORY_TOOL
+from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 
 __all__ = ["HistoryView", "history_read"]
 

@@ -16,8 +16,7 @@ from typing import Any
 import re2
 
 from hapi_grpc.analyst.conversation import Reads, Step
-from hapi_grpc.toolsets.prometheus import PrometheusToolset
-from hapi_grpc.toolsets.prometheus.tools import LABEL_VALUES_TOOL, RANGE_TOOL
+from hapi_grpc.toolsets.prometheus import LABEL_VALUES_TOOL, RANGE_TOOL, PrometheusToolset
 
 __all__ = [
     "LABEL_VALUES_TOOL",

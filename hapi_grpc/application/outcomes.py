@@ -1,11 +1,11 @@
-"""Reported outcomes and the decisions they belong to, as the RPCs serve them.
+"""Reported outcomes and the decisions they belong to, in the remediation history.
 
 `OutcomeService.report` records a controller's report in the remediation
 history (idempotent per remediation id and attempt) and counts it: outcomes
 by workflow and result, and the calibration of automated decisions (their
-confidence bucket against whether they worked). `DecisionRecorder` wraps the
-investigation engine so every decision returned is kept in that history,
-for the reports that follow and for later investigations of the same target.
+confidence bucket against whether they worked). `OutcomeService.keep_decision`
+keeps every decision returned in that history, for the reports that follow
+and for later investigations of the same target.
 """
 
 from __future__ import annotations
@@ -27,12 +27,10 @@ from hapi_grpc.domain.history import (
     RemediationHistory,
 )
 from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
 from hapi_grpc.observability import metrics
 
 __all__ = [
     "CONFIDENCE_BUCKETS",
-    "DecisionRecorder",
     "OutcomeService",
     "action_type_of",
     "confidence_bucket",
@@ -79,13 +77,14 @@ async def action_type_of(catalog: WorkflowCatalog | None, workflow_id: str | Non
 
 
 class OutcomeService:
-    """Records outcome reports in `history` and counts them; the executed
-    workflow's action type comes from `catalog`."""
+    """Keeps decisions and records outcome reports in `history`, and counts the
+    reports; the workflows' action types come from `catalog`."""
 
     def __init__(self, history: RemediationHistory, catalog: WorkflowCatalog | None = None) -> None:
-        self._history = history
+        self.history = history
         self._catalog = catalog
         self._workflow_labels: set[str] = set()
+        self._pending: set[asyncio.Task[None]] = set()
 
     async def report(self, report: OutcomeReport, budget: Budget) -> OutcomeAck:
         """The stored acknowledgement of `report` (of its first copy for a retry).
@@ -98,10 +97,42 @@ class OutcomeService:
             action_type = await action_type_of(self._catalog, report.workflow_id)
             if action_type:
                 report = dataclasses.replace(report, action_type=action_type)
-            ack = await self._history.record_outcome(report)
+            ack = await self.history.record_outcome(report)
         if not ack.already_recorded:  # a retry is counted once
             self._count(report, ack)
         return ack
+
+    async def keep_decision(
+        self, incident: Incident, result: r.AnalysisResult, caller: str
+    ) -> None:
+        """Keep the decision returned to `caller` in the history, best effort.
+
+        It never costs the caller its result: the write runs on its own
+        (outside the caller's deadline, bounded by the history's own timeout)
+        and the result waits for it at most `DECISION_WAIT_SECONDS` (a Redis
+        write takes about a millisecond). A history that cannot record (Redis
+        down) only means the report that follows finds no decision and is
+        recorded without its confidence.
+        """
+        decision = decision_of(incident, result, time.time(), caller)
+        # Without the caller's deadline (nearly spent by now): it is not the write's.
+        task = asyncio.create_task(self._keep(decision), context=detached_context())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), DECISION_WAIT_SECONDS)
+
+    async def _keep(self, decision: Decision) -> None:
+        try:
+            action_type = await action_type_of(self._catalog, decision.workflow_id)
+            if action_type:
+                decision = dataclasses.replace(decision, action_type=action_type)
+            await self.history.record_decision(decision)
+        except Exception as exc:  # best effort: logged, never raised
+            log.warning(
+                "decision not kept in the remediation history",
+                extra={"remediation_id": decision.remediation_id, "error": type(exc).__name__},
+            )
 
     def _count(self, report: OutcomeReport, ack: OutcomeAck) -> None:
         result = _RESULT[report.outcome]
@@ -153,51 +184,3 @@ def decision_of(
         caller=caller,
         action_type=action_type if selected else "",
     )
-
-
-class DecisionRecorder:
-    """An investigation engine whose every decision is also kept in `history`.
-
-    Keeping it is best effort and never costs the caller its result: the
-    write runs on its own (outside the caller's deadline, bounded by the
-    history's own timeout) and the result waits for it at most
-    `DECISION_WAIT_SECONDS` (a Redis write takes about a millisecond). A
-    history that cannot record (Redis down) only means the report that
-    follows finds no decision and is recorded without its confidence.
-    """
-
-    def __init__(
-        self,
-        engine: InvestigationEngine,
-        history: RemediationHistory,
-        catalog: WorkflowCatalog | None = None,
-    ) -> None:
-        self._engine = engine
-        self._history = history
-        self._catalog = catalog
-        self._pending: set[asyncio.Task[None]] = set()
-
-    async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None, caller: str = ""
-    ) -> r.AnalysisResult:
-        result = await self._engine.investigate(incident, on_event=on_event)
-        decision = decision_of(incident, result, time.time(), caller)
-        # Without the caller's deadline (nearly spent by now): it is not the write's.
-        task = asyncio.create_task(self._keep(decision), context=detached_context())
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), DECISION_WAIT_SECONDS)
-        return result
-
-    async def _keep(self, decision: Decision) -> None:
-        try:
-            action_type = await action_type_of(self._catalog, decision.workflow_id)
-            if action_type:
-                decision = dataclasses.replace(decision, action_type=action_type)
-            await self._history.record_decision(decision)
-        except Exception as exc:  # best effort: logged, never raised
-            log.warning(
-                "decision not kept in the remediation history",
-                extra={"remediation_id": decision.remediation_id, "error": type(exc).__name__},
-            )

@@ -3,30 +3,31 @@
 `parse_final_answer` finds the JSON object in the model's text (bare, in a
 ```json fence, or surrounded by prose: `answer_json`), accepts the ADR's legacy names
 (`selected_playbook`/`playbook_id`, a `strategies` list) and checks the
-contract's shape: required fields, confidence in [0, 1], severity and risk in
-their enums. Free text is redacted here (`sensitive.redact`), once, because
-it reaches responses and stream events. It knows nothing about the catalog;
-the engine checks the workflow id, version and parameters afterwards.
+contract's shape, validating it straight into the result's records
+(`domain.result`, whose annotations carry the bounds: confidence in [0, 1],
+severity and risk in their enums, free text redacted and clipped once,
+because it reaches responses and stream events). It knows nothing about the
+catalog; the engine checks the workflow id, version and parameters afterwards.
 
 The text is only ever parsed as JSON, never evaluated.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hapi_grpc.domain.answer_json import extract_json_object
-from hapi_grpc.domain.levels import RiskLevel, Severity
+from hapi_grpc.domain.levels import Severity
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
     ContextUsed,
+    FreeText,
     TargetResource,
     WorkflowSelection,
+    folded,
 )
-from hapi_grpc.domain.sensitive import redact
 
 __all__ = [
     "AnswerFormatError",
@@ -35,8 +36,7 @@ __all__ = [
     "parse_final_answer",
 ]
 
-# Bounds: the model's text is untrusted input.
-_MAX_TEXT_CHARS = 4000
+# Bounds: the model's text is untrusted input (free text: `result.FreeText`).
 _MAX_WARNINGS = 20
 _MAX_ALTERNATIVES = 10
 _PROBLEMS_SHOWN = 10
@@ -50,148 +50,49 @@ class AnswerFormatError(Exception):
         self.problems = tuple(problems)
 
 
-@dataclass(frozen=True, slots=True)
-class FinalAnswer:
-    analysis_summary: str
-    root_cause_assessment: str
-    rca_severity: Severity
-    selected: WorkflowSelection | None  # proposed: the engine checks it (`final_check`)
-    alternatives: tuple[AlternativeWorkflow, ...] = ()
-    warnings: tuple[str, ...] = ()
-    context_used: ContextUsed | None = None
-    target_resource: TargetResource | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+def _empty_if_null(value: Any) -> Any:
+    return [] if value is None else value
 
 
-# --- the contract ---------------------------------------------------------------
-
-
-def _fold(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
-
-
-def _clip(value: Any) -> Any:
-    """Free text of the answer: redacted (it leaves the process) and bounded."""
+def _target_text(value: Any) -> Any:
+    """ADR-038 also spells the target "namespace/kind/name" or "kind/name"."""
     if not isinstance(value, str):
         return value
-    value = redact(value)
-    if len(value) > _MAX_TEXT_CHARS:
-        return value[: _MAX_TEXT_CHARS - 1] + "…"
-    return value
+    parts = [p for p in value.split("/") if p]
+    names = {
+        2: ("kind", "name"),
+        3: ("namespace", "kind", "name"),
+        4: ("namespace", "api_group", "kind", "name"),
+    }.get(len(parts))
+    return dict(zip(names, parts, strict=True)) if names else None
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+class FinalAnswer(BaseModel):
+    """The model's final answer, validated into the result's records; `selected`
+    is as proposed: the engine checks it (`final_check`)."""
 
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True, frozen=True)
 
-class _Selection(_Lenient):
-    workflow_id: str = Field(min_length=1, max_length=128)
-    version: str = ""
-    confidence: float = Field(ge=0.0, le=1.0)
-    rationale: str = ""
-    estimated_risk: RiskLevel
-    parameters: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("estimated_risk", mode="before")
-    @classmethod
-    def _fold_risk(cls, value: Any) -> Any:
-        return _fold(value)
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_text(cls, value: Any) -> Any:
-        if value is None:
-            return ""
-        return str(value) if isinstance(value, int | float) else value
-
-    @field_validator("parameters", mode="before")
-    @classmethod
-    def _null_parameters(cls, value: Any) -> Any:
-        return {} if value is None else value
-
-
-class _Alternative(_Lenient):
-    workflow_id: str = Field(min_length=1, max_length=128)
-    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
-    rationale: str = ""
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)
-
-
-class _FreeText(_Lenient):
-    """Every field is model text that reaches the response like any other: clipped."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)
-
-
-class _Context(_FreeText):
-    cluster_state: str = ""
-    resource_availability: str = ""
-    blast_radius: str = ""
-
-
-class _Target(_FreeText):
-    namespace: str = ""
-    kind: str = ""
-    name: str = ""
-    api_group: str = ""
-
-
-class _Answer(_Lenient):
-    analysis_summary: str
-    root_cause_assessment: str
-    rca_severity: Severity
-    selected_workflow: _Selection | None = None
-    alternative_workflows: list[_Alternative] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    context_used: _Context | None = None
-    target_resource: _Target | None = None
-
-    @field_validator("rca_severity", mode="before")
-    @classmethod
-    def _fold_severity(cls, value: Any) -> Any:
-        return _fold(value)
-
-    @field_validator("analysis_summary", "root_cause_assessment", mode="before")
-    @classmethod
-    def _clip_text(cls, value: Any) -> Any:
-        return _clip(value)
-
-    @field_validator("alternative_workflows", "warnings", mode="before")
-    @classmethod
-    def _null_is_empty(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("target_resource", mode="before")
-    @classmethod
-    def _target_text(cls, value: Any) -> Any:
-        # ADR-038 also spells it "namespace/kind/name" or "kind/name".
-        if isinstance(value, str):
-            parts = [p for p in value.split("/") if p]
-            if len(parts) == 2:
-                return {"kind": parts[0], "name": parts[1]}
-            if len(parts) == 3:
-                return {"namespace": parts[0], "kind": parts[1], "name": parts[2]}
-            if len(parts) == 4:
-                return {
-                    "namespace": parts[0],
-                    "api_group": parts[1],
-                    "kind": parts[2],
-                    "name": parts[3],
-                }
-            return None
-        return value
+    analysis_summary: FreeText
+    root_cause_assessment: FreeText
+    rca_severity: Annotated[Severity, BeforeValidator(folded)]
+    selected: WorkflowSelection | None = Field(None, validation_alias="selected_workflow")
+    alternatives: Annotated[
+        tuple[AlternativeWorkflow, ...],
+        BeforeValidator(_empty_if_null),
+        AfterValidator(lambda items: items[:_MAX_ALTERNATIVES]),
+    ] = Field((), validation_alias="alternative_workflows")
+    warnings: Annotated[
+        tuple[FreeText, ...],
+        BeforeValidator(_empty_if_null),
+        AfterValidator(lambda items: items[:_MAX_WARNINGS]),
+    ] = ()
+    context_used: ContextUsed | None = None
+    target_resource: Annotated[
+        TargetResource | None,
+        BeforeValidator(_target_text),
+        AfterValidator(lambda target: target if target is not None and target.name else None),
+    ] = None
 
 
 def _normalise_legacy(obj: dict[str, Any]) -> dict[str, Any]:
@@ -227,30 +128,10 @@ def parse_final_answer(text: str) -> FinalAnswer:
         raise AnswerFormatError(
             ["no JSON object found: reply with exactly one JSON object in the required format"]
         )
-    obj = _normalise_legacy(obj)
     try:
-        parsed = _Answer.model_validate(obj)
+        return FinalAnswer.model_validate(_normalise_legacy(obj))
     except ValidationError as exc:
         raise AnswerFormatError(_problems(exc)) from None
-    s = parsed.selected_workflow
-    return FinalAnswer(
-        analysis_summary=parsed.analysis_summary,
-        root_cause_assessment=parsed.root_cause_assessment,
-        rca_severity=parsed.rca_severity,
-        selected=WorkflowSelection(**s.model_dump()) if s is not None else None,
-        alternatives=tuple(
-            AlternativeWorkflow(a.workflow_id, a.confidence, a.rationale)
-            for a in parsed.alternative_workflows[:_MAX_ALTERNATIVES]
-        ),
-        warnings=tuple(str(_clip(w)) for w in parsed.warnings[:_MAX_WARNINGS]),
-        context_used=ContextUsed(**parsed.context_used.model_dump())
-        if parsed.context_used
-        else None,
-        target_resource=TargetResource(**parsed.target_resource.model_dump())
-        if parsed.target_resource and parsed.target_resource.name
-        else None,
-        raw=obj,
-    )
 
 
 def _problems(exc: ValidationError) -> list[str]:

@@ -90,6 +90,14 @@ class OutcomeConflictError(HapiError):
     """A different outcome report under the same (remediation_id, attempt) (ALREADY_EXISTS)."""
 
 
+class PermissionDeniedError(HapiError):
+    """The caller may not do what it asks, here (PERMISSION_DENIED)."""
+
+
+class AuthorizationUnavailableError(HapiError):
+    """The caller's permission cannot be checked now; the call fails closed (UNAVAILABLE)."""
+
+
 class RemediationTargetError(HapiError):
     """A report names another target than the decision it joins (PERMISSION_DENIED):
     a remediation id is bound to the target its decision was for."""

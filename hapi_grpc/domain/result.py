@@ -3,16 +3,52 @@
 The engine fills these; the transport layer converts them to `hapi.v1`
 messages. Parameters are plain JSON values (str, int, float, bool, list,
 dict, None) with their types intact.
+
+The records a model's final answer carries (the selection, alternatives, the
+target, the context used) declare their bounds here, in their annotations:
+`domain.answer` validates the model's JSON straight into them. Code that
+builds them directly is not checked against these bounds.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
 
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue
+from hapi_grpc.domain.sensitive import redact
+
+MAX_TEXT_CHARS = 4000
+
+
+def _outside_text(value: Any) -> Any:
+    """Text from outside (a model's answer) reaches responses: redacted and bounded."""
+    if not isinstance(value, str):
+        return value
+    value = redact(value)
+    return value[: MAX_TEXT_CHARS - 1] + "…" if len(value) > MAX_TEXT_CHARS else value
+
+
+def folded(value: Any) -> Any:
+    """An enum's text in any case and padding (" High " is "high")."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _version_text(value: Any) -> Any:
+    if value is None:
+        return ""
+    return str(value) if isinstance(value, int | float) else value
+
+
+FreeText = Annotated[str, BeforeValidator(_outside_text)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+WorkflowId = Annotated[str, Field(min_length=1, max_length=128)]
+# Known from the catalog only: whatever a model's answer says of it is dropped.
+CatalogOnly = Annotated[str, BeforeValidator(lambda _: "")]
 
 
 class HumanReviewReason(enum.StrEnum):
@@ -54,23 +90,27 @@ class ValidationSource(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TargetResource:
-    namespace: str = ""
-    kind: str = ""
-    name: str = ""
-    api_group: str = ""
+    namespace: FreeText = ""
+    kind: FreeText = ""
+    name: FreeText = ""
+    api_group: FreeText = ""
 
 
 @dataclass(frozen=True, slots=True)
 class WorkflowSelection:
     """A workflow chosen with its parameters: as the model proposed it, unchecked."""
 
-    workflow_id: str
-    version: str
-    confidence: float
-    rationale: str
-    estimated_risk: RiskLevel
-    parameters: dict[str, Any]
-    action_type: str = ""  # the catalog's action type, once the catalog entry is known
+    workflow_id: WorkflowId
+    version: Annotated[str, BeforeValidator(_version_text), Field(default="")]
+    confidence: Confidence
+    rationale: Annotated[FreeText, Field(default="")]
+    estimated_risk: Annotated[RiskLevel, BeforeValidator(folded)]
+    parameters: Annotated[
+        dict[str, Any],
+        BeforeValidator(lambda value: {} if value is None else value),
+        Field(default_factory=dict),
+    ]
+    action_type: CatalogOnly = ""  # the catalog's action type, once the catalog entry is known
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +141,17 @@ class SelectedWorkflow(WorkflowSelection):
 
 @dataclass(frozen=True, slots=True)
 class AlternativeWorkflow:
-    workflow_id: str
-    confidence: float
-    rationale: str = ""
-    action_type: str = ""  # the catalog's action type, when the catalog returned it
+    workflow_id: WorkflowId
+    confidence: Annotated[Confidence, Field(default=0.0)]
+    rationale: FreeText = ""
+    action_type: CatalogOnly = ""  # the catalog's action type, when the catalog returned it
 
 
 @dataclass(frozen=True, slots=True)
 class ContextUsed:
-    cluster_state: str = ""
-    resource_availability: str = ""
-    blast_radius: str = ""
+    cluster_state: FreeText = ""
+    resource_availability: FreeText = ""
+    blast_radius: FreeText = ""
 
 
 @dataclass(frozen=True, slots=True)

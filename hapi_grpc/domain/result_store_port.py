@@ -2,8 +2,7 @@
 
 `StoredResult` is a finished investigation as kept (fingerprint, completion
 time, encoded result); `ResultStore` is what a backend (this process, or
-redis shared by every replica) implements; `worth_keeping` says which
-results a retry could improve on and so are not kept.
+redis shared by every replica) implements (`application.idempotency` uses it).
 """
 
 from __future__ import annotations
@@ -11,24 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from hapi_grpc.domain.result import AnalysisResult, HumanReviewReason
-
-__all__ = ["ResultStore", "StoredResult", "worth_keeping"]
-
-# Review reasons a retry may not get again: keeping them would hand a retry
-# with a longer deadline, or after the outage, the same partial answer.
-_TRANSIENT = frozenset(
-    {
-        HumanReviewReason.BUDGET_EXHAUSTED,
-        HumanReviewReason.LLM_UNAVAILABLE,
-        HumanReviewReason.DATA_STORAGE_UNAVAILABLE,
-    }
-)
-
-
-def worth_keeping(result: AnalysisResult) -> bool:
-    """False for results a retry could improve on (budget, unavailable dependency)."""
-    return result.human_review_reason not in _TRANSIENT
+__all__ = ["ResultStore", "StoredResult"]
 
 
 @dataclass(frozen=True, slots=True)

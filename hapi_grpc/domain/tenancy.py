@@ -1,4 +1,4 @@
-"""Whose a remediation is: the namespace it acts in and the caller that asked.
+"""Who asks, and whose a remediation is: the namespace it acts in and the caller.
 
 A remediation id is chosen by the caller, so two tenants may send the same
 one (by accident, or to reach the other's remediation). Everything kept per
@@ -7,14 +7,25 @@ is therefore kept under the id *within its tenant*: another tenant's id is
 another remediation, never the same one. Nothing a caller sends can read,
 replace or block another tenant's records, and the answer is the same
 whether or not another tenant used the id.
+
+A `Caller` travels explicitly with each request, from the servicer down to the
+toolsets an investigation opens: who it is, the one namespace its
+investigations may read once authorized, and what of the tools' output it
+may see.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["Tenant"]
+__all__ = ["Caller", "Exposure", "Tenant"]
+
+Exposure = Literal["full", "summary", "none"]
+"""How much of what the tools read goes back to a caller (HAPI_TOOL_OUTPUT_EXPOSURE):
+`full`; `summary`: tool-call records without their raw output; `none`: no tool-call
+records and no model text (which may quote what the tools read)."""
 
 _DIGEST_CHARS = 16  # 64 bits of SHA-256: distinct callers never share a scope
 
@@ -39,3 +50,18 @@ class Tenant:
     def key(self, remediation_id: str) -> str:
         """The id within this tenant ('/' is not allowed in a remediation id)."""
         return f"{self.scope}/{remediation_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks: the authenticated user name ("" without authentication), the one
+    namespace its investigations may read besides cluster-scoped objects (the one it
+    was authorized for; None: no such bound) and its exposure."""
+
+    name: str = ""
+    namespace: str | None = None
+    exposure: Exposure = "full"
+
+    def tenant(self, namespace: str) -> Tenant:
+        """The tenant this caller is in `namespace`."""
+        return Tenant(namespace, self.name)

@@ -1,8 +1,10 @@
-"""Which namespaces an authenticated caller may investigate.
+"""Which namespaces an authenticated caller may investigate, and the `Caller` it is.
 
 An investigation reads the cluster with the server's own service account, so
 without this check any caller could read any namespace through the service
-(a confused deputy). Two authorizers:
+(a confused deputy). `CallerPolicy` makes each request's `Caller` (who, the
+namespace its investigation may read, its exposure) once the caller is
+authorized. Two authorizers:
 
 - `SubjectAccessReviewAuthorizer`: asks the Kubernetes API whether the
   caller (user, groups, uid and extra from its TokenReview) may, by default,
@@ -15,6 +17,16 @@ without this check any caller could read any namespace through the service
 An incident without a namespace (a cluster-scoped resource such as a Node)
 needs the permission in every namespace (a SubjectAccessReview without a
 namespace), or `*` in the static allow-list.
+
+ReportRemediationOutcome writes history that gates later decisions, so it
+needs a permission of its own in the namespace of the remediated target
+(`HAPI_AUTHZ_REPORT_VERB` on `HAPI_AUTHZ_REPORT_RESOURCE`, or
+`HAPI_AUTH_STATIC_REPORT_NAMESPACES`), stricter by default than reading: a
+caller allowed to investigate a namespace cannot write its history unless it
+is also granted that. The check runs before the report is looked at, so a
+refusal says nothing of the remediation id. ValidateWorkflowParameters is not
+checked per namespace: it reads nothing of the cluster, only the workflow
+catalog's schema, and its parameters are the caller's own proposal.
 """
 
 from __future__ import annotations
@@ -26,12 +38,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hapi_grpc.domain.deadline import Budget, budget_scope
+from hapi_grpc.domain.errors import (
+    AuthorizationUnavailableError,
+    BudgetExhaustedError,
+    PermissionDeniedError,
+)
+from hapi_grpc.domain.tenancy import Caller, Exposure
 from hapi_grpc.security.auth import Identity
 from hapi_grpc.security.kube_api import ReviewClient
 
 log = logging.getLogger(__name__)
 
 SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+# Less than this left of the caller's deadline: a check that gave up gave up
+# because the deadline was spent.
+_SPENT_SECONDS = 0.05
 
 
 class AuthorizationUnavailable(Exception):
@@ -206,3 +230,78 @@ class SubjectAccessReviewAuthorizer:
 
 class AuthorizationError(Exception):
     """The SubjectAccessReview API did not give a usable answer."""
+
+
+class CallerPolicy:
+    """Makes each request's `Caller`: authorized for the namespace it asks about
+    (when authorizers are set), confined to it, with the deployment's exposure.
+
+    `reports` authorizes outcome reports (`report_needs` says what it asks
+    for); without it, reports are authorized like investigations. Without
+    authorizers every caller is allowed and unconfined.
+    """
+
+    def __init__(
+        self,
+        exposure: Exposure = "full",
+        investigations: NamespaceAuthorizer | None = None,
+        reports: NamespaceAuthorizer | None = None,
+        report_needs: str = "",
+    ) -> None:
+        self._exposure = exposure
+        self._investigations = investigations
+        self._reports = reports
+        self._report_needs = report_needs
+
+    async def investigating(
+        self, identity: Identity | None, namespace: str, budget: Budget
+    ) -> Caller:
+        """The caller of an investigation of `namespace`; PermissionDeniedError when
+        it may not read it, AuthorizationUnavailableError when that cannot be told."""
+        if not namespace:
+            denied = "the caller may not investigate cluster-scoped incidents (no namespace)"
+        else:
+            denied = f"the caller may not investigate namespace {namespace!r}"
+        return await self._caller(self._investigations, identity, namespace, budget, denied)
+
+    async def reporting(self, identity: Identity | None, namespace: str, budget: Budget) -> Caller:
+        """The caller of an outcome report on a target in `namespace` (refused as above)."""
+        if self._reports is None:
+            return await self.investigating(identity, namespace, budget)
+        where = f"namespace {namespace!r}" if namespace else "cluster-scoped targets (no namespace)"
+        denied = (
+            f"the caller may not report remediation outcomes for {where}"
+            f" (needs {self._report_needs})"
+        )
+        return await self._caller(self._reports, identity, namespace, budget, denied)
+
+    async def _caller(
+        self,
+        authorizer: NamespaceAuthorizer | None,
+        identity: Identity | None,
+        namespace: str,
+        budget: Budget,
+        denied: str,
+    ) -> Caller:
+        name = identity.subject if identity is not None else ""
+        if authorizer is None:
+            return Caller(name, None, self._exposure)
+        if identity is None:  # authorization without authentication: refuse
+            raise PermissionDeniedError(denied)
+        try:
+            with budget_scope(budget):
+                allowed = await authorizer.allowed(identity, namespace)
+        except AuthorizationUnavailable as exc:
+            if budget.remaining() < _SPENT_SECONDS:
+                raise BudgetExhaustedError("the caller's deadline ran out") from None
+            raise AuthorizationUnavailableError(f"{exc}; retry later") from None
+        if not allowed:
+            raise PermissionDeniedError(denied)
+        # Its investigation reads only this namespace ("": cluster-scoped, allowed in all).
+        return Caller(name, namespace or None, self._exposure)
+
+    async def close(self) -> None:
+        for authorizer in (self._investigations, self._reports):
+            close = getattr(authorizer, "close", None)
+            if close is not None:
+                await close()

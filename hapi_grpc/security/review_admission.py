@@ -17,18 +17,14 @@ tokens are valid:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Flights", "Known", "LaneFull", "UnknownGate", "caller_peer", "peer_host"]
+__all__ = ["Flights", "Known", "LaneFull", "UnknownGate", "peer_host"]
 
 T = TypeVar("T")
-
-# The address of the caller being authenticated (set by the auth interceptor).
-caller_peer: contextvars.ContextVar[str] = contextvars.ContextVar("hapi_caller_peer", default="")
 
 
 def peer_host(peer: str) -> str:

@@ -26,7 +26,6 @@ from hapi_grpc.security.review_admission import (
     Known,
     LaneFull,
     UnknownGate,
-    caller_peer,
     peer_host,
 )
 
@@ -103,22 +102,23 @@ class TokenReviewAuthenticator:
             cache_ttl=cache_ttl,
         )
 
-    async def authenticate(self, token: str) -> Identity | None:
+    async def authenticate(self, token: str, peer: str = "") -> Identity | None:
+        """The token's identity; reviews of tokens never accepted before are
+        bounded per caller address (`peer`)."""
         key = token_digest(token)
         now = self._clock()
         entry = self._cache.get(key)
         if entry is not None and entry.expires_at > now:
             return entry.identity
-        return await self._flights.run(key, lambda: self._reviewed(key, token))
+        return await self._flights.run(key, lambda: self._reviewed(key, token, peer))
 
-    async def _reviewed(self, key: bytes, token: str) -> Identity | None:
+    async def _reviewed(self, key: bytes, token: str, peer: str) -> Identity | None:
         """The one review of `token` its concurrent callers share, cached once."""
         try:
             if key in self._known:
                 identity = await self._review(token)
             else:
-                peer = peer_host(caller_peer.get())
-                identity = await self._unknown.run(peer, lambda: self._review(token))
+                identity = await self._unknown.run(peer_host(peer), lambda: self._review(token))
         except asyncio.CancelledError:
             raise
         except LaneFull:

@@ -112,9 +112,7 @@ class _OpenContext:
     shared_history: History | None = None
 
     def breaker(self, dependency: str) -> RateCircuitBreaker:
-        from hapi_grpc.app import build_breaker
-
-        return build_breaker(self.settings, dependency)
+        return self.settings.breaker(dependency)
 
     def settings_of(self, toolset: type[ToolsetPlugin[Any]]) -> Any:
         found = toolset.settings_from(self.settings)

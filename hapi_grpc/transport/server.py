@@ -1,4 +1,6 @@
-"""The grpc.aio server: services, health, reflection, interceptors, shutdown.
+"""The grpc.aio server: the servicer over the application it is handed, health,
+reflection, interceptors, shutdown. It builds no application service itself:
+`app.py` builds them and hands them over.
 
 Lifecycle: `start()` binds and flips health to SERVING (the hapi.v1 service
 only once `ready`, when given, has returned: a catalog read from the cluster
@@ -24,21 +26,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
-from hapi_grpc.application.analysis import AnalysisService
-from hapi_grpc.application.outcomes import DecisionRecorder, OutcomeService
-from hapi_grpc.application.validation import ParameterValidation
+from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
+from hapi_grpc.application.service import Application
 from hapi_grpc.config import Settings
-from hapi_grpc.domain.catalog import WorkflowCatalog
-from hapi_grpc.domain.history import RemediationHistory
-from hapi_grpc.domain.idempotency import IdempotencyCoordinator
-from hapi_grpc.domain.investigation.engine import InvestigationEngine
-from hapi_grpc.domain.llm import LLMProvider
-from hapi_grpc.domain.result import AnalysisEvent
+from hapi_grpc.security.authorization import CallerPolicy
 from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
 from hapi_grpc.transport.shutdown_gate import ShutdownGate
-from hapi_grpc.transport.stream_messages import StreamMessages
 
 log = logging.getLogger(__name__)
 
@@ -127,53 +122,43 @@ def stop_reserve(grace: float) -> float:
 
 
 class HapiServer:
-    """Hosts IncidentAnalysisService with health and reflection."""
+    """Hosts IncidentAnalysisService over `application`, with health and reflection;
+    the service is ready once `ready` (when given) returns.
+
+    `interceptors` come first (outermost: tracing, authentication), then the
+    server's own policies of hapi.v1 calls (`ServicePolicyInterceptor`: the
+    shutdown gate, the concurrency cap, request validation, error mapping);
+    `callers` makes each request's `Caller`. Stopping closes the application,
+    `callers` and the interceptors' clients.
+    """
 
     def __init__(
         self,
         settings: Settings,
+        application: Application[StreamResponse],
         *,
-        catalog: WorkflowCatalog,
-        llm: LLMProvider,
-        engine: InvestigationEngine,
-        idempotency: IdempotencyCoordinator[AnalysisEvent] | None = None,
-        extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
-        inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        callers: CallerPolicy | None = None,
+        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
         server_credentials: grpc.ServerCredentials | None = None,
-        history: RemediationHistory,
         ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
+        self.application = application
+        self.history = application.outcomes.history  # where decisions and outcomes are kept
+        self.callers = callers or CallerPolicy(settings.tool_output_exposure)
         self._ready = ready
         self._readying: asyncio.Task[None] | None = None
-        self.catalog = catalog
-        self.llm = llm
-        self.engine = engine
-        self.idempotency = idempotency or IdempotencyCoordinator()
-        # Where decisions returned and outcomes reported are kept.
-        self.history = history
         self.health = health.aio.HealthServicer()
         self.gate = ShutdownGate()
-        # Outermost first: tracing and auth from the caller, then our policies,
-        # then what sees validated requests (per-caller authorization).
-        interceptors: list[grpc.aio.ServerInterceptor] = [
-            *extra_interceptors,
+        self._interceptors: list[grpc.aio.ServerInterceptor] = [
+            *interceptors,
             ServicePolicyInterceptor(settings.max_concurrent_rpcs, gate=self.gate),
-            *inner_interceptors,
         ]
-        self._interceptors = interceptors
-        self._server = grpc.aio.server(interceptors=interceptors, options=server_options(settings))
+        self._server = grpc.aio.server(
+            interceptors=self._interceptors, options=server_options(settings)
+        )
         service_pb2_grpc.add_IncidentAnalysisServiceServicer_to_server(
-            IncidentAnalysisServicer(
-                AnalysisService(
-                    DecisionRecorder(engine, self.history, catalog),
-                    StreamMessages(),
-                    self.idempotency,
-                ),
-                ParameterValidation(catalog),
-                OutcomeService(self.history, catalog),
-            ),
-            self._server,
+            IncidentAnalysisServicer(application, self.callers), self._server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if settings.reflection:
@@ -215,7 +200,11 @@ class HapiServer:
             self._readying = asyncio.create_task(self._serve_when_ready(self._ready))
         log.info(
             "gRPC server listening",
-            extra={"port": self.port, "llm_provider": self.llm.name, "tls": self._tls},
+            extra={
+                "port": self.port,
+                "llm_provider": self.application.engine.llm_name,
+                "tls": self._tls,
+            },
         )
         if self.settings.auth_mode == "none" and not is_loopback(self.settings.grpc_host):
             log.warning(
@@ -260,7 +249,7 @@ class HapiServer:
         self.gate.close()
         # Running investigations end with their best partial result while
         # there is still time to send it; only what cannot answer is cut.
-        self.engine.drain(drain_seconds(grace))
+        self.application.drain(drain_seconds(grace))
         idle = await self.gate.wait_until_idle(ends - stop_reserve(grace))
         log.info("hapi.v1 calls drained", extra={"idle": idle, "in_flight": self.gate.in_flight})
         # What grpc.aio does once stop() begins (measured with grpcio 1.85):
@@ -276,21 +265,9 @@ class HapiServer:
         await self._server.stop(max(ends - time.monotonic(), 0.0))
         await close_within(
             CLOSE_SECONDS,
-            *(
-                close
-                for close in (
-                    getattr(c, "close", None)
-                    for c in (
-                        self.idempotency,
-                        self.history,
-                        self.engine,
-                        self.llm,
-                        self.catalog,
-                        *self._interceptors,  # their API clients (auth)
-                    )
-                )
-                if close is not None
-            ),
+            self.application.close,
+            self.callers.close,
+            *(close for close in (getattr(i, "close", None) for i in self._interceptors) if close),
         )
         log.info("server stopped")
 

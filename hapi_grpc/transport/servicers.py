@@ -1,8 +1,12 @@
-"""Thin servicers: convert the request, call the application layer, convert back.
+"""The thin servicer: who asks and until when, the request converted, one
+application call, the answer converted back.
 
-No business logic lives here: what an RPC does is in `hapi_grpc.application`.
-Request rules are enforced before these run, and exceptions are mapped to
-status codes after, by ServicePolicyInterceptor.
+Each method builds the request's `Caller` (the identity the auth interceptor
+handed over, authorized for the namespace the request is about by
+`CallerPolicy`, with its exposure) and its `Budget` (the caller's deadline),
+and passes both to the `Application`. No business logic lives here. Request
+rules are enforced before these run, and exceptions are mapped to status
+codes after, by ServicePolicyInterceptor.
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ import grpc
 
 from hapi.v1 import outcome_pb2, service_pb2, service_pb2_grpc, validation_pb2
 from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
-from hapi_grpc.application.analysis import AnalysisService
-from hapi_grpc.application.outcomes import OutcomeService
-from hapi_grpc.application.validation import ParameterValidation
+from hapi_grpc.application.service import Application
 from hapi_grpc.domain.deadline import Budget
-from hapi_grpc.security.auth import current_identity
+from hapi_grpc.security.auth import identity_of
+from hapi_grpc.security.authorization import CallerPolicy
 from hapi_grpc.transport import converters, outcome_messages
+
+__all__ = ["IncidentAnalysisServicer", "caller_budget"]
 
 
 def caller_budget(context: grpc.aio.ServicerContext) -> Budget:
@@ -27,39 +32,29 @@ def caller_budget(context: grpc.aio.ServicerContext) -> Budget:
     return Budget.from_timeout(context.time_remaining())
 
 
-def caller_name() -> str:
-    """The authenticated caller's user name; "" without authentication."""
-    identity = current_identity()
-    return identity.subject if identity is not None else ""
-
-
 class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer):
-    def __init__(
-        self,
-        analysis: AnalysisService[StreamResponse],
-        validation: ParameterValidation,
-        outcomes: OutcomeService,
-    ) -> None:
-        self._analysis = analysis
-        self._validation = validation
-        self._outcomes = outcomes
+    def __init__(self, application: Application[StreamResponse], callers: CallerPolicy) -> None:
+        self._app = application
+        self._callers = callers
 
     async def AnalyzeIncident(
         self, request: service_pb2.AnalyzeIncidentRequest, context: grpc.aio.ServicerContext
     ) -> service_pb2.AnalyzeIncidentResponse:
+        budget = caller_budget(context)
+        namespace = request.incident.signal.namespace
+        caller = await self._callers.investigating(identity_of(context), namespace, budget)
         incident = converters.incident_from_proto(request.incident)
-        answer = await self._analysis.analyze(
-            incident, request.force_reanalysis, caller_budget(context), caller_name()
-        )
+        answer = await self._app.analyze(incident, caller, budget, request.force_reanalysis)
         return service_pb2.AnalyzeIncidentResponse(result=answer.result)
 
     async def AnalyzeIncidentStream(
         self, request: service_pb2.AnalyzeIncidentStreamRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[StreamResponse]:
+        budget = caller_budget(context)
+        namespace = request.incident.signal.namespace
+        caller = await self._callers.investigating(identity_of(context), namespace, budget)
         incident = converters.incident_from_proto(request.incident)
-        messages = self._analysis.stream(
-            incident, request.force_reanalysis, caller_budget(context), caller_name()
-        )
+        messages = self._app.analyze_stream(incident, caller, budget, request.force_reanalysis)
         # Closed as soon as this stream is: the investigation is left at once.
         async with contextlib.aclosing(messages):
             async for message in messages:
@@ -70,7 +65,7 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         request: validation_pb2.ValidateWorkflowParametersRequest,
         context: grpc.aio.ServicerContext,
     ) -> validation_pb2.ValidateWorkflowParametersResponse:
-        schema, outcome = await self._validation.validate(
+        schema, outcome = await self._app.validate(
             request.workflow_id,
             converters.struct_to_dict(request.parameters),
             caller_budget(context),
@@ -82,9 +77,8 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         request: outcome_pb2.ReportRemediationOutcomeRequest,
         context: grpc.aio.ServicerContext,
     ) -> outcome_pb2.ReportRemediationOutcomeResponse:
-        report = outcome_messages.report_from_proto(request, caller_name())
-        ack = await self._outcomes.report(report, caller_budget(context))
-        return outcome_messages.ack_to_proto(ack)
-
-
-__all__ = ["IncidentAnalysisServicer", "caller_budget", "caller_name"]
+        budget = caller_budget(context)
+        namespace = request.target.namespace
+        caller = await self._callers.reporting(identity_of(context), namespace, budget)
+        report = outcome_messages.report_from_proto(request, caller.name)
+        return outcome_messages.ack_to_proto(await self._app.report(report, budget))

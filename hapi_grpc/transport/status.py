@@ -16,7 +16,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from hapi_grpc.domain import errors
-from hapi_grpc.security.handler_wrapping import end_call
+from hapi_grpc.security.auth import end_call
 
 __all__ = ["bad_request", "code_for", "end_call", "retry_info", "rich_status", "status_for"]
 
@@ -35,6 +35,8 @@ _CODES: tuple[tuple[type[errors.HapiError], grpc.StatusCode], ...] = (
     (errors.IncidentConflictError, grpc.StatusCode.ALREADY_EXISTS),
     (errors.OutcomeConflictError, grpc.StatusCode.ALREADY_EXISTS),
     (errors.RemediationTargetError, grpc.StatusCode.PERMISSION_DENIED),
+    (errors.PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (errors.AuthorizationUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (errors.HistoryUnavailableError, grpc.StatusCode.UNAVAILABLE),
 )
 

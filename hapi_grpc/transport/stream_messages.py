@@ -1,17 +1,33 @@
-"""An analysis's events and result as `AnalyzeIncidentStreamResponse` messages.
+"""An analysis's events and result as `AnalyzeIncidentStreamResponse` messages,
+and what of them a caller may see.
 
-The `MessageCodec` the application layer keeps and streams results with.
+`StreamMessages` is the `MessageCodec` the application layer keeps and streams
+results with. Its `shown` is where responses are shaped to a caller's exposure
+(HAPI_TOOL_OUTPUT_EXPOSURE), message by message as they go out, so it covers
+live events, replays and results kept from earlier calls alike:
+
+- `full`: everything, as the tools returned it (after redaction);
+- `summary`: tool-call records keep their name, arguments, status and
+  duration; the raw output in `result` is replaced by a short JSON note with
+  its size;
+- `none`: no tool-call records at all (in the result or the stream) and no
+  model text (which may quote what the tools read); the decision, its
+  validation attempts and the names of the tools each turn asked for remain.
 """
 
 from __future__ import annotations
 
+import json
+
 from google.protobuf.message import Message
 
+from hapi.v1 import analysis_pb2, tools_pb2
 from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
 from hapi_grpc.domain import result as r
+from hapi_grpc.domain.tenancy import Exposure
 from hapi_grpc.transport import converters
 
-__all__ = ["StreamMessages", "event_to_proto"]
+__all__ = ["StreamMessages", "event_to_proto", "withheld_note"]
 
 
 def event_to_proto(
@@ -36,6 +52,27 @@ def event_to_proto(
     raise TypeError(f"unexpected event {type(event).__name__}")
 
 
+def withheld_note(characters: int) -> str:
+    """What `summary` puts in place of a tool's output."""
+    return json.dumps(
+        {"output_withheld": "HAPI_TOOL_OUTPUT_EXPOSURE=summary", "characters": characters},
+        separators=(",", ":"),
+    )
+
+
+def _summarize(call: tools_pb2.ToolCallRecord) -> None:
+    if call.result:
+        call.result = withheld_note(len(call.result))
+
+
+def _limit_result(result: analysis_pb2.AnalysisResult, exposure: Exposure) -> None:
+    if exposure == "none":
+        del result.tool_calls[:]
+    elif exposure == "summary":
+        for call in result.tool_calls:
+            _summarize(call)
+
+
 class StreamMessages:
     """`MessageCodec[AnalyzeIncidentStreamResponse]`: a stream's messages, the result last."""
 
@@ -49,3 +86,18 @@ class StreamMessages:
         message.result.completed_at.FromNanoseconds(int(completed_at * 1e9))
         if reused:
             message.result.reused = True
+
+    def shown(self, message: StreamResponse, exposure: Exposure) -> StreamResponse | None:
+        """`message` stripped in place down to `exposure`; None when nothing of it may go."""
+        if exposure == "full":
+            return message
+        kind = message.WhichOneof("event")
+        if kind == "result":
+            _limit_result(message.result, exposure)
+        elif kind == "tool_call":
+            if exposure == "none":
+                return None
+            _summarize(message.tool_call)
+        elif kind == "llm_turn" and exposure == "none":
+            message.llm_turn.content = ""
+        return message

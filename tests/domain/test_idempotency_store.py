@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from hapi_grpc.adapters.result_store import MemoryResultStore
+from hapi_grpc.application.idempotency import Finished, IdempotencyCoordinator
 from hapi_grpc.domain.errors import IncidentConflictError
-from hapi_grpc.domain.idempotency import Finished, IdempotencyCoordinator, StoredResult
+from hapi_grpc.domain.result_store_port import StoredResult
 
 
 async def test_a_store_only_this_process_sees_keeps_results_but_takes_no_lock() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from hapi_grpc.domain.answer_json import extract_json_object
-from hapi_grpc.toolsets.kubernetes.facts import _CONFIG_ERROR
+from hapi_grpc.toolsets.kubernetes.log_facts import _CONFIG_ERROR
 from hapi_grpc.toolsets.prometheus.tools import duration_seconds
 
 # Each input is tried at growing sizes, so that a quadratic reader fails fast.

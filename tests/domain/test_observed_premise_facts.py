@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.toolsets.kubernetes.facts import object_facts, record_log, record_object
+from hapi_grpc.toolsets.kubernetes.facts import object_facts, record_object
 from hapi_grpc.toolsets.kubernetes.kinds import epoch
+from hapi_grpc.toolsets.kubernetes.log_facts import record_log
 from hapi_grpc.toolsets.prometheus.facts import query_metrics, series_subject
 
 

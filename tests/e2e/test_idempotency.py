@@ -27,9 +27,10 @@ from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.adapters.result_store import MemoryResultStore, RedisResultStore
 from hapi_grpc.app import build_server
-from hapi_grpc.application.analysis import idempotency_key
+from hapi_grpc.application.idempotency import IdempotencyCoordinator
+from hapi_grpc.application.service import idempotency_key
 from hapi_grpc.config import Settings
-from hapi_grpc.domain.idempotency import IdempotencyCoordinator, incident_fingerprint
+from hapi_grpc.domain.fingerprint import incident_fingerprint
 from hapi_grpc.transport import converters
 from tests.fakes.clock import ManualClock
 from tests.fakes.investigation import bundled_catalog

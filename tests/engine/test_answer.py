@@ -214,3 +214,15 @@ def test_target_resource_text_is_bounded_and_redacted() -> None:
     assert answer.target_resource is not None
     assert len(answer.target_resource.name) <= 4000
     assert "hunter2-correct-horse" not in answer.target_resource.api_group
+
+
+def test_action_types_come_from_the_catalog_never_from_the_answer() -> None:
+    selected = {**ANSWER["selected_workflow"], "action_type": "DeletePod"}
+    alternative = {"workflow_id": "oomkill-scale-down-v1", "action_type": "DeletePod"}
+    answer = parse_final_answer(
+        json.dumps(
+            {**ANSWER, "selected_workflow": selected, "alternative_workflows": [alternative]}
+        )
+    )
+    assert answer.selected is not None and answer.selected.action_type == ""
+    assert answer.alternatives[0].action_type == ""

@@ -8,7 +8,7 @@ import dataclasses
 from hapi_grpc.domain.observed import EMPTY_VIEW, Observed
 from hapi_grpc.domain.preconditions import Bound, Declared, evaluate, incident_activation
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.toolsets.kubernetes.facts import record_event
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event
 from tests.fakes.investigation import GOOD_PARAMS, bundled_catalog, make_incident
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from hapi_grpc.adapters.kubernetes.credentials import load_connection
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import ToolContext
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
@@ -32,7 +33,7 @@ def toolset_source(
 
 
 def toolset(reader: ApiServerReader, scope: KubernetesScope | None = None, **kw: int) -> Toolset:
-    return toolset_source(reader, scope, **kw)()
+    return toolset_source(reader, scope, **kw)(Caller())
 
 
 def context(seconds: float = 10.0) -> ToolContext:

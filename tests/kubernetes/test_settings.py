@@ -9,6 +9,7 @@ import pytest
 
 from hapi_grpc.adapters.kubernetes.credentials import credentials_present
 from hapi_grpc.config import ConfigError, Settings
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.toolsets.kubernetes import KubernetesToolset, KubernetesToolsetSettings
 from tests.fakes.kube_cluster import KubeCluster
 
@@ -66,7 +67,7 @@ async def test_auto_with_a_kubeconfig_reads_the_cluster(
         assert reader.url == kube_cluster.url
         rtype = await reader.resolve("deploy", 5.0)
         assert (rtype.group, rtype.kind) == ("apps", "Deployment")
-        assert source().limits.max_calls == 20
+        assert source(Caller()).limits.max_calls == 20
     finally:
         await opened.close()
 

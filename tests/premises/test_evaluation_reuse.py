@@ -12,7 +12,7 @@ from hapi_grpc.domain.incident import Incident, SignalInfo
 from hapi_grpc.domain.premises import PackError, parse_packs
 from hapi_grpc.domain.premises.evaluate import LateBound
 from hapi_grpc.domain.selection_gate import SelectionGate
-from hapi_grpc.toolsets.kubernetes.facts import record_event
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event
 from tests.premises.scenes import NS, oomkilled_statefulset, schema
 
 RAISE = schema("IncreaseMemoryLimits", "NAMESPACE", "STATEFULSET_NAME", "MEMORY_LIMIT_NEW")

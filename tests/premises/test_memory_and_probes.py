@@ -8,7 +8,7 @@ start-up time the logs state.
 
 from __future__ import annotations
 
-from hapi_grpc.toolsets.kubernetes.facts import record_event, record_log
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log
 from hapi_grpc.toolsets.prometheus.facts import record_metric
 from tests.premises.scenes import (
     NS,

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.toolsets.kubernetes.facts import record_log, record_object
+from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.kubernetes.log_facts import record_log
 from hapi_grpc.toolsets.kubernetes.node_stats import record_node_stats
 from tests.premises.scenes import (
     NS,

@@ -18,7 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from hapi_grpc.security.auth import (
     Authenticator,
     AuthInterceptor,
-    current_identity,
+    identity_of,
 )
 from hapi_grpc.security.token_review import TokenReviewAuthenticator
 
@@ -29,7 +29,7 @@ TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 
 async def whoami(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-    identity = current_identity()
+    identity = identity_of(context)
     return identity.subject.encode() if identity else b"anonymous"
 
 

@@ -71,6 +71,7 @@ class World:
         with contextlib.suppress(kubernetes.client.ApiException):
             rbac.create_namespaced_role(namespace, role, _request_timeout=30)
         self._bind(namespace, f"{name}-{account}", "Role", name, account)
+        self._await_allowed(namespace, account, role["rules"][0])
 
     def bind_reporter(self, namespace: str, account: str = "controller") -> None:
         """Grants `account` the shipped outcome-reporter role in `namespace`."""
@@ -78,6 +79,32 @@ class World:
             self.rbac().create_cluster_role(REPORTER_ROLE, _request_timeout=30)
         name = REPORTER_ROLE["metadata"]["name"]
         self._bind(namespace, f"{name}-{account}", "ClusterRole", name, account)
+        self._await_allowed(namespace, account, REPORTER_ROLE["rules"][0])
+
+    def _await_allowed(self, namespace: str, account: str, rule: dict[str, Any]) -> None:
+        """Waits until the API server's RBAC cache has seen a new binding: the
+        authorizer reads bindings from an informer, so a grant made a moment ago
+        can still be denied, more so on a loaded machine."""
+        review = {
+            "spec": {
+                "user": f"system:serviceaccount:{self.callers_ns}:{account}",
+                "groups": ["system:serviceaccounts", f"system:serviceaccounts:{self.callers_ns}"],
+                "resourceAttributes": {
+                    "namespace": namespace,
+                    "verb": rule["verbs"][0],
+                    "group": rule["apiGroups"][0],
+                    "resource": rule["resources"][0],
+                },
+            }
+        }
+        authz = kubernetes.client.AuthorizationV1Api(self.cluster.api_client())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            reply = authz.create_subject_access_review(review, _request_timeout=30)
+            if reply.status.allowed:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"binding of {account} in {namespace} never took effect")
 
     def _bind(self, namespace: str, name: str, kind: str, role: str, account: str) -> None:
         binding = {

@@ -135,7 +135,7 @@ def test_tokens_file_must_exist_and_list_a_token(tmp_path: Path) -> None:
 
 async def test_failing_authenticator_refuses_and_logs_no_token(serve: Start, caplog) -> None:
     class Broken:
-        async def authenticate(self, token: str) -> Identity | None:
+        async def authenticate(self, token: str, peer: str = "") -> Identity | None:
             raise RuntimeError(f"backend exploded while checking {token}")
 
     caplog.set_level(logging.DEBUG)

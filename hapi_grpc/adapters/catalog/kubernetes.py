@@ -24,7 +24,7 @@ import asyncio
 import contextvars
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,3 +335,24 @@ class KubernetesCatalog:
 def _log_failed_start(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("kubernetes catalog: cannot start: %s", task.exception())
+
+
+def connecting(environ: Mapping[str, str]) -> Callable[[], Awaitable[ApiServerReader]]:
+    """How the catalog connects with the credentials the Kubernetes toolset uses
+    (in-cluster service account, else KUBECONFIG of `environ`): ValueError, naming
+    HAPI_CATALOG_SOURCE, when they cannot be used."""
+
+    async def connect() -> ApiServerReader:
+        from hapi_grpc.adapters.kubernetes.credentials import load_connection
+
+        try:
+            connection = await load_connection(dict(environ))
+        except Exception as exc:
+            raise ValueError(
+                f"HAPI_CATALOG_SOURCE=kubernetes: the credentials cannot be used: {exc}"
+            ) from exc
+        if connection is None:
+            raise ValueError("HAPI_CATALOG_SOURCE=kubernetes: no credentials found")
+        return ApiServerReader(connection, max_connections=4)
+
+    return connect

@@ -42,6 +42,7 @@ from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
 from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits, ToolsetSource
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
@@ -54,6 +55,8 @@ if TYPE_CHECKING:  # the policy's CEL library is imported only when a policy is 
 __all__ = ["EngineSettings", "EventSink", "InvestigationEngine", "ToolsetSource"]
 
 logger = logging.getLogger(__name__)
+
+ANYONE = Caller()  # no caller to bound what the toolsets read (tests, benchmarks, evals)
 
 # The answer margin never takes more than this share of a short deadline, so
 # a caller with a tight deadline still gets an investigation.
@@ -130,11 +133,12 @@ class InvestigationEngine:
         return len(self._running)
 
     async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None
+        self, incident: Incident, *, caller: Caller = ANYONE, on_event: EventSink | None = None
     ) -> AnalysisResult:
-        """Investigate `incident`; progress goes to `on_event`, the result is returned."""
+        """Investigate `incident` for `caller` (its toolsets read what the caller
+        may); progress goes to `on_event`, the result is returned."""
         started = time.perf_counter()
-        state = self._new_state(incident, on_event)
+        state = self._new_state(incident, caller, on_event)
         outcome, reason = "error", "none"
         self._observer.investigation_started(incident)
         try:
@@ -192,9 +196,14 @@ class InvestigationEngine:
         finally:
             self._running.discard(running)
 
+    @property
+    def llm_name(self) -> str:
+        return self._llm.name
+
     async def close(self) -> None:
         if self._policy is not None:
             await self._policy.close()
+        await self._llm.close()
 
     def _provider(self, state: InvestigationState) -> LLMProvider:
         """The model for this investigation (one that decides from the record gets the
@@ -203,7 +212,9 @@ class InvestigationEngine:
             return self._reader.investigating(state.incident, state.selection_gate.observed)
         return self._llm
 
-    def _new_state(self, incident: Incident, on_event: EventSink | None) -> InvestigationState:
+    def _new_state(
+        self, incident: Incident, caller: Caller, on_event: EventSink | None
+    ) -> InvestigationState:
         settings = self._settings
         budget = self._budget()
         ledger = ValidationLedger(settings.max_validation_attempts)
@@ -232,7 +243,7 @@ class InvestigationEngine:
             catalog=session,
             tools=ToolDispatcher(
                 # A toolset with no tools (a tool server never reached) is not offered.
-                [catalog_tools, *(t for t in (make() for make in self._toolsets) if t.tools)],
+                [catalog_tools, *(t for t in (make(caller) for make in self._toolsets) if t.tools)],
                 self._observer,
                 observed=observed,
             ),

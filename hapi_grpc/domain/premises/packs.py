@@ -29,7 +29,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
-from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
+from hapi_grpc.domain.cel_programs import check_expression, compile_expression
+from hapi_grpc.domain.preconditions import Declared
 
 __all__ = ["ACTION_TYPE", "Pack", "PackCondition", "PackError", "merged", "parse_packs", "where"]
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
 
 __all__ = ["Tool", "Toolset", "ToolsetLimits", "ToolsetSource"]
@@ -68,5 +69,6 @@ class Toolset:
         return [tool_definition(tool) for tool in self.tools]
 
 
-ToolsetSource = Callable[[], Toolset]
-"""Makes one investigation's instance of a toolset (its own counters and budget)."""
+ToolsetSource = Callable[[Caller], Toolset]
+"""Makes one investigation's instance of a toolset (its own counters and budget), for
+the caller who asked (a toolset reads only what the caller may: `Caller.namespace`)."""

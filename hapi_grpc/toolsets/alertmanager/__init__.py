@@ -32,7 +32,7 @@ class AlertmanagerSettings(BaseModel):
 
     @field_validator("alertmanager_url")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
+    def _alertmanager_url(cls, value: str | None) -> str | None:
         return check_url(value, ("http", "https"))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import AlertFacts
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
@@ -83,5 +84,5 @@ class AlertmanagerToolsetSource:
     client: AlertmanagerClient
     limits: ToolsetLimits
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(self.client),), self.limits)

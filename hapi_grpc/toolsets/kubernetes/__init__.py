@@ -78,7 +78,7 @@ class KubernetesToolsetSettings(BaseModel):
 
     @field_validator("kubernetes", mode="before")
     @classmethod
-    def _mode(cls, value: Any) -> Any:
+    def _kubernetes_mode(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
 

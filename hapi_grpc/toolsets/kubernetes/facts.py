@@ -1,7 +1,7 @@
-"""How the `kubernetes` tools fill the observed record: objects, events and logs as read.
+"""How the `kubernetes` tools fill the observed record with the objects they read.
 
-Every read enters the record here (`record_object`, `record_event`,
-`record_log`; node stats in `node_stats`), as the typed facts of
+Every object read enters the record here (`record_object`; events and logs in
+`log_facts`, node stats in `node_stats`), as the typed facts of
 `domain/observed/facts.py`. Every string passes through `sensitive.redact`;
 Secret data and ConfigMap values are never read into the record (only the
 references to them). The kinds beside Pods, Nodes and workloads: `kinds`.
@@ -12,17 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import re2
-
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import (
-    AutoscalerFacts,
-    ClaimFacts,
     ConditionFacts,
     ConfigRef,
     ContainerFacts,
-    EventFacts,
-    LogFacts,
     NodeFacts,
     ObjectFacts,
     PodFacts,
@@ -34,14 +28,10 @@ from hapi_grpc.domain.sensitive import redact
 from hapi_grpc.domain.spec_hash import spec_hash
 from hapi_grpc.toolsets.kubernetes.kinds import EXTRA_KINDS, epoch, gitops_managed, integer, mapping
 
-__all__ = ["object_facts", "record_event", "record_log", "record_object"]
+__all__ = ["object_facts", "record_object"]
 
 _TEXT = 300
 _ITEMS = 20
-_LINE = 300
-# An event's message whole, up to the API's own limit (NoteLengthLimit): the end of a
-# kubelet's pull or start failure is what says why.
-_NOTE = 1024
 _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 # Taints the node lifecycle controller and the kubelet set and remove themselves
 # (conditions, cordon, cloud initialisation), as opposed to taints a person placed.
@@ -51,24 +41,6 @@ _AUTOMATIC_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 _TEMPLATE_LABEL = "pod-template-hash"
 _RESTART_STAMP = "kubectl.kubernetes.io/restartedAt"
 _PROBES = ("liveness", "readiness", "startup")
-# A log line that blames the configuration (a missing key, an invalid setting):
-# the premise of a configuration fix. RE2: linear in the line's length.
-_CONFIG_ERROR = re2.compile(
-    r"(?i)\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b.{0,80}"
-    r"\b(missing|invalid|unknown|required|not set|malformed|cannot parse|parse error|bad)\b"
-    r"|\b(missing|invalid|unknown|required|malformed)\b.{0,40}"
-    r"\b(config(uration)?|settings?|env(ironment)? var(iable)?)\b"
-)
-# A line stating how long start-up takes, in the forms application frameworks log it
-# ("Started App in 91.2 seconds", "started in 2.3s", "ready in 850 ms", "startup took
-# 95s", "warming cache (est. 40s)"): the time a liveness probe must leave a starting
-# container. RE2: linear.
-_STARTUP = re2.compile(
-    r"(?i)\b(?:start(?:ed|ing|up)?|start-up|boot(?:ed|ing)?|ready|initiali[sz](?:ed|ing|ation)"
-    r"|warm(?:ed|ing)?(?:[- ]?up)?)\b[^0-9\n]{0,60}?"
-    r"(?:\b(?:in|took|after|est\.?|estimated|expected|approx\.?|about)\s*|~\s*)"
-    r"([0-9]{1,6}(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b"
-)
 
 
 def record_object(observed: Observed, obj: Any, kind: str = "") -> None:
@@ -79,64 +51,6 @@ def record_object(observed: Observed, obj: Any, kind: str = "") -> None:
         obj = {**obj, "kind": kind}
     spec = obj.get("spec")
     observed.add_object(object_facts(obj), spec_hash(spec) if isinstance(spec, dict) else "")
-
-
-def record_event(
-    observed: Observed, kind: str, namespace: str, name: str, event: dict[str, Any]
-) -> None:
-    """One folded event about `kind/name`."""
-    count = event.get("count")
-    observed.add_event(
-        EventFacts(
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            type=str(event.get("type", "")),
-            reason=str(event.get("reason", "")),
-            message=redact(str(event.get("message", "")))[:_NOTE],
-            count=count if isinstance(count, int) else 1,
-        )
-    )
-
-
-def record_log(
-    observed: Observed,
-    namespace: str,
-    pod: str,
-    container: str,
-    *,
-    previous: bool,
-    lines: list[str],
-) -> None:
-    """Facts of a container log read: its size and the lines blaming configuration."""
-    blamed = [redact(line)[:_LINE] for line in lines if _CONFIG_ERROR.search(line)][:5]
-    observed.add_log(
-        LogFacts(
-            namespace=namespace,
-            pod=pod,
-            container=container,
-            previous=previous,
-            lines_read=len(lines),
-            config_errors=blamed,
-            last_line=redact(lines[-1])[:_LINE] if lines else "",
-            startup_seconds=_startup_seconds(lines),
-        )
-    )
-
-
-def _startup_seconds(lines: list[str]) -> float:
-    """The longest start-up time the lines state, in seconds; 0.0 when none does."""
-    longest = 0.0
-    for line in lines:
-        found = _STARTUP.search(line[:2000])
-        if found:
-            unit = found.group(2).lower()
-            if unit == "ms" or unit.startswith("milli"):
-                factor = 0.001
-            else:
-                factor = 60.0 if unit.startswith("m") else 1.0
-            longest = max(longest, float(found.group(1)) * factor)
-    return longest
 
 
 def _text(value: Any) -> str:
@@ -367,30 +281,6 @@ def _template_hash(template: Any) -> str:
     return spec_hash({"metadata": meta, "spec": mapping(template, "spec")})
 
 
-def _autoscaler(obj: dict[str, Any], out: ObjectFacts) -> AutoscalerFacts:
-    spec, status = mapping(obj, "spec"), mapping(obj, "status")
-    target = mapping(spec, "scaleTargetRef")
-    return AutoscalerFacts(
-        **out,
-        min_replicas=int(spec.get("minReplicas") or 1),
-        max_replicas=int(spec.get("maxReplicas") or 0),
-        current_replicas=int(status.get("currentReplicas") or 0),
-        target={"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))},
-    )
-
-
-def _claim(obj: dict[str, Any], out: ObjectFacts) -> ClaimFacts:
-    spec, status = mapping(obj, "spec"), mapping(obj, "status")
-    requests = (spec.get("resources") or {}).get("requests") or {}
-    return ClaimFacts(
-        **out,
-        phase=str(status.get("phase", "")),
-        storage_request=str(requests.get("storage", "")),
-        capacity=str((status.get("capacity") or {}).get("storage", "")),
-        storage_class=str(spec.get("storageClassName") or ""),
-    )
-
-
 def object_facts(obj: dict[str, Any]) -> ObjectFacts:
     """One object as the record keeps it (see `docs/preconditions.md`)."""
     meta = mapping(obj, "metadata")
@@ -426,10 +316,6 @@ def object_facts(obj: dict[str, Any]) -> ObjectFacts:
         return _node(obj, out)
     if kind in _WORKLOADS:
         return _workload(obj, out)
-    if kind == "HorizontalPodAutoscaler":
-        return _autoscaler(obj, out)
-    if kind == "PersistentVolumeClaim":
-        return _claim(obj, out)
     if kind in EXTRA_KINDS:
         return EXTRA_KINDS[kind](obj, out)
     return out

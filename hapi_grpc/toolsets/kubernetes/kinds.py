@@ -15,7 +15,9 @@ from typing import Any
 
 from hapi_grpc.domain.observed.facts import (
     AccessPolicyFacts,
+    AutoscalerFacts,
     CertificateFacts,
+    ClaimFacts,
     DisruptionBudgetFacts,
     IssuerFacts,
     LeaseFacts,
@@ -170,8 +172,34 @@ def _certificate(obj: dict[str, Any], out: ObjectFacts) -> CertificateFacts:
     )
 
 
+def _autoscaler(obj: dict[str, Any], out: ObjectFacts) -> AutoscalerFacts:
+    spec, status = mapping(obj, "spec"), mapping(obj, "status")
+    target = mapping(spec, "scaleTargetRef")
+    return AutoscalerFacts(
+        **out,
+        min_replicas=int(spec.get("minReplicas") or 1),
+        max_replicas=int(spec.get("maxReplicas") or 0),
+        current_replicas=int(status.get("currentReplicas") or 0),
+        target={"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))},
+    )
+
+
+def _claim(obj: dict[str, Any], out: ObjectFacts) -> ClaimFacts:
+    spec, status = mapping(obj, "spec"), mapping(obj, "status")
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    return ClaimFacts(
+        **out,
+        phase=str(status.get("phase", "")),
+        storage_request=str(requests.get("storage", "")),
+        capacity=str((status.get("capacity") or {}).get("storage", "")),
+        storage_class=str(spec.get("storageClassName") or ""),
+    )
+
+
 # kind -> its facts, from the object and the facts every object has (`object_facts`).
 EXTRA_KINDS: dict[str, Callable[[dict[str, Any], ObjectFacts], ObjectFacts]] = {
+    "HorizontalPodAutoscaler": _autoscaler,
+    "PersistentVolumeClaim": _claim,
     "Lease": _lease,
     "PodDisruptionBudget": _disruption_budget,
     "LimitRange": _limit_range,

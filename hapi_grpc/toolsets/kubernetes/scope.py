@@ -6,7 +6,6 @@ actionable message for the model (what is allowed instead), not an error.
 
 from __future__ import annotations
 
-import contextvars
 import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -16,7 +15,6 @@ from hapi_grpc.adapters.kubernetes.reader import ResourceType
 __all__ = [
     "KubernetesScope",
     "ScopeRefusal",
-    "confine_to_namespace",
     "is_secret_kind",
     "kind_key",
 ]
@@ -25,19 +23,6 @@ __all__ = [
 # settings say. (ServiceAccount tokens live in Secrets or the TokenRequest
 # subresource, which no tool reaches.)
 _ALWAYS_REFUSED = frozenset({"secret"})
-
-
-# The one namespace the investigation started in this context may read (the
-# namespace its caller was authorized for); None: no such bound.
-_confined: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "hapi_confined_namespace", default=None
-)
-
-
-def confine_to_namespace(namespace: str) -> None:
-    """Investigations started from this context read only `namespace` and
-    cluster-scoped objects ("" = no bound: the caller may read every namespace)."""
-    _confined.set(namespace or None)
 
 
 class ScopeRefusal(Exception):
@@ -83,12 +68,12 @@ class KubernetesScope:
     namespaces_allow: tuple[str, ...] = ()
     namespaces_deny: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    only_namespace: str | None = None  # set per investigation, see confine_to_namespace
+    only_namespace: str | None = None  # set per investigation, see confined_to
 
-    def for_investigation(self) -> KubernetesScope:
-        """This scope, bound to the namespace confined in the current context if any."""
-        confined = _confined.get()
-        return self if confined is None else replace(self, only_namespace=confined)
+    def confined_to(self, namespace: str | None) -> KubernetesScope:
+        """This scope, bound to the one namespace (and cluster-scoped objects) the
+        investigation's caller was authorized for; None: no such bound."""
+        return self if namespace is None else replace(self, only_namespace=namespace)
 
     @classmethod
     def of(

@@ -18,6 +18,7 @@ import re2
 
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.domain.sensitive import redact_head
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.kubernetes import (
@@ -31,7 +32,8 @@ from hapi_grpc.toolsets.kubernetes.args import (
     KubernetesListArgs,
     KubernetesPodLogsArgs,
 )
-from hapi_grpc.toolsets.kubernetes.facts import record_event, record_log, record_object
+from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log
 from hapi_grpc.toolsets.kubernetes.node_stats import NODE_STATS_TOOL, KubernetesNodeStats
 from hapi_grpc.toolsets.kubernetes.owners import OWNERS_TOOL, KubernetesOwnerChain
 from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
@@ -286,10 +288,10 @@ class KubernetesToolsetSource:
         )
         return cls(reader, scope, KubernetesToolset(settings).limits())
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         # The session cuts by whole items a little under the dispatcher's
         # cap, so the dispatcher's blunt cut is never needed.
         per_call = max(256, self.limits.max_output_chars - 256)
-        scope = self.scope.for_investigation()
+        scope = self.scope.confined_to(caller.namespace)
         session = KubernetesSession(self.reader, scope, per_call, self.investigation_chars)
         return kubernetes_toolset(session, self.limits)

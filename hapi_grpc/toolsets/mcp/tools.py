@@ -25,6 +25,7 @@ from hapi_grpc.domain.bounded_json import check_depth
 from hapi_grpc.domain.errors import HapiError
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import clip
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.failure_answers import refused, unavailable
 from hapi_grpc.domain.toolsets.tool import ArgumentsRejected, Tool, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
@@ -179,7 +180,7 @@ class McpToolsetSource:
     servers: McpManager
     server: str
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         config = self.servers.server_config(self.server)
         allowed = set(config.allowed_tools or ()) if config is not None else set()
         listed = config is not None and config.allowed_tools is not None

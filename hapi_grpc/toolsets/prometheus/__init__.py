@@ -20,7 +20,21 @@ from hapi_grpc.domain.toolsets.settings import check_url
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 from hapi_grpc.toolsets.base import OpenContext, Opened, ToolsetPlugin
 
-__all__ = ["PrometheusSettings", "PrometheusToolset", "parse_headers"]
+__all__ = [
+    "LABEL_VALUES_TOOL",
+    "QUERY_TOOL",
+    "RANGE_TOOL",
+    "SERIES_TOOL",
+    "PrometheusSettings",
+    "PrometheusToolset",
+    "parse_headers",
+]
+
+# Its tools' names (the built-in analyst reads their answers by name).
+QUERY_TOOL = "prometheus_query"
+RANGE_TOOL = "prometheus_query_range"
+LABEL_VALUES_TOOL = "prometheus_label_values"
+SERIES_TOOL = "prometheus_series"
 
 
 class PrometheusSettings(BaseModel):
@@ -57,12 +71,12 @@ class PrometheusSettings(BaseModel):
 
     @field_validator("prometheus_url")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
+    def _prometheus_url(cls, value: str | None) -> str | None:
         return check_url(value, ("http", "https"))
 
     @field_validator("prometheus_headers")
     @classmethod
-    def _headers(cls, value: str) -> str:
+    def _prometheus_headers(cls, value: str) -> str:
         try:
             parse_headers(value)
         except ValueError:
@@ -118,10 +132,10 @@ class PrometheusToolset(ToolsetPlugin[PrometheusSettings]):
         from hapi_grpc.toolsets.prometheus import tools
 
         return {
-            tools.QUERY_TOOL: tools.PrometheusQueryArgs,
-            tools.RANGE_TOOL: tools.PrometheusRangeQueryArgs,
-            tools.LABEL_VALUES_TOOL: tools.PrometheusLabelValuesArgs,
-            tools.SERIES_TOOL: tools.PrometheusSeriesArgs,
+            QUERY_TOOL: tools.PrometheusQueryArgs,
+            RANGE_TOOL: tools.PrometheusRangeQueryArgs,
+            LABEL_VALUES_TOOL: tools.PrometheusLabelValuesArgs,
+            SERIES_TOOL: tools.PrometheusSeriesArgs,
         }
 
     def limits(self) -> ToolsetLimits:

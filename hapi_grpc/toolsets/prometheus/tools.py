@@ -25,11 +25,18 @@ import re2
 from pydantic import field_validator
 
 from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.toolsets.prometheus import PrometheusToolset
+from hapi_grpc.toolsets.prometheus import (
+    LABEL_VALUES_TOOL,
+    QUERY_TOOL,
+    RANGE_TOOL,
+    SERIES_TOOL,
+    PrometheusToolset,
+)
 from hapi_grpc.toolsets.prometheus.client import PrometheusClient
 from hapi_grpc.toolsets.prometheus.facts import record_metric
 from hapi_grpc.toolsets.prometheus.source import MetricsQueryError, MetricsUnavailableError
@@ -50,10 +57,6 @@ __all__ = [
     "parse_time",
 ]
 
-QUERY_TOOL = "prometheus_query"
-RANGE_TOOL = "prometheus_query_range"
-LABEL_VALUES_TOOL = "prometheus_label_values"
-SERIES_TOOL = "prometheus_series"
 DEFAULT_MAX_SERIES = 10
 # A range query without a step gets about this many points per series.
 _DEFAULT_POINTS = 120
@@ -276,7 +279,7 @@ class PrometheusToolsetSource:
     limits: ToolsetLimits
     max_series: int = DEFAULT_MAX_SERIES
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return PrometheusToolset.toolset(
             (
                 PrometheusQuery(self.client, self.max_series),

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 from hapi_grpc.toolsets.base import OpenContext, Opened, ToolsetPlugin
 
-__all__ = ["RemediationHistorySettings", "RemediationHistoryToolset"]
+__all__ = ["HISTORY_TOOL", "RemediationHistorySettings", "RemediationHistoryToolset"]
+
+HISTORY_TOOL = "get_remediation_history"  # its one tool (the built-in analyst reads it)
 
 
 class RemediationHistorySettings(BaseModel):
@@ -65,7 +67,7 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
     def argument_models(cls) -> Mapping[str, type[BaseModel]]:
         from hapi_grpc.toolsets.remediation_history import tools
 
-        return {tools.HISTORY_TOOL: tools.GetRemediationHistoryArgs}
+        return {HISTORY_TOOL: tools.GetRemediationHistoryArgs}
 
     def limits(self) -> ToolsetLimits:
         return ToolsetLimits(

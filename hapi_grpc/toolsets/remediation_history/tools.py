@@ -27,10 +27,11 @@ from hapi_grpc.domain.errors import HistoryUnavailableError
 from hapi_grpc.domain.history import HistoryContext, HistoryEntry, RemediationHistory, Windows
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import TargetResource, ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, unavailable
 from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
-from hapi_grpc.toolsets.remediation_history import RemediationHistoryToolset
+from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 
 __all__ = [
     "HISTORY_TOOL",
@@ -39,7 +40,6 @@ __all__ = [
     "entry_view",
 ]
 
-HISTORY_TOOL = "get_remediation_history"
 _MAX_WINDOW_HOURS = 24 * 7  # tier 1 look-back the model may ask for
 _PARAMETERS_CHARS = 400
 _TEXT = 200
@@ -161,7 +161,7 @@ class RemediationHistorySource:
     limits: ToolsetLimits
     max_entries: int
 
-    def __call__(self) -> Toolset:
+    def __call__(self, caller: Caller) -> Toolset:
         return RemediationHistoryToolset.toolset(
             (GetRemediationHistory(self.reader, self.max_entries),), self.limits
         )

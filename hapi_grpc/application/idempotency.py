@@ -1,6 +1,26 @@
-"""`IdempotencyCoordinator`: single flight per remediation id, results and locks kept.
+"""Idempotent investigations: one per remediation id and incident, shared and kept.
 
-See the package docstring for what it guarantees.
+A controller retries `AnalyzeIncident` for the same `remediation_id` after a
+timeout, a crash or a leader change. `IdempotencyCoordinator.run` makes those
+retries free:
+
+- Calls with the same id and the same incident (`incident_fingerprint`) join
+  the investigation in flight on this replica (single flight). Each caller
+  waits within its own deadline; one that leaves does not stop it for the
+  others, and the last one to leave cancels it.
+- A finished result is kept in a `ResultStore` for `result_ttl` seconds, as
+  bytes (each caller decodes its own copy), and returned again for the same
+  id and fingerprint. A different incident under the same id is an
+  `IncidentConflictError`, unless the call forces a fresh analysis.
+- With a shared store, a lock per id (a `LockToken`, expiring after `lock_ttl`,
+  renewed while the investigation runs, released when it ends) keeps other
+  replicas from starting the same investigation: they poll for its result
+  and take over once the lock is gone, so a dead replica blocks an id for at
+  most `lock_ttl`.
+
+The store is an optimisation, never a dependency: when it fails, calls run
+their own investigation. Results that a retry could improve (budget ran
+out, a dependency was unavailable) are returned to every waiter but not kept.
 """
 
 from __future__ import annotations
@@ -13,27 +33,111 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
 
+from hapi_grpc.application.kept_results import LockToken, TolerantStore
 from hapi_grpc.domain.deadline import await_shared, current_budget
 from hapi_grpc.domain.errors import BudgetExhaustedError, IncidentConflictError
-from hapi_grpc.domain.idempotency.flight import Flight, Investigate, LazyFingerprint, Listener
-from hapi_grpc.domain.idempotency.outcome import (
-    FlightResult,
-    LockToken,
-    Outcome,
-    ReuseKind,
-    conflict_message,
-)
-from hapi_grpc.domain.idempotency.store_access import TolerantStore
 from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 
-__all__ = ["IdempotencyCoordinator"]
+__all__ = ["REUSE_KINDS", "Finished", "IdempotencyCoordinator", "Outcome", "ReuseKind"]
 
-log = logging.getLogger("hapi_grpc.domain.idempotency")
+log = logging.getLogger("hapi_grpc.application.idempotency")
 
 E = TypeVar("E")
+
+# How a call got its result without running an investigation of its own.
+ReuseKind = Literal["joined", "awaited", "stored"]
+REUSE_KINDS: tuple[ReuseKind, ...] = ("joined", "awaited", "stored")
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """What an investigation hands the coordinator: the encoded result and whether to keep it."""
+
+    payload: bytes
+    keep: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One call's answer: its own copy of the encoded result and how it was obtained."""
+
+    payload: bytes
+    completed_at: float  # seconds since the epoch
+    reused: ReuseKind | None  # None: this call ran the investigation
+    # True when the investigation ran on this replica, so `on_event` saw its
+    # events; False when the result came from the store or another replica.
+    live: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class FlightResult:
+    """How an investigation in flight on this replica ended for its callers."""
+
+    payload: bytes
+    completed_at: float  # seconds since the epoch
+    # None: this flight ran the investigation; else where it found the result
+    # ("stored" before it started, "awaited" from another replica's run).
+    origin: ReuseKind | None
+
+
+def conflict_message(remediation_id: str, state: str) -> str:
+    """The error text for a different incident under `remediation_id`."""
+    remedy = (
+        "set force_reanalysis to analyse this incident instead"
+        if state == "was analysed"
+        else "retry once that analysis has finished"
+    )
+    return (
+        f"remediation_id {remediation_id!r} {state} for a different incident; "
+        f"resend the same incident to get its result, use a new remediation_id, or {remedy}"
+    )
+
+
+Listener = Callable[[E], None]
+Investigate = Callable[[Callable[[E], Awaitable[None]]], Awaitable[Finished]]
+
+
+class LazyFingerprint:
+    """An incident's fingerprint, computed on first use and then kept.
+
+    A new investigation on a store only this process sees needs it first when
+    its result is saved: an alert storm's start, when every call competes for
+    the event loop, no longer pays for a thousand fingerprints at once.
+    """
+
+    __slots__ = ("_compute", "_value")
+
+    def __init__(self, value: str | Callable[[], str]) -> None:
+        self._value: str | None = value if isinstance(value, str) else None
+        self._compute: Callable[[], str] | None = None if isinstance(value, str) else value
+
+    def __call__(self) -> str:
+        if self._value is None:
+            assert self._compute is not None
+            self._value, self._compute = self._compute(), None
+        return self._value
+
+
+@dataclass(slots=True)
+class Flight(Generic[E]):
+    """One investigation in flight on this replica and the callers waiting for it."""
+
+    fingerprint: LazyFingerprint
+    started_at: float
+    events: list[E] = field(default_factory=list)
+    listeners: list[Listener[E]] = field(default_factory=list)
+    waiters: int = 0
+    task: asyncio.Task[FlightResult] | None = None
+
+    async def publish(self, event: E) -> None:
+        # Joiners replay `events`; their number is bounded by the engine's caps.
+        self.events.append(event)
+        for listener in list(self.listeners):
+            listener(event)
 
 
 class IdempotencyCoordinator(Generic[E]):

@@ -1,12 +1,18 @@
-"""Serving an analysis: shared and kept investigations, replayed and streamed events.
+"""What the service does for a caller: the one application object behind the RPCs.
 
-`AnalysisService.analyze` answers one incident with its result;
-`AnalysisService.stream` also yields the investigation's events as they
-happen. Both go through the `IdempotencyCoordinator`: a retry joins the
+`Application` analyses incidents (`analyze`, `analyze_stream`), checks a
+caller's workflow parameters (`validate`) and records outcome reports
+(`report`). The servicer hands it who asks (a `Caller`: identity, the
+namespace it may read, its exposure) and the caller's `Budget`; nothing
+reaches it through the call's context.
+
+An analysis goes through the `IdempotencyCoordinator`: a retry joins the
 investigation in flight or gets the kept result, whose events are replayed
 to a stream that did not see them happen. Results are kept as the wire
 messages the transport answers with (`MessageCodec`), packed by
-`kept_results`, so every caller decodes its own copy.
+`kept_results`, so every caller decodes its own copy; each message is shaped
+to the caller's exposure as it leaves (`_shown`). Every decision returned is
+kept in the remediation history (`OutcomeService.keep_decision`).
 """
 
 from __future__ import annotations
@@ -14,42 +20,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
-from hapi_grpc.application.kept_results import pack, unpack
+from hapi_grpc.application.idempotency import REUSE_KINDS, Finished, IdempotencyCoordinator
+from hapi_grpc.application.kept_results import pack, unpack, worth_keeping
+from hapi_grpc.application.outcomes import OutcomeService
 from hapi_grpc.domain import result as r
+from hapi_grpc.domain.catalog import WorkflowCatalog, WorkflowSchema
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import IncidentConflictError
-from hapi_grpc.domain.idempotency import (
-    REUSE_KINDS,
-    Finished,
-    IdempotencyCoordinator,
-    incident_fingerprint,
-    worth_keeping,
-)
+from hapi_grpc.domain.fingerprint import incident_fingerprint
+from hapi_grpc.domain.history import OutcomeAck, OutcomeReport
 from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.investigation.engine import EventSink
-from hapi_grpc.domain.tenancy import Tenant
+from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
+from hapi_grpc.domain.parameters import ValidationOutcome
+from hapi_grpc.domain.tenancy import Caller, Exposure
+from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.logging import log_context
 
-__all__ = ["AnalysisService", "MessageCodec", "idempotency_key"]
+__all__ = ["Application", "MessageCodec", "idempotency_key"]
 
 M = TypeVar("M", bound=Message)
 
 _REUSED = {kind: metrics.ANALYSES_REUSED.labels(kind=kind) for kind in REUSE_KINDS}
-
-
-class Investigator(Protocol):
-    """What investigates an incident and records its decision for `caller`."""
-
-    async def investigate(
-        self, incident: Incident, *, on_event: EventSink | None = None, caller: str = ""
-    ) -> r.AnalysisResult: ...
+# Counters of the RPC's verdicts, resolved once: `labels()` locks on every call.
+_RPC_VALIDATIONS = {
+    valid: metrics.VALIDATION_ATTEMPTS.labels(source="rpc", result="valid" if valid else "invalid")
+    for valid in (True, False)
+}
 
 
 class MessageCodec(Protocol[M]):
@@ -70,6 +73,10 @@ class MessageCodec(Protocol[M]):
         """Set the result message's completion time and whether it was reused."""
         ...
 
+    def shown(self, message: M, exposure: Exposure) -> M | None:
+        """The message as a caller with `exposure` may see it; None: not at all."""
+        ...
+
 
 def idempotency_key(incident: Incident, caller: str = "") -> str:
     """What calls share an investigation under: the remediation id within its
@@ -77,7 +84,7 @@ def idempotency_key(incident: Incident, caller: str = "") -> str:
     another investigation, never joined, replaced or revealed), and for a
     recovery its attempt, so each attempt is an investigation of its own. ('#'
     is not allowed in a remediation id: no id can collide with a recovery's.)"""
-    key = Tenant(incident.signal.namespace, caller).key(incident.remediation_id)
+    key = Caller(caller).tenant(incident.signal.namespace).key(incident.remediation_id)
     recovery = incident.recovery
     if recovery is None:
         return key
@@ -86,36 +93,40 @@ def idempotency_key(incident: Incident, caller: str = "") -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Answer(Generic[M]):
-    result: M  # the result message, stamped
+    result: M  # the result message, stamped and shaped
     replay: list[M]  # events this caller did not see as they happened
 
 
-class AnalysisService(Generic[M]):
-    """Analyses incidents with `engine`, shared and kept by `idempotency`."""
+class Application(Generic[M]):
+    """Analyses with `engine` (shared and kept by `idempotency`), validates parameters
+    against `catalog`, and keeps decisions and outcomes through `outcomes`."""
 
     def __init__(
         self,
-        engine: Investigator,
+        engine: InvestigationEngine,
+        catalog: WorkflowCatalog,
+        outcomes: OutcomeService,
         codec: MessageCodec[M],
         idempotency: IdempotencyCoordinator[r.AnalysisEvent] | None = None,
     ) -> None:
-        self._engine = engine
+        self.engine = engine
+        self.catalog = catalog
+        self.outcomes = outcomes
         self._codec = codec
         # Without a store: concurrent calls on this server still share one investigation.
-        self._idempotency = idempotency or IdempotencyCoordinator()
+        self.idempotency = idempotency or IdempotencyCoordinator()
 
-    async def analyze(self, incident: Incident, force: bool, budget: Budget, caller: str = "") -> M:
-        """The result message for `incident` within `budget`, asked by `caller`
-        (the authenticated user name; "" without authentication)."""
+    async def analyze(self, incident: Incident, caller: Caller, budget: Budget, force: bool) -> M:
+        """The result message for `incident` within `budget`, as `caller` may see it."""
         with (
             log_context(remediation_id=incident.remediation_id, incident_id=incident.incident_id),
             budget_scope(budget),
         ):
-            answer = await self._answer(incident, force, caller)
+            answer = await self._answer(incident, caller, force)
         return answer.result
 
-    async def stream(
-        self, incident: Incident, force: bool, budget: Budget, caller: str = ""
+    async def analyze_stream(
+        self, incident: Incident, caller: Caller, budget: Budget, force: bool
     ) -> AsyncGenerator[M, None]:
         """The investigation's event messages as they happen, then any it
         learnt of elsewhere (a kept result, another replica), then the result."""
@@ -131,7 +142,7 @@ class AnalysisService(Generic[M]):
             budget_scope(budget),
         ):
             task = asyncio.create_task(
-                self._answer(incident, force, caller, on_event=queue.put_nowait)
+                self._answer(incident, caller, force, on_event=queue.put_nowait)
             )
         event = self._codec.event
         getter: asyncio.Future[r.AnalysisEvent] | None = None
@@ -140,12 +151,14 @@ class AnalysisService(Generic[M]):
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    yield event(getter.result())
+                    if (shown := self._shown(event(getter.result()), caller)) is not None:
+                        yield shown
                     continue
                 getter.cancel()
                 # The investigation ended: drain what it queued, then the replay and the result.
                 while not queue.empty():
-                    yield event(queue.get_nowait())
+                    if (shown := self._shown(event(queue.get_nowait()), caller)) is not None:
+                        yield shown
                 answer = task.result()
                 for message in answer.replay:
                     yield message
@@ -161,39 +174,53 @@ class AnalysisService(Generic[M]):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
+    async def validate(
+        self, workflow_id: str, parameters: Mapping[str, Any], budget: Budget
+    ) -> tuple[WorkflowSchema, ValidationOutcome]:
+        """The workflow's schema and the verdict on a caller's `parameters`."""
+        with budget_scope(budget):
+            schema, outcome = await validate_workflow_parameters(
+                self.catalog, workflow_id, parameters
+            )
+        _RPC_VALIDATIONS[outcome.valid].inc()
+        return schema, outcome
+
+    async def report(self, report: OutcomeReport, budget: Budget) -> OutcomeAck:
+        """The stored acknowledgement of an outcome report (see `OutcomeService.report`)."""
+        return await self.outcomes.report(report, budget)
+
+    def drain(self, seconds: float) -> None:
+        """Running investigations answer within `seconds` (a graceful shutdown)."""
+        self.engine.drain(seconds)
+
+    async def close(self) -> None:
+        """Close what the application holds, each failure ignored."""
+        for part in (self.idempotency, self.outcomes.history, self.engine, self.catalog):
+            close = getattr(part, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+
+    def _shown(self, message: M, caller: Caller) -> M | None:
+        """The one place a message meets the caller's exposure on its way out."""
+        return self._codec.shown(message, caller.exposure)
+
     async def _answer(
         self,
         incident: Incident,
+        caller: Caller,
         force: bool,
-        caller: str,
         on_event: Callable[[r.AnalysisEvent], None] | None = None,
     ) -> _Answer[M]:
         """The result of this incident (joined, kept from an earlier call, or investigated),
         and the events to replay when `on_event` did not see them as they happened."""
-        codec = self._codec
-
-        async def investigate(sink: EventSink) -> Finished:
-            events: list[r.AnalysisEvent] = []
-
-            async def record(event: r.AnalysisEvent) -> None:
-                events.append(event)
-                await sink(event)
-
-            result = await self._engine.investigate(incident, on_event=record, caller=caller)
-            # The result holds the same tool calls and attempts as the events:
-            # each is converted once, while both are alive (ids stay unique).
-            converted: dict[int, Message] = {}
-            frames = [codec.event(e, converted) for e in events]
-            payload = pack(codec.result(result, converted), frames)
-            return Finished(payload, worth_keeping(result))
-
-        key = idempotency_key(incident, caller)
+        key = idempotency_key(incident, caller.name)
         try:
-            outcome = await self._idempotency.run(
+            outcome = await self.idempotency.run(
                 key,
                 # Computed when first needed (see IdempotencyCoordinator.run).
                 functools.partial(incident_fingerprint, incident),
-                investigate,
+                functools.partial(self._investigate, incident, caller),
                 force=force,
                 on_event=on_event,
             )
@@ -205,8 +232,30 @@ class AnalysisService(Generic[M]):
             raise IncidentConflictError(str(exc).replace(repr(key), sent, 1)) from None
         # Every caller decodes its own copy; the events only when it replays them.
         replay_needed = not outcome.live and on_event is not None
+        codec = self._codec
         result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)
         codec.stamp(result, outcome.completed_at, outcome.reused is not None)
         if outcome.reused is not None:
             _REUSED[outcome.reused].inc()
-        return _Answer(result, replay)
+        shown = self._shown(result, caller)
+        assert shown is not None  # a result is never withheld, only stripped
+        return _Answer(
+            shown, [m for m in (self._shown(e, caller) for e in replay) if m is not None]
+        )
+
+    async def _investigate(self, incident: Incident, caller: Caller, sink: EventSink) -> Finished:
+        """Investigate for `caller` (the first to ask), keep its decision, pack the
+        result and its events for everyone who waits or asks again."""
+        events: list[r.AnalysisEvent] = []
+
+        async def record(event: r.AnalysisEvent) -> None:
+            events.append(event)
+            await sink(event)
+
+        result = await self.engine.investigate(incident, caller=caller, on_event=record)
+        await self.outcomes.keep_decision(incident, result, caller.name)
+        # The result holds the same tool calls and attempts as the events:
+        # each is converted once, while both are alive (ids stay unique).
+        converted: dict[int, Message] = {}
+        frames = [self._codec.event(e, converted) for e in events]
+        return Finished(pack(self._codec.result(result, converted), frames), worth_keeping(result))

@@ -30,7 +30,7 @@ def _client(transport: MockTransport, **kwargs: object) -> HttpClient:
 
 
 def _ok(request: Request) -> Response:
-    return Response(200, b'{"ok": true}', {})
+    return Response.of_json(200, {"ok": True})
 
 
 async def test_a_path_and_parameters_are_sent_under_the_base_url() -> None:

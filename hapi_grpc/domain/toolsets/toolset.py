@@ -61,10 +61,6 @@ class Toolset:
         object.__setattr__(self, "data_key", data_key)
         object.__setattr__(self, "investigates", investigates)
 
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        return tuple(tool.name for tool in self.tools)
-
     def definitions(self) -> list[ToolDefinition]:
         return [tool_definition(tool) for tool in self.tools]
 

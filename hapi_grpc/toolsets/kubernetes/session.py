@@ -17,9 +17,8 @@ from hapi_grpc.adapters.kubernetes.reader import (
     ResourceType,
 )
 from hapi_grpc.domain.result import ToolCallStatus
-from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import FailureAnswers, ToolContext, ToolResult, refused
 from hapi_grpc.toolsets.kubernetes import INVESTIGATION_OUTPUT_CHARS, KubernetesToolset
 from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal
 

@@ -26,8 +26,14 @@ from hapi_grpc.domain.errors import HapiError
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.domain.tenancy import Caller
-from hapi_grpc.domain.toolsets.failure_answers import refused, unavailable
-from hapi_grpc.domain.toolsets.tool import ArgumentsRejected, Tool, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import (
+    ArgumentsRejected,
+    Tool,
+    ToolContext,
+    ToolResult,
+    refused,
+    unavailable,
+)
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.mcp import McpToolset
 

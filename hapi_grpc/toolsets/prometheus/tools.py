@@ -27,8 +27,13 @@ from pydantic import field_validator
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
-from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, refused, unavailable
-from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import (
+    FailureAnswers,
+    ToolContext,
+    ToolResult,
+    refused,
+    unavailable,
+)
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.prometheus import (
     LABEL_VALUES_TOOL,

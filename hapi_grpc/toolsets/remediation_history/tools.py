@@ -28,8 +28,13 @@ from hapi_grpc.domain.history import HistoryContext, HistoryEntry, RemediationHi
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import TargetResource, ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
-from hapi_grpc.domain.toolsets.failure_answers import FailureAnswers, unavailable
-from hapi_grpc.domain.toolsets.tool import ToolArgs, ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import (
+    FailureAnswers,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    unavailable,
+)
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 

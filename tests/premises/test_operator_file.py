@@ -176,6 +176,14 @@ def test_serve_refuses_a_deep_or_alias_bomb_premises_file_with_one_line(
     assert len(log) < 500 and "Traceback" not in log
 
 
+@pytest.mark.parametrize("key", ["workflows: [{workflow_id: ", "packs: [{action_type: "])
+def test_a_refusal_quotes_an_entry_name_bounded(tmp_path: Path, key: str) -> None:
+    huge = "[" + ", ".join(["item"] * 100_000) + "]"  # 600 KB, no aliases
+    with pytest.raises(PackError) as refused:
+        read_premises(write(tmp_path, key + huge + ", typo: 1}]"))
+    assert len(str(refused.value)) < 300
+
+
 def test_premises_check_shows_how_each_workflow_is_judged(tmp_path: Path) -> None:
     path = write(tmp_path, OPERATOR)
     catalog = tmp_path / "catalog.yaml"

@@ -81,7 +81,8 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
     if not isinstance(items, list) or len(items) > MAX_PACKS:
         raise PackError(f"{source}: 'workflows' must be a list of at most {MAX_PACKS}")
     for index, item in enumerate(items):
-        name = item.get("workflow_id", "?") if isinstance(item, dict) else "?"
+        name = item.get("workflow_id") if isinstance(item, dict) else None
+        name = name[:80] if isinstance(name, str) else "?"  # a refusal quotes it
         try:
             entry = WorkflowPremises.model_validate(item)
         except ValidationError as exc:

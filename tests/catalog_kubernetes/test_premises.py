@@ -8,7 +8,9 @@ decides. On one OOMKilled StatefulSet whose memory sits at a steady plateau:
 - IncreaseMemoryLimits with a lower limit: review naming the pack's premise;
 - IncreaseMemoryLimits with a higher limit: automated;
 - an action type the service has no pack for: review naming "no premise"; automated
-  only when the operator's policy names that type in `allow_unverified`.
+  only when the operator's policy names that type in `allow_unverified`;
+- the operator's premises file (HAPI_PREMISES_FILE): a pack for that type decides it,
+  and a premise added to one workflow refuses what the shipped pack allows.
 """
 
 from __future__ import annotations
@@ -94,9 +96,40 @@ def world(
         server.stop()
 
 
+# The operator's file: a pack for their own action type (the StatefulSet it restarts was
+# read and is not failing for want of memory), and a cap on one workflow of a shipped type.
+OPERATOR_PREMISES = """
+packs:
+  - action_type: RestartDatabase
+    target: workload
+    preconditions:
+      - name: statefulset_read
+        message: the database's StatefulSet was read
+        expression: observed.workloads.exists(w, w.kind == "StatefulSet")
+    invariants:
+      - name: not_oomkilled
+        message: a restart does not help a container killed for memory
+        expression: >-
+          !observed.pods.exists(p, p.workload.name == params.workload
+          && p.containers.exists(c, c.last_termination.reason == "OOMKilled"))
+workflows:
+  - workflow_id: raise-memory-v1
+    invariants:
+      - name: at_most_1800mi
+        message: the platform caps this workflow at 1800Mi
+        expression: quantity(string(params.MEMORY_LIMIT_NEW)) <= quantity("1800Mi")
+"""
+
+
 def write_policy(directory: Path, policy: dict[str, Any]) -> str:
     path = directory / "policy.yaml"
     path.write_text(yaml.safe_dump(policy), encoding="utf-8")
+    return str(path)
+
+
+def write_premises(directory: Path, text: str) -> str:
+    path = directory / "premises.yaml"
+    path.write_text(text, encoding="utf-8")
     return str(path)
 
 
@@ -108,6 +141,7 @@ async def analyze(
     extra: dict[str, str],
     tmp_path: Path,
     policy: dict[str, Any] | None = None,
+    premises_file: str | None = None,
 ) -> Any:
     namespace, prometheus = world
     policy_file = None if policy is None else write_policy(tmp_path, policy)
@@ -122,6 +156,7 @@ async def analyze(
             history_data_storage=False,
             prometheus_url=prometheus.url,
             policy_file=policy_file,
+            premises_file=premises_file,
             kubernetes="off",  # the test's reader instead, over the same cluster
         )
         llm = OpenAICompatibleProvider(model.base_url, "gpt-test", "sk-test-0000000000")
@@ -200,3 +235,34 @@ async def test_the_policy_allows_an_unknown_action_type_by_name(
         "restart-database-v1",
         "RestartDatabase",
     )
+
+
+async def test_the_operators_pack_for_their_action_type_decides_it(
+    catalog_cluster: KubeCluster, kubeconfig: Path, world: Any, tmp_path: Path
+) -> None:
+    premises = write_premises(tmp_path, OPERATOR_PREMISES)
+    result = await analyze(
+        catalog_cluster, kubeconfig, world, "restart-database-v1", {}, tmp_path, None, premises
+    )
+    # Verified now, and refuted: the StatefulSet's container was OOMKilled.
+    assert result.needs_human_review and result.human_review_reason == NOT_MET
+    assert not any("no premise declared" in w for w in result.warnings), list(result.warnings)
+    assert any("RestartDatabase.not_oomkilled" in w for w in result.warnings), list(result.warnings)
+
+
+async def test_the_operators_premise_on_one_workflow_adds_to_its_pack(
+    catalog_cluster: KubeCluster, kubeconfig: Path, world: Any, tmp_path: Path
+) -> None:
+    premises = write_premises(tmp_path, OPERATOR_PREMISES)
+    raise_to = {"MEMORY_LIMIT_NEW": "2Gi"}  # automated under the shipped pack alone
+    result = await analyze(
+        catalog_cluster, kubeconfig, world, "raise-memory-v1", raise_to, tmp_path, None, premises
+    )
+    assert result.needs_human_review and result.human_review_reason == NOT_MET
+    assert any("at_most_1800mi" in w for w in result.warnings), list(result.warnings)
+    within = {"MEMORY_LIMIT_NEW": "1792Mi"}
+    result = await analyze(
+        catalog_cluster, kubeconfig, world, "raise-memory-v1", within, tmp_path, None, premises
+    )
+    assert not result.needs_human_review, list(result.warnings)
+    assert result.selected_workflow.parameters["MEMORY_LIMIT_NEW"] == "1792Mi"

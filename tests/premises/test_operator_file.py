@@ -114,10 +114,17 @@ packs:
             "pack 'Foo' (packs[0]): invariants.0.expression",
         ),
         ("packs: [{action_type: foo}]", "pack 'foo' (packs[0]): action_type"),
-        ("packs: [{action_type: Foo, target: gizmo}]", "pack 'Foo': unknown role 'gizmo'"),
+        (
+            "packs: [{action_type: Foo, target: gizmo}]",
+            "pack 'Foo': target: unknown role 'gizmo'",
+        ),
+        (
+            "packs: [{action_type: Foo, roles: {gizmo: [GIZMO]}}]",
+            "pack 'Foo': roles: unknown role 'gizmo'",
+        ),
         (
             "workflows: [{workflow_id: w-v1, roles: {podd: POD}}]",
-            "workflow 'w-v1': unknown role 'podd'",
+            "workflow 'w-v1': roles: unknown role 'podd'",
         ),
         ("workflows: [{workflow_id: w-v1, typo: 1}]", "workflow 'w-v1' (workflows[0]): typo"),
     ],
@@ -145,7 +152,10 @@ def test_serve_refuses_a_bad_premises_file_with_one_line_and_status_2(tmp_path: 
     )
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("hapi-grpc: HAPI_PREMISES_FILE: ") and "unknown role 'gizmo'" in last
+    # One line naming the setting, the file, the pack and the field.
+    assert (
+        last == f"hapi-grpc: HAPI_PREMISES_FILE: {path}: pack 'Foo': target: unknown role 'gizmo'"
+    )
 
 
 # Nine levels of nine anchors as a workflow's id: a refusal that names the entry quoted

@@ -23,6 +23,7 @@ from hapi_grpc.domain.toolsets.limits import ToolsetLimits
 
 if TYPE_CHECKING:
     from hapi_grpc.domain.history import RemediationHistory
+    from hapi_grpc.domain.recording import ReadRecorder
     from hapi_grpc.domain.tenancy import Caller
     from hapi_grpc.domain.toolsets.toolset import Toolset
 
@@ -30,9 +31,10 @@ __all__ = ["OpenContext", "Opened", "Opener", "ToolsetSource", "ToolsetSpec"]
 
 S = TypeVar("S", bound=BaseModel)
 
-ToolsetSource = Callable[["Caller"], "Toolset"]
+ToolsetSource = Callable[["Caller", "ReadRecorder"], "Toolset"]
 """Makes one investigation's instance of a toolset, for the caller who asked (a
-toolset reads only what the caller may: `Caller.namespace`)."""
+toolset reads only what the caller may: `Caller.namespace`), reading its ports
+through the investigation's recorder (`domain.recording`)."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
@@ -65,7 +66,8 @@ class AlertmanagerToolsetSource:
     reader: AlertsReader
     limits: ToolsetLimits
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
+        reader = recorder.reading(self.reader)
         return Toolset(
-            NAME, (AlertmanagerActiveAlerts(self.reader),), self.limits, prompt_note=PROMPT_NOTE
+            NAME, (AlertmanagerActiveAlerts(reader),), self.limits, prompt_note=PROMPT_NOTE
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 import re2
 
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.sensitive import redact_head
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.kubernetes.args import (
@@ -275,10 +276,12 @@ class KubernetesToolsetSource:
     limits: ToolsetLimits
     investigation_chars: int = DEFAULT_INVESTIGATION_OUTPUT_CHARS
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         # The session cuts by whole items a little under the dispatcher's
         # cap, so the dispatcher's blunt cut is never needed.
         per_call = max(256, self.limits.max_output_chars - 256)
         scope = self.scope.confined_to(caller.namespace)
-        session = KubernetesSession(self.reader, scope, per_call, self.investigation_chars)
+        session = KubernetesSession(
+            recorder.reading(self.reader), scope, per_call, self.investigation_chars
+        )
         return kubernetes_toolset(session, self.limits)

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
@@ -209,14 +210,15 @@ class PrometheusToolsetSource:
     limits: ToolsetLimits
     max_series: int = DEFAULT_MAX_SERIES
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
+        reader = recorder.reading(self.reader)
         return Toolset(
             NAME,
             (
-                PrometheusQuery(self.reader, self.max_series),
-                PrometheusRangeQuery(self.reader, self.max_series),
-                PrometheusLabelValues(self.reader),
-                PrometheusSeries(self.reader),
+                PrometheusQuery(reader, self.max_series),
+                PrometheusRangeQuery(reader, self.max_series),
+                PrometheusLabelValues(reader),
+                PrometheusSeries(reader),
             ),
             self.limits,
             prompt_note=PROMPT_NOTE,

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from hapi_grpc.domain.history import HistoryContext, HistoryEntry, Windows
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import TargetResource, ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
@@ -166,10 +167,10 @@ class RemediationHistorySource:
     limits: ToolsetLimits
     max_entries: int
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         return Toolset(
             NAME,
-            (GetRemediationHistory(self.reader, self.max_entries),),
+            (GetRemediationHistory(recorder.reading(self.reader), self.max_entries),),
             self.limits,
             prompt_note=PROMPT_NOTE,
         )

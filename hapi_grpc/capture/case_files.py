@@ -49,7 +49,7 @@ def redacted(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {
             str(k): REDACTED
-            if isinstance(v, str) and str(k) not in _NAMING and hides_value(value, k)
+            if isinstance(v, str) and v and str(k) not in _NAMING and hides_value(value, k)
             else redacted(v, depth + 1)
             for k, v in value.items()
         }

@@ -39,12 +39,18 @@ LEAKS = (
 )
 
 
+def written(directory: Path) -> list[Path]:
+    cases = [d for d in directory.iterdir() if not d.name.startswith(".")]
+    if cases and (cases[0] / "expected.yaml").exists():
+        return [f for f in cases[0].rglob("*") if f.is_file()]
+    return []
+
+
 async def captured_files(directory: Path, timeout: float = 20.0) -> list[Path]:
     deadline = asyncio.get_running_loop().time() + timeout
     while asyncio.get_running_loop().time() < deadline:
-        cases = [d for d in directory.iterdir() if not d.name.startswith(".")]
-        if cases and (cases[0] / "expected.yaml").exists():
-            return [f for f in cases[0].rglob("*") if f.is_file()]
+        if found := written(directory):
+            return found
         await asyncio.sleep(0.1)
     raise AssertionError("nothing was captured")
 

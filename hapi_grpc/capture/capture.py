@@ -15,6 +15,7 @@ another directory, and an outcome reaches only its own tenant's case.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -46,6 +47,10 @@ log = logging.getLogger(__name__)
 
 MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
 WORKFLOW_SECONDS = 2.0  # the longest one catalog fetch may take
+# Of the decision kept in case.yaml: the tool calls' output is what the case's files
+# replay, and the turns and attempts are measurements of the run.
+_CATALOGS_KEPT = 64
+_NOT_KEPT = ("toolCalls", "llmTurns", "validationAttempts", "tokenUsage", "durationSeconds")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -84,6 +89,8 @@ class Capture:
         self._model = model
         self._labels = harness_labels()
         self._pending: set[asyncio.Task[None]] = set()
+        # Catalog files rendered (writer thread only): a storm searches the same workflows.
+        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
 
     def recorder(self) -> CaseRecorder:
         return CaseRecorder()
@@ -147,6 +154,18 @@ class Capture:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found
 
+    def _catalog_file(self, workflows: list[Workflow]) -> bytes:
+        """The workflows in the catalog file format; the same ones are rendered once."""
+        key = tuple((w.workflow_id, w.version) for w in workflows)
+        found = self._catalogs.get(key)
+        if found is None or found[0] != workflows:
+            dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
+            found = (workflows, _yaml({"workflows": case_files.redacted(dumped)}))
+            if len(self._catalogs) >= _CATALOGS_KEPT:
+                self._catalogs.clear()
+            self._catalogs[key] = found
+        return found[1]
+
     def _render(
         self,
         directory: Path,
@@ -175,11 +194,14 @@ class Capture:
         }
         files |= {path: text.encode() for path, text in optional.items() if text}
         if workflows:
-            dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            files["catalog.yaml"] = _yaml({"workflows": dumped})
+            files["catalog.yaml"] = self._catalog_file(workflows)
         from google.protobuf import json_format
 
-        decision = json_format.MessageToDict(result_to_proto(result))
+        # Converted without the tool calls (typed arguments are slow to convert).
+        bare = dataclasses.replace(result, tool_calls=[], validation_attempts=[])
+        decision = json_format.MessageToDict(result_to_proto(bare))
+        for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
+            decision.pop(bulky, None)
         provenance = self._labels.Provenance(
             at=datetime.fromtimestamp(at, UTC),
             remediation_id=incident.remediation_id,
@@ -197,12 +219,15 @@ class Capture:
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
         self._labels.write_captured(
-            directory, description=case_files.redacted(description), provenance=provenance
+            directory,
+            description=case_files.redacted(description),
+            provenance=provenance,
+            # Replayed with the workflows this investigation was offered.
+            catalog="catalog.yaml" if workflows else None,
         )
-        if workflows:  # replayed with the workflows this investigation was offered
-            meta = yaml.safe_load((directory / "case.yaml").read_text(encoding="utf-8"))
-            (directory / "case.yaml").write_bytes(_yaml({**meta, "catalog": "catalog.yaml"}))
-        return files  # case.yaml and expected.yaml are written; the writer writes these
+        return {
+            path: body for path, body in files.items() if body
+        }  # case.yaml and expected.yaml are written; the writer writes these
 
 
 _PROMPT_HASH: list[str] = []

@@ -109,6 +109,7 @@ class CaseWriter:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         size = sum(len(body) for body in files.values())
+        size += sum(f.stat().st_size for f in staging.iterdir() if f.is_file())
         if size > self.max_case_bytes:
             COUNTS["too_large"].inc()
             shutil.rmtree(staging, ignore_errors=True)

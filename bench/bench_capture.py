@@ -26,6 +26,14 @@ from cpu_share import added_share
 SETTLE_SECONDS = 120.0
 
 
+def _written_since(case: Path, since: float) -> bool:
+    """A case written since `since` (a case being replaced may be gone for a moment)."""
+    try:
+        return not case.name.startswith(".") and case.stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000)
@@ -43,11 +51,7 @@ def main() -> int:
             deadline = time.monotonic() + SETTLE_SECONDS
             written = 0
             while time.monotonic() < deadline:
-                written = sum(
-                    1
-                    for d in root.iterdir()
-                    if not d.name.startswith(".") and d.stat().st_mtime >= since
-                )
+                written = sum(1 for d in root.iterdir() if _written_since(d, since))
                 if written >= args.n:
                     return
                 time.sleep(0.05)

@@ -294,6 +294,27 @@ def write_expected(directory: Path, body: dict[str, Any]) -> bool:
     return True
 
 
+def captured_texts(
+    *,
+    description: str,
+    provenance: Provenance,
+    tags: tuple[str, ...] = (),
+    catalog: str | None = None,
+) -> dict[str, str]:
+    """A new captured case's `case.yaml` and derived `expected.yaml`, as text (the
+    other files, request and what the investigation read, are the capture's to
+    write; `catalog` names its catalog file, when it brings one)."""
+    meta: dict[str, Any] = {"description": description, "tags": ["captured", *tags]}
+    meta |= {"catalog": catalog} if catalog else {}
+    meta["captured"] = provenance.model_dump(mode="json", exclude_defaults=True)
+    body = derived_expected(provenance, provenance.at)
+    try:
+        Expected.model_validate(body)
+    except ValidationError as exc:
+        raise LabelError(f"no valid expected.yaml: {_problems(exc)}") from None
+    return {"case.yaml": _dump(meta), "expected.yaml": _dump(body)}
+
+
 def write_captured(
     directory: Path,
     *,
@@ -302,14 +323,12 @@ def write_captured(
     tags: tuple[str, ...] = (),
     catalog: str | None = None,
 ) -> None:
-    """A captured case's `case.yaml` and derived `expected.yaml` (the other files,
-    request and what the investigation read, are the capture's to write; `catalog`
-    names its catalog file, when it brings one)."""
-    meta: dict[str, Any] = {"description": description, "tags": ["captured", *tags]}
-    meta |= {"catalog": catalog} if catalog else {}
-    meta["captured"] = provenance.model_dump(mode="json", exclude_defaults=True)
-    _write_atomically(directory / "case.yaml", _dump(meta))
-    write_expected(directory, derived_expected(provenance, provenance.at))
+    """`captured_texts` written into `directory`."""
+    texts = captured_texts(
+        description=description, provenance=provenance, tags=tags, catalog=catalog
+    )
+    for name, text in texts.items():
+        _write_atomically(directory / name, text)
 
 
 def record_outcome(directory: Path, outcome: dict[str, Any], at: datetime) -> bool:

@@ -137,8 +137,8 @@ class Capture:
         name = case_name(tenant, incident.remediation_id, attempt)
         at = time.time()
 
-        def render(directory: Path) -> Files:
-            return self._render(directory, incident, result, recorder, workflows, at)
+        def render() -> Files:
+            return self._render(incident, result, recorder, workflows, at)
 
         self.writer.offer((name, render))
 
@@ -168,7 +168,6 @@ class Capture:
 
     def _render(
         self,
-        directory: Path,
         incident: Incident,
         result: r.AnalysisResult,
         recorder: CaseRecorder,
@@ -218,16 +217,14 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
-        self._labels.write_captured(
-            directory,
+        texts = self._labels.captured_texts(
             description=case_files.redacted(description),
             provenance=provenance,
             # Replayed with the workflows this investigation was offered.
             catalog="catalog.yaml" if workflows else None,
         )
-        return {
-            path: body for path, body in files.items() if body
-        }  # case.yaml and expected.yaml are written; the writer writes these
+        files |= {name: text.encode() for name, text in texts.items()}
+        return {path: body for path, body in files.items() if body}
 
 
 _PROMPT_HASH: list[str] = []

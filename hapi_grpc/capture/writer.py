@@ -49,9 +49,9 @@ class CaseWriter:
         self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
         self._thread.start()
 
-    def offer(self, job: Callable[[], None] | tuple[str, Callable[[Path], Files]]) -> bool:
-        """Queue a case (`(name, render)`: `render(directory)` may write files of its
-        own there and returns the others) or an update (a callable); False when dropped."""
+    def offer(self, job: Callable[[], None] | tuple[str, Callable[[], Files]]) -> bool:
+        """Queue a case (`(name, render)`: `render()` gives its files) or an update
+        (a callable); False when dropped."""
         try:
             self._jobs.put_nowait(job)
         except queue.Full:
@@ -99,20 +99,11 @@ class CaseWriter:
                 COUNTS["failed"].inc()
                 log.exception("capturing an investigation failed")
 
-    def _write(self, name: str, render: Callable[[Path], Files]) -> None:
-        staging = self.root / f".{name}.{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        try:
-            files = render(staging)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+    def _write(self, name: str, render: Callable[[], Files]) -> None:
+        files = render()
         size = sum(len(body) for body in files.values())
-        size += sum(f.stat().st_size for f in staging.iterdir() if f.is_file())
         if size > self.max_case_bytes:
             COUNTS["too_large"].inc()
-            shutil.rmtree(staging, ignore_errors=True)
             log.warning("captured case skipped: too large", extra={"bytes": size})
             return
         self._sizes.pop(name, None)
@@ -121,6 +112,8 @@ class CaseWriter:
             shutil.rmtree(self.root / oldest, ignore_errors=True)
             del self._sizes[oldest]
             COUNTS["evicted"].inc()
+        staging = self.root / f".{name}.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
         for relative, body in files.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)

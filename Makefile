@@ -70,6 +70,7 @@ test: $(STAMP) tools redis prometheus kube
 	./scripts/check_generated.sh
 	./scripts/buf_checks.sh
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 test-python: $(STAMP)
@@ -79,6 +80,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check hapi_grpc
 	$(BIN)/mypy hapi_grpc
+	$(BIN)/lint-imports
 	$(BIN)/buf lint
 	$(BIN)/buf format --diff --exit-code
 

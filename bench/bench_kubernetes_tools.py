@@ -37,10 +37,10 @@ from hapi_grpc.client import load_analyze_request  # noqa: E402
 from hapi_grpc.domain.investigation.engine import InvestigationEngine  # noqa: E402
 from hapi_grpc.domain.tenancy import Caller  # noqa: E402
 from hapi_grpc.domain.toolsets.jsontext import compact_json  # noqa: E402
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope  # noqa: E402
-from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource  # noqa: E402
 from hapi_grpc.domain.toolsets.tool import ToolContext  # noqa: E402
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.tools import KubernetesToolsetSource  # noqa: E402
 from hapi_grpc.transport.converters import incident_from_proto  # noqa: E402
 from tests.fakes import kube_fixtures  # noqa: E402
 from tests.fakes.kube_cluster import ensure_namespace, running_cluster  # noqa: E402

@@ -33,6 +33,9 @@ from hapi_grpc.adapters.catalog.loader import load_bundled_catalog  # noqa: E402
 from hapi_grpc.domain.incident import Incident, SignalInfo  # noqa: E402
 from hapi_grpc.domain.observed import Observed  # noqa: E402
 from hapi_grpc.domain.selection_gate import SelectionGate  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.facts import record_object  # noqa: E402
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log  # noqa: E402
+from hapi_grpc.toolsets.prometheus.facts import record_metric  # noqa: E402
 
 # On the median: the p95 of a few milliseconds swings with the other work on a
 # shared 2-core machine, the median does not.
@@ -70,7 +73,8 @@ def _record() -> Observed:
     app, app_status = _container("payment-api", "512Mi", True)
     proxy, proxy_status = _container("istio-proxy", "128Mi", False)
     template = {"spec": {"containers": [app]}}
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "Deployment",
             "metadata": {
@@ -81,9 +85,10 @@ def _record() -> Observed:
             },
             "spec": {"replicas": 3, "template": template},
             "status": {"readyReplicas": 2},
-        }
+        },
     )
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "ReplicaSet",
             "metadata": {
@@ -92,10 +97,11 @@ def _record() -> Observed:
                 "ownerReferences": [{"kind": "Deployment", "name": "payment-api"}],
             },
             "spec": {"replicas": 3, "template": template},
-        }
+        },
     )
     for i in range(3):
-        observed.record_object(
+        record_object(
+            observed,
             {
                 "kind": "Pod",
                 "metadata": {
@@ -105,32 +111,36 @@ def _record() -> Observed:
                 },
                 "spec": {"nodeName": "worker-1", "containers": [app, proxy]},
                 "status": {"phase": "Running", "containerStatuses": [app_status, proxy_status]},
-            }
+            },
         )
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "Node",
             "metadata": {"name": "worker-1"},
             "spec": {},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        }
+        },
     )
     for i in range(10):
-        observed.record_event(
+        record_event(
+            observed,
             "Pod",
             "payments",
             "payment-api-6d9f7c5b8-x2k40",
             {"type": "Warning", "reason": "BackOff", "message": f"Back-off {i}", "count": i},
         )
     for previous in (True, False):
-        observed.record_log(
+        record_log(
+            observed,
             "payments",
             "payment-api-6d9f7c5b8-x2k40",
             "payment-api",
             previous=previous,
             lines=["starting", "loading 412000 records", "heap in use 498Mi of 512Mi"],
         )
-    observed.record_metric(
+    record_metric(
+        observed,
         'container_memory_working_set_bytes{namespace="payments"}',
         {
             "series": [

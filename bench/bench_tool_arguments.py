@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus  # noqa: E402
-from hapi_grpc.domain.toolsets.registry import TOOLSETS  # noqa: E402
+from hapi_grpc.toolsets.registry import TOOLSETS  # noqa: E402
 from hapi_grpc.transport.converters import tool_call_to_proto  # noqa: E402
 
 TARGET_SEEN_US = 60.0  # per call, arguments seen before

@@ -29,13 +29,13 @@ from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.llm import LLMProvider
 from hapi_grpc.domain.result import AnalysisEvent
-from hapi_grpc.domain.toolsets.spec import ToolsetSource
+from hapi_grpc.domain.toolsets.toolset import ToolsetSource
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.investigation import MetricsObserver
 from hapi_grpc.observability.metrics import POLICY_RULES_FIRED
 from hapi_grpc.observability.metrics_server import start_metrics_server
 from hapi_grpc.security.authorization import CallerPolicy
-from hapi_grpc.toolset_opening import open_toolsets
+from hapi_grpc.toolsets.registry import open_toolsets
 from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 from hapi_grpc.transport.stream_messages import StreamMessages
 

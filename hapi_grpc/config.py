@@ -33,9 +33,9 @@ from hapi_grpc.adapters.llm.settings import LlmSettings
 from hapi_grpc.adapters.settings import DependencySettings
 from hapi_grpc.capture.settings import CaptureSettings
 from hapi_grpc.domain.investigation.settings import EngineSettings
-from hapi_grpc.domain.toolsets.registry import TOOLSETS
 from hapi_grpc.domain.toolsets.settings import check_url
 from hapi_grpc.security.settings import SecuritySettings
+from hapi_grpc.toolsets.registry import TOOLSETS
 
 __all__ = [
     "ConfigError",
@@ -215,11 +215,11 @@ class ServiceSettings(
         return ""
 
 
-_TOOLSET_SETTINGS = tuple(spec.settings for spec in TOOLSETS if spec.settings is not None)
+_TOOLSET_SETTINGS = tuple(t.settings_model for t in TOOLSETS if t.settings_model is not None)
 
 
 class Settings(BaseSettings, ServiceSettings, *_TOOLSET_SETTINGS):  # type: ignore[misc]
-    """All settings: the service's and every registered toolset's (`ToolsetSpec.settings`).
+    """All settings: the service's and every registered toolset's (`settings_model`).
 
     `Settings(...)` takes its values as given; `Settings.from_env` reads them
     from the environment (or a mapping standing in for it).
@@ -268,10 +268,10 @@ class Settings(BaseSettings, ServiceSettings, *_TOOLSET_SETTINGS):  # type: igno
             files.append("llm_api_key_file")
         if self.auth_mode == "tokenreview":
             files += ["tokenreview_ca_file", "tokenreview_token_file"]
-        for spec in TOOLSETS:
-            toolset = spec.settings_from(self)
-            if spec.readable_files is not None and toolset is not None:
-                files += spec.readable_files(toolset)
+        for toolset_class in TOOLSETS:
+            toolset = toolset_class(toolset_class.settings_from(self))
+            if toolset.enabled:
+                files += toolset.readable_files()
         files += ["policy_file", "premises_file"]
         for field in filter(None, files):
             path = getattr(self, field)

@@ -3,7 +3,7 @@
 The report records them (`configuration`) so that `compare` can say what two
 runs differ in: a comparison meant to judge one change (a model) says little
 when the prompt or the catalog changed too. The prompt is the template's
-hash (`hapi_grpc.domain.prompt_hash`: the server evaluated runs this code);
+hash (`hapi_grpc.toolsets.registry`: the server evaluated runs this code);
 the catalog is the hash of what Data Storage served, per case.
 """
 
@@ -36,7 +36,7 @@ def _combined(hashes: Sequence[str]) -> str:
 def configuration(environ: Mapping[str, str], runs: Sequence[RunScore]) -> dict[str, Any]:
     """The report's `configuration`: provider, model, prompt and catalog hashes."""
     from hapi_grpc import __version__
-    from hapi_grpc.domain.prompt_hash import prompt_template_hash
+    from hapi_grpc.toolsets.registry import prompt_template_hash
 
     provider = environ.get("HAPI_LLM_PROVIDER", "") or "builtin"
     model = "builtin" if provider == "builtin" else environ.get("HAPI_LLM_MODEL", "") or "?"

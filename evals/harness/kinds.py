@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hapi_grpc.adapters.kubernetes.discovery import AGGREGATED_ACCEPT, parse_aggregated
-from hapi_grpc.domain.toolsets.kubernetes.port import ResourceType
+from hapi_grpc.adapters.kubernetes.reader import ResourceType
 
 Fetch = Callable[[str, str], dict[str, Any]]  # path, Accept -> the JSON document
 

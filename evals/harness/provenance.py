@@ -6,7 +6,7 @@
       service_version: 0.1.0
       provider: openai                  "builtin" for the built-in analyst
       model: gpt-4o-mini
-      prompt_hash: sha256:...           hapi_grpc.domain.prompt_hash
+      prompt_hash: sha256:...           hapi_grpc.toolsets.registry
       catalog_hash: sha256:...          optional: the catalog it searched, when known
       decision: {...}                   the AnalysisResult (proto JSON mapping; at
                                         least selectedWorkflow, needsHumanReview,

@@ -27,8 +27,7 @@ from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.subject import Subject
 from hapi_grpc.domain.history.gate import RECURRENCE
 from hapi_grpc.domain.recovery.failures import classify
-from hapi_grpc.domain.toolsets.remediation_history.spec import DATA_KEY
-from hapi_grpc.domain.toolsets.remediation_history.tools import HISTORY_TOOL
+from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 
 __all__ = ["HistoryView", "history_read"]
 
@@ -60,7 +59,11 @@ class HistoryView:
     @classmethod
     def read(cls, exchanges: Sequence[Exchange]) -> HistoryView:
         for exchange in exchanges:
-            data = exchange.result.get(DATA_KEY) if exchange.name == HISTORY_TOOL else None
+            data = (
+                exchange.result.get(RemediationHistoryToolset.data_key)
+                if exchange.name == HISTORY_TOOL
+                else None
+            )
             if isinstance(data, dict):
                 recent = [e for e in data.get("recent") or [] if isinstance(e, dict)]
                 older = [e for e in data.get("older_with_same_spec") or [] if isinstance(e, dict)]

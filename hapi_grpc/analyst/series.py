@@ -16,8 +16,7 @@ from typing import Any
 import re2
 
 from hapi_grpc.analyst.conversation import Reads, Step
-from hapi_grpc.domain.toolsets.prometheus.spec import DATA_KEY
-from hapi_grpc.domain.toolsets.prometheus.tools import LABEL_VALUES_TOOL, RANGE_TOOL
+from hapi_grpc.toolsets.prometheus import LABEL_VALUES_TOOL, RANGE_TOOL, PrometheusToolset
 
 __all__ = [
     "LABEL_VALUES_TOOL",
@@ -52,7 +51,7 @@ def range_read(reads: Reads, query: str, window: str = WINDOW) -> Step | dict[st
     """The range summary of `query` once read, else the read (not offered: {})."""
     if RANGE_TOOL not in reads.offered:
         return {}
-    found = reads.returned(RANGE_TOOL, {"query": query}, DATA_KEY)
+    found = reads.returned(RANGE_TOOL, {"query": query}, PrometheusToolset.data_key)
     if found is None:
         return RANGE_TOOL, {"query": query, "range": window}
     return found
@@ -63,7 +62,7 @@ def gauge_names(reads: Reads, selector: str) -> Step | list[str]:
     if LABEL_VALUES_TOOL not in reads.offered:
         return []
     arguments = {"label": "__name__", "match": ["{" + selector + "}"]}
-    found = reads.returned(LABEL_VALUES_TOOL, arguments, DATA_KEY)
+    found = reads.returned(LABEL_VALUES_TOOL, arguments, PrometheusToolset.data_key)
     if found is None:
         return LABEL_VALUES_TOOL, arguments
     values = found.get("values") or found.get("data") or []

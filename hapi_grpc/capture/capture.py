@@ -232,7 +232,7 @@ _PROMPT_HASH: list[str] = []
 
 def _prompt_hash() -> str:
     if not _PROMPT_HASH:
-        from hapi_grpc.domain.prompt_hash import prompt_template_hash
+        from hapi_grpc.toolsets.registry import prompt_template_hash
 
         _PROMPT_HASH.append(prompt_template_hash())
     return _PROMPT_HASH[0]

@@ -1,8 +1,9 @@
 """`CaseRecorder`: what one investigation's ports answered, kept for its case.
 
-The recorder is the investigation's `ReadRecorder`: each port a toolset (or the
-engine) opens is handed back wrapped, or re-made with a hook where only the
-adapter sees the raw answer (Prometheus' samples, Alertmanager's alerts). On
+The recorder is the investigation's `ReadRecorder`: each client a toolset (or
+the engine) opens is handed back wrapped, keeping what it answered before any
+view of it (Prometheus' samples, not their summary; Alertmanager's alerts, seen
+through the client's `on_alerts` hook). On
 the event loop it only keeps references to what was answered; cleaning,
 redaction and serialization happen on the capture's writer thread
 (`case_files`), so recording costs an append per read.
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hapi_grpc.domain.toolsets.kubernetes.port import ResourceType
+from hapi_grpc.adapters.kubernetes.reader import ResourceType
 
 __all__ = ["CaseRecorder", "LogRead"]
 
@@ -44,14 +45,15 @@ class CaseRecorder:
     def reading(self, port: Any) -> Any:
         """`port` recording into this recorder; a port it does not know is handed back."""
         from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-        from hapi_grpc.adapters.metrics.readers import AlertmanagerReader, PrometheusReader
+        from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
+        from hapi_grpc.toolsets.prometheus.client import PrometheusClient
 
         if isinstance(port, ApiServerReader):
             return _ClusterReads(port, self)
-        if isinstance(port, PrometheusReader):
-            return PrometheusReader(port.client, on_result=self.series.append)
-        if isinstance(port, AlertmanagerReader):
-            return AlertmanagerReader(port.client, on_alerts=self.alerts.extend)
+        if isinstance(port, PrometheusClient):
+            return _MetricsReads(port, self)
+        if isinstance(port, AlertmanagerClient):
+            return _AlertReads(port, self)
         if hasattr(port, "search") and hasattr(port, "get_workflow"):
             return _CatalogReads(port, self)
         if hasattr(port, "context"):
@@ -98,6 +100,27 @@ class _ClusterReads(_Delegating):
         summary = await self._port.node_stats(node, timeout)
         self._recorder.node_stats[node] = summary
         return summary
+
+
+class _MetricsReads(_Delegating):
+    """A Prometheus client, keeping every query's answer (its samples)."""
+
+    async def query(self, promql: str, **kw: Any) -> Any:
+        result = await self._port.query(promql, **kw)
+        self._recorder.series.append(result)
+        return result
+
+    async def query_range(self, promql: str, **kw: Any) -> Any:
+        result = await self._port.query_range(promql, **kw)
+        self._recorder.series.append(result)
+        return result
+
+
+class _AlertReads(_Delegating):
+    """An Alertmanager client, keeping the alerts it answered."""
+
+    async def active_alerts(self, labels: Any = None, **kw: Any) -> Any:
+        return await self._port.active_alerts(labels, on_alerts=self._recorder.alerts.extend, **kw)
 
 
 class _HistoryReads(_Delegating):

@@ -16,8 +16,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
+from hapi_grpc.domain.cel_programs import check_expression, compile_expression
 from hapi_grpc.domain.levels import RiskLevel
-from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
+from hapi_grpc.domain.preconditions import Declared
 
 ParameterType = Literal["string", "integer", "float", "number", "boolean", "array"]
 

@@ -31,16 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import re2
-from cel_expr_python import cel
 
-from hapi_grpc.domain.cel_cost import CelLimits, check_limits, within_inputs
+from hapi_grpc.domain.cel_cost import CelLimits, within_inputs
+from hapi_grpc.domain.cel_programs import compile_expression, environment
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import EMPTY_VIEW
-from hapi_grpc.domain.quantity import QuantityError, parse_quantity
 from hapi_grpc.domain.sensitive import redact, redaction_generation
 
 __all__ = [
@@ -48,91 +47,12 @@ __all__ = [
     "ConditionResult",
     "Declared",
     "bind",
-    "check_expression",
-    "compile_expression",
     "evaluate",
     "incident_activation",
     "observed_fields",
 ]
 
 _SHOWN = 300
-
-
-@lru_cache(maxsize=1024)  # the same few limits are compared again and again
-def _quantity(text: str) -> float:
-    try:
-        return float(parse_quantity(text))
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-
-
-@cache
-def _env(strings: bool = False) -> Any:
-    """The environment; with `strings`, also the strings extension (join, lowerAscii,
-    ...), as in Kubernetes' CEL. That extension is a native library of its own (~3.5 MB
-    resident once loaded), so it is loaded only for a catalog expression that uses it."""
-    extensions = []
-    if strings:
-        from cel_expr_python.ext.ext_strings import ExtStrings
-
-        extensions = [ExtStrings()]
-    return cel.NewEnv(
-        variables={
-            "incident": cel.Type.DYN,
-            "observed": cel.Type.DYN,
-            "params": cel.Type.DYN,
-            # The workflow judged (`id`, `action_type`, `gitops`): the premise packs'
-            # conditions read it (`domain.premises`).
-            "workflow": cel.Type.DYN,
-        },
-        extensions=extensions,
-        functions=[
-            cel.FunctionDecl(
-                "quantity",
-                [
-                    cel.Overload(
-                        "quantity_string", cel.Type.DOUBLE, [cel.Type.STRING], impl=_quantity
-                    )
-                ],
-            )
-        ],
-    )
-
-
-def check_expression(expression: str, limits: CelLimits | None = None) -> None:
-    """Compile and type-check without keeping the program; raises ValueError."""
-    _compile(expression, limits)
-
-
-@lru_cache(maxsize=4096)  # bounded: Data Storage may send any number of expressions
-def compile_expression(expression: str, limits: CelLimits | None = None) -> Any:
-    """The compiled, type-checked program, kept; raises ValueError naming the problem.
-    With `limits` (an expression from outside), also refused past them."""
-    return _compile(expression, limits)
-
-
-def _compile(expression: str, limits: CelLimits | None = None) -> Any:
-    if limits is not None and len(expression) > limits.max_chars:
-        raise ValueError(f"CEL expression is longer than {limits.max_chars} characters")
-    program = _compiled(expression)
-    if limits is not None:
-        try:
-            check_limits(expression, program, limits)
-        except ValueError as exc:
-            raise ValueError(f"CEL expression refused: it {exc}") from None
-    return program
-
-
-def _compiled(expression: str) -> Any:
-    try:
-        return _env().compile(expression)
-    except RuntimeError:
-        pass  # perhaps a function of the strings extension: the language includes it
-    try:
-        # A program of either environment evaluates on an activation of the first.
-        return _env(strings=True).compile(expression)
-    except RuntimeError as exc:
-        raise ValueError(f"CEL expression does not compile: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +160,7 @@ def bind(
     bound as `params` and `workflow` themselves (not copies), to be filled before
     an expression first reads them (`premises.evaluate.LateBound`)."""
     params_, workflow_ = late if late is not None else (dict(params), dict(workflow or {}))
-    return _env().Activation(
+    return environment().Activation(
         {
             "incident": dict(incident),
             "observed": dict(observed),

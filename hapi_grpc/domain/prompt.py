@@ -19,7 +19,7 @@ from typing import NamedTuple, Protocol
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.llm import ChatMessage
 from hapi_grpc.domain.recovery.prompt import recovery_lines
-from hapi_grpc.domain.toolsets.registry import spec_for
+from hapi_grpc.domain.toolsets.toolset import Toolset
 
 __all__ = [
     "BUSINESS",
@@ -103,7 +103,8 @@ parameters with their schema types."""
 
 
 class OfferedToolset(Protocol):
-    """How the prompt sees a toolset: its name and how to refer to its tools."""
+    """How the prompt sees a toolset (an investigation's `Toolset`, or a registered
+    toolset's class): its name and what the instructions say of it."""
 
     @property
     def name(self) -> str: ...
@@ -111,21 +112,23 @@ class OfferedToolset(Protocol):
     @property
     def prompt_note(self) -> str: ...
 
+    @property
+    def prompt_guide(self) -> str: ...
+
+    @property
+    def data_key(self) -> str: ...
+
+    @property
+    def investigates(self) -> bool: ...
+
 
 _CATALOG_ONLY = "Your only tools are the two catalog tools; reason from the facts given."
-
-
-def _investigates(toolset: _Offer) -> bool:
-    """Whether a toolset reads something beyond the catalog: an opened toolset (its
-    spec has an adapter's opener), where the catalog is built by the engine itself."""
-    spec = spec_for(toolset.name)
-    return spec is None or bool(spec.opener)
 
 
 def _tools_line(toolsets: tuple[_Offer, ...]) -> str:
     """The sentence naming the tools offered in this investigation."""
     notes = [t.prompt_note or t.name for t in toolsets]
-    if not any(_investigates(t) for t in toolsets):
+    if not any(t.investigates for t in toolsets):
         return _CATALOG_ONLY
     return "Your tools: " + "; ".join(notes) + ". Use them within their call caps."
 
@@ -138,19 +141,16 @@ the call or go on without that tool."""
 
 
 def _investigation(toolsets: tuple[_Offer, ...]) -> str:
-    """How to investigate with the offered investigation tools (each spec's guide, then
-    the note on untrusted data for the toolsets whose guide does not say it); empty when
-    none is offered."""
+    """How to investigate with the offered investigation tools (each toolset's guide,
+    then the note on untrusted data for the toolsets whose guide does not say it);
+    empty when none is offered."""
     guide = ""
     data_keys: list[str] = []
     for toolset in toolsets:
-        spec = spec_for(toolset.name)
-        if spec is None:
-            continue
-        if spec.prompt_guide and spec.prompt_guide not in guide:
-            guide += spec.prompt_guide.replace("{calls}", str(toolset.max_calls))
-        elif spec.untrusted_data and f'"{spec.data_key}"' not in data_keys:
-            data_keys.append(f'"{spec.data_key}"')
+        if toolset.prompt_guide and toolset.prompt_guide not in guide:
+            guide += toolset.prompt_guide.replace("{calls}", str(toolset.max_calls))
+        elif toolset.data_key and f'"{toolset.data_key}"' not in data_keys:
+            data_keys.append(f'"{toolset.data_key}"')
     if data_keys:
         keys = (
             ", ".join(data_keys[:-1]) + " or " + data_keys[-1]
@@ -171,12 +171,22 @@ class _Offer(NamedTuple):
 
     name: str
     prompt_note: str
+    prompt_guide: str
+    data_key: str
+    investigates: bool
     max_calls: int | None
 
 
 def _offered(toolsets: Sequence[OfferedToolset] | None) -> tuple[_Offer, ...]:
     return tuple(
-        _Offer(t.name, t.prompt_note, getattr(getattr(t, "limits", None), "max_calls", None))
+        _Offer(
+            t.name,
+            t.prompt_note,
+            t.prompt_guide,
+            t.data_key,
+            t.investigates,
+            t.limits.max_calls if isinstance(t, Toolset) else None,
+        )
         for t in toolsets or ()
     )
 

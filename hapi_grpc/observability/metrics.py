@@ -42,7 +42,7 @@ TOOL_CALL_CACHE_HIT_RATE = Gauge(
 )
 
 # --- Tool calls by toolset -----------------------------------------------------
-# toolset: the name of a registered toolset (`domain/toolsets/registry.py`), or
+# toolset: the name of a registered toolset (`toolsets/registry.py`), or
 # `<name>:<instance>` for one with instances (MCP: `mcp:<server>`, servers from the
 # configuration file), or "none" for an unknown tool. tool: our own tool names,
 # allow-listed MCP tool names, "other" for any other MCP tool, "unknown".

@@ -10,9 +10,10 @@ from typing import Any
 from hapi_grpc.analyst.history import HistoryView
 from hapi_grpc.domain.history import HistoryEntry, Outcome, Windows, build_context, spec_hash
 from hapi_grpc.domain.history.gate import history_veto
-from hapi_grpc.domain.toolsets.remediation_history.spec import DATA_KEY
-from hapi_grpc.domain.toolsets.remediation_history.tools import HISTORY_TOOL, history_payload
+from hapi_grpc.toolsets.remediation_history import RemediationHistoryToolset
+from hapi_grpc.toolsets.remediation_history.tools import HISTORY_TOOL, history_payload
 
+DATA_KEY = RemediationHistoryToolset.data_key
 CURRENT = spec_hash({"memory": "512Mi"})
 FIXED = spec_hash({"memory": "1Gi"})
 TARGET = "payments/Deployment/payment-api"

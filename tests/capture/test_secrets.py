@@ -16,11 +16,10 @@ from pathlib import Path
 import kubernetes
 import yaml
 
-from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.domain import sensitive
-from hapi_grpc.domain.toolsets.kubernetes.port import ResourceType
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_toolset import toolset_source
 from tests.fakes.kubelet import FakeKubelet

@@ -439,9 +439,7 @@ async def test_encoded_segment_reaches_the_server_unchanged(
     # defence on the wire: the client must not decode or normalise the path.
     catalog = make_catalog()
     with pytest.raises(WorkflowNotFoundError):
-        await catalog._call(
-            "schema", "GET", workflow_path("../../admin", "/schema"), WorkflowSchema, None, "x"
-        )
+        await catalog.client.workflow_part("schema", "../../admin", WorkflowSchema)
     assert [r.path for r in ds.requests] == ["/api/v1/workflows/..%2F..%2Fadmin/schema"]
     assert [r.endpoint for r in ds.requests] == ["schema"]
 
@@ -530,6 +528,6 @@ def test_rejects_a_base_url_that_is_not_http() -> None:
 async def test_one_session_is_reused(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:
     catalog = make_catalog()
     await catalog.search(QUERY)
-    session = catalog._session
+    session = catalog.client.http.transport._session  # type: ignore[attr-defined]
     await catalog.get_schema(WORKFLOW_ID)
-    assert catalog._session is session
+    assert catalog.client.http.transport._session is session  # type: ignore[attr-defined]

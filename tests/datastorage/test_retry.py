@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
-from hapi_grpc.adapters.http_policy import RetryPolicy
+from hapi_grpc.adapters.http.retry import RetryPolicy, full_jitter, parse_retry_after
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.adapters.retry import full_jitter, parse_retry_after, remaining_budget
 from hapi_grpc.domain.catalog import SearchQuery
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
@@ -62,12 +60,6 @@ def test_full_jitter_draws_from_zero() -> None:
 def test_parse_retry_after(header: str | None, expected: float | None) -> None:
     now = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
     assert parse_retry_after(header, now=lambda: now) == expected
-
-
-def test_remaining_budget() -> None:
-    assert remaining_budget() == math.inf
-    with budget_scope(Budget.from_timeout(5.0)):
-        assert 4.0 < remaining_budget() <= 5.0
 
 
 # -- the shared attempt runner, against the fake Data Storage -------------------------------

@@ -9,7 +9,8 @@ import pytest
 from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.domain.cel_ast import read_program
 from hapi_grpc.domain.cel_cost import OUTSIDE, estimate
-from hapi_grpc.domain.preconditions import Declared, compile_expression, evaluate
+from hapi_grpc.domain.cel_programs import compile_expression
+from hapi_grpc.domain.preconditions import Declared, evaluate
 
 TEXT = "x" * 300  # the longest string the observed record keeps
 

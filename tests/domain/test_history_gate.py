@@ -22,11 +22,12 @@ from hapi_grpc.domain.incident import Incident, SignalInfo
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import HumanReviewReason, TargetResource
 from hapi_grpc.domain.selection_gate import Candidate
-from hapi_grpc.domain.toolsets.remediation_history.tools import (
+from hapi_grpc.domain.toolsets.tool import ToolContext
+from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.remediation_history.tools import (
     GetRemediationHistory,
     GetRemediationHistoryArgs,
 )
-from hapi_grpc.domain.toolsets.tool import ToolContext
 from tests.fakes.local_process import free_port
 
 OOM = "oomkill-increase-memory-v1"
@@ -119,7 +120,7 @@ async def test_a_spec_put_back_as_before_a_successful_fix_is_review() -> None:
         "rr-1", 40 * HOUR, pre_spec_hash=spec_hash(BEFORE), post_spec_hash=spec_hash(AFTER)
     )
     observed = Observed()
-    observed.record_object(
+    record_object(observed, 
         {"kind": "Deployment", "metadata": {"namespace": "payments", "name": "payment-api"},
          "spec": BEFORE}
     )  # fmt: skip
@@ -128,7 +129,7 @@ async def test_a_spec_put_back_as_before_a_successful_fix_is_review() -> None:
     assert "undone" in veto.message and "rr-1" in veto.message
     # The spec as the fix left it: nothing against.
     fixed = Observed()
-    fixed.record_object(
+    record_object(fixed, 
         {"kind": "Deployment", "metadata": {"namespace": "payments", "name": "payment-api"},
          "spec": AFTER}
     )  # fmt: skip
@@ -138,8 +139,8 @@ async def test_a_spec_put_back_as_before_a_successful_fix_is_review() -> None:
 async def test_the_pods_owner_read_in_the_investigation_is_checked_too() -> None:
     observed = Observed()
     pod = {"kind": "Pod", "metadata": {"namespace": "payments", "name": "payment-api-x"}}
-    observed.record_object(pod)
-    observed.record_owner_chain(
+    record_object(observed, pod)
+    observed.add_owner_chain(
         "Pod",
         "payments",
         "payment-api-x",
@@ -170,7 +171,7 @@ async def test_the_tool_caps_its_entries_and_compares_the_spec_read() -> None:
             outcome(f"rr-{number}", HOUR + number, pre_spec_hash=spec_hash(BEFORE))
         )
     observed = Observed()
-    observed.record_object(
+    record_object(observed, 
         {"kind": "Deployment", "metadata": {"namespace": "payments", "name": "payment-api"},
          "spec": BEFORE}
     )  # fmt: skip

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from hapi_grpc.domain.answer_json import extract_json_object
-from hapi_grpc.domain.observed.record import _CONFIG_ERROR
-from hapi_grpc.domain.toolsets.prometheus.query_time import duration_seconds
+from hapi_grpc.toolsets.kubernetes.log_facts import _CONFIG_ERROR
+from hapi_grpc.toolsets.prometheus.tools import duration_seconds
 
 # Each input is tried at growing sizes, so that a quadratic reader fails fast.
 _SIZES = (4 * 1024, 64 * 1024)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.domain.observed.kinds import epoch
-from hapi_grpc.domain.observed.kubernetes import object_facts
-from hapi_grpc.domain.observed.series import query_metrics, series_subject
+from hapi_grpc.toolsets.kubernetes.facts import object_facts, record_object
+from hapi_grpc.toolsets.kubernetes.kinds import epoch
+from hapi_grpc.toolsets.kubernetes.log_facts import record_log
+from hapi_grpc.toolsets.prometheus.facts import query_metrics, series_subject
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ def test_a_series_names_its_pod_and_container_and_the_pause_container_is_the_pod
 )
 def test_a_log_line_that_states_a_start_up_time(line: str, seconds: float) -> None:
     observed = Observed()
-    observed.record_log("ns", "p", "c", previous=True, lines=["boot", line])
+    record_log(observed, "ns", "p", "c", previous=True, lines=["boot", line])
     assert observed.logs[0]["startup_seconds"] == pytest.approx(seconds)
 
 
@@ -109,9 +110,10 @@ def test_a_pod_belongs_to_the_deployment_of_its_replica_set_when_that_was_read()
             "ownerReferences": [{"kind": "ReplicaSet", "name": "web-abc", "controller": True}],
         },
     }
-    observed.record_object(pod)
+    record_object(observed, pod)
     assert observed.activation()["pods"][0]["workload"] == {"kind": "ReplicaSet", "name": "web-abc"}
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "ReplicaSet",
             "metadata": {
@@ -119,7 +121,7 @@ def test_a_pod_belongs_to_the_deployment_of_its_replica_set_when_that_was_read()
                 "namespace": "n",
                 "ownerReferences": [{"kind": "Deployment", "name": "web"}],
             },
-        }
+        },
     )
     assert observed.activation()["pods"][0]["workload"] == {"kind": "Deployment", "name": "web"}
 

@@ -8,13 +8,14 @@ import dataclasses
 from hapi_grpc.domain.observed import EMPTY_VIEW, Observed
 from hapi_grpc.domain.preconditions import Bound, Declared, evaluate, incident_activation
 from hapi_grpc.domain.selection_gate import SelectionGate
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event
 from tests.fakes.investigation import GOOD_PARAMS, bundled_catalog, make_incident
 
 
 def test_an_empty_record_is_the_one_shared_view_and_a_read_is_not() -> None:
     observed = Observed()
     assert observed.activation() is EMPTY_VIEW
-    observed.record_event("Pod", "payments", "p-1", {"reason": "BackOff", "message": "x"})
+    record_event(observed, "Pod", "payments", "p-1", {"reason": "BackOff", "message": "x"})
     view = observed.activation()
     assert view is not EMPTY_VIEW and view["events"] and not EMPTY_VIEW["events"]
 

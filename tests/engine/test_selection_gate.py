@@ -6,6 +6,7 @@ from __future__ import annotations
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
 from hapi_grpc.domain.result import HumanReviewReason
 from hapi_grpc.domain.selection_gate import Candidate, Veto
+from hapi_grpc.toolsets.kubernetes.facts import record_object
 from tests.fakes.investigation import (
     GOOD_PARAMS,
     OOM_ID,
@@ -97,13 +98,14 @@ def test_refuted_names_exactly_the_preconditions_observed_false_with_their_value
             ],
         },
     }
-    observed.record_object(pod)
-    observed.record_object(
+    record_object(observed, pod)
+    record_object(
+        observed,
         {
             "kind": "Node",
             "metadata": {"name": "node-1"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        }
+        },
     )
     catalog = bundled_catalog()
     refuted_any = held_any = False
@@ -143,20 +145,22 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
 
     assert "container_oomkilled" in [r.name for r in gate.refuted(OOM_ID, schema)]
     assert state(GOOD_PARAMS)["target_is_observed_deployment"] is False
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "Deployment",
             "apiVersion": "apps/v1",
             "metadata": {"name": "payment-api", "namespace": "payments"},
             "spec": {"template": {"spec": {"containers": [{"name": "api"}]}}},
-        }
+        },
     )
     assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
     assert (
         state({**GOOD_PARAMS, "DEPLOYMENT_NAME": "other"})["target_is_observed_deployment"] is False
     )
     assert state(GOOD_PARAMS)["target_is_observed_deployment"] is True
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "Pod",
             "metadata": {"name": "payment-api-1", "namespace": "payments"},
@@ -170,7 +174,7 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
                     }
                 ]
             },
-        }
+        },
     )
     assert "container_oomkilled" not in [r.name for r in gate.refuted(OOM_ID, schema)]
     assert gate._bound

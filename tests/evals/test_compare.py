@@ -165,7 +165,8 @@ def test_a_catalog_hashes_the_same_from_any_order() -> None:
 
 
 def test_the_prompt_hash_follows_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hapi_grpc.domain import prompt, prompt_hash
+    from hapi_grpc.domain import prompt
+    from hapi_grpc.toolsets import registry as prompt_hash
 
     before = prompt_hash.prompt_template_hash()
     assert before.startswith("sha256:") and len(before) == 71

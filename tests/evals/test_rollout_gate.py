@@ -31,7 +31,7 @@ from evals.harness import labels
 from evals.harness.cases import CASES_DIR
 from evals.harness.provenance import Provenance
 from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
-from hapi_grpc.domain.prompt_hash import prompt_template_hash
+from hapi_grpc.toolsets.registry import prompt_template_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(sys.executable).with_name("hapi-grpc")

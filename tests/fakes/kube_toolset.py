@@ -7,10 +7,10 @@ from pathlib import Path
 from hapi_grpc.adapters.kubernetes.credentials import load_connection
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.domain.tenancy import Caller
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
-from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
 from hapi_grpc.domain.toolsets.tool import ToolContext
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.toolsets.kubernetes.tools import KubernetesToolsetSource
 from tests.fakes.kube_cluster import KubeCluster
 
 LIMITS = ToolsetLimits(max_calls=20, call_timeout=5.0, max_output_chars=12_000)

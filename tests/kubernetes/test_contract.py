@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hapi_grpc.domain.result import ToolCallRecord, ToolCallStatus
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal, kind_key
-from hapi_grpc.domain.toolsets.kubernetes.views import object_view
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope, ScopeRefusal, kind_key
+from hapi_grpc.toolsets.kubernetes.views import object_view
 from hapi_grpc.transport.converters import tool_call_to_proto
 
 

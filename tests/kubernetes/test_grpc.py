@@ -16,8 +16,8 @@ from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.client import load_analyze_request
 from hapi_grpc.domain.llm import LLMProvider
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
-from hapi_grpc.domain.toolsets.kubernetes.tools import KubernetesToolsetSource
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.toolsets.kubernetes.tools import KubernetesToolsetSource
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
 from tests.fakes.kube_toolset import toolset_source

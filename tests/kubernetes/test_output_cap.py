@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.kubernetes import session as session_module
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
-from hapi_grpc.domain.toolsets.kubernetes.session import DATA_KEY, KubernetesSession
+from hapi_grpc.toolsets.kubernetes import session as session_module
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.toolsets.kubernetes.session import DATA_KEY, KubernetesSession
 
 LIMIT = 11_744
 

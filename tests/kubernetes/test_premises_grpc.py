@@ -30,10 +30,11 @@ from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.datastorage_server import create_app
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import build_server, open_toolsets
+from hapi_grpc.app import build_server
 from hapi_grpc.client import load_analyze_request
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import Workflow
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.kube_objects import MERGE, TIMEOUT, container_status, ensure_node
 from tests.fakes.kube_toolset import toolset_source
 from tests.fakes.kubelet import FakeKubelet

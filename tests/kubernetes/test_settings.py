@@ -8,20 +8,14 @@ from pathlib import Path
 import pytest
 
 from hapi_grpc.adapters.kubernetes.credentials import credentials_present
-from hapi_grpc.adapters.kubernetes.settings import KubernetesSettings
-from hapi_grpc.adapters.kubernetes.wiring import (
-    kubernetes_settings,
-    open_kubernetes,
-    toolset_source,
-)
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.tenancy import Caller
-from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC
+from hapi_grpc.toolsets.kubernetes import KubernetesToolset, KubernetesToolsetSettings
 from tests.fakes.kube_cluster import KubeCluster
 
 
 def test_settings_from_env() -> None:
-    own = SPEC.settings_from(
+    own = KubernetesToolset.settings_from(
         Settings.from_env(
             {
                 "HAPI_KUBERNETES": "On",
@@ -33,17 +27,20 @@ def test_settings_from_env() -> None:
             }
         )
     )
-    s = kubernetes_settings(own)
-    assert (s.mode, s.namespaces_allow, s.namespaces_deny) == (
+    assert own is not None
+    assert (own.kubernetes, own.kubernetes_namespaces_allow, own.kubernetes_namespaces_deny) == (
         "on",
-        ("prod-*", "payments"),
-        ("kube-system",),
+        ["prod-*", "payments"],
+        ["kube-system"],
     )
-    assert (s.kinds, s.max_calls, s.call_timeout) == (("Pod", "Deployment"), 7, 2.5)
-    # The opened toolset keeps the caps its spec declares (one source for both).
-    assert SPEC.limits is not None
-    assert toolset_source(None, s).limits == SPEC.limits(own)  # type: ignore[arg-type]
-    assert kubernetes_settings(SPEC.settings_from(Settings.from_env({}))) == KubernetesSettings()
+    assert (own.kubernetes_kinds, own.kubernetes_max_calls, own.kubernetes_call_timeout) == (
+        ["Pod", "Deployment"],
+        7,
+        2.5,
+    )
+    limits = KubernetesToolset(own).limits()
+    assert (limits.max_calls, limits.call_timeout) == (7, 2.5)
+    assert KubernetesToolset.settings_from(Settings.from_env({})) == KubernetesToolsetSettings()
     with pytest.raises(ConfigError, match="HAPI_KUBERNETES: Input should be 'auto'"):
         Settings.from_env({"HAPI_KUBERNETES": "maybe"})
     with pytest.raises(ConfigError, match="HAPI_KUBERNETES_MAX_CALLS"):
@@ -52,27 +49,31 @@ def test_settings_from_env() -> None:
 
 async def test_auto_without_credentials_is_off_and_on_without_them_fails(tmp_path: Path) -> None:
     empty = {"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")}
-    assert await open_kubernetes(KubernetesSettings(), environ=empty) is None
-    assert await open_kubernetes(KubernetesSettings(mode="off"), environ=empty) is None
+    assert await _toolset("auto").open(environ=empty) is None
+    assert await _toolset("off").open(environ=empty) is None
     with pytest.raises(ValueError, match="HAPI_KUBERNETES=on"):
-        await open_kubernetes(KubernetesSettings(mode="on"), environ=empty)
+        await _toolset("on").open(environ=empty)
 
 
 async def test_auto_with_a_kubeconfig_reads_the_cluster(
     kube_cluster: KubeCluster, tmp_path: Path
 ) -> None:
     path = kube_cluster.write_kubeconfig(tmp_path / "config")
-    wiring = await open_kubernetes(
-        KubernetesSettings(), environ={"HOME": str(tmp_path), "KUBECONFIG": str(path)}
-    )
-    assert wiring is not None
+    opened = await _toolset("auto").open(environ={"HOME": str(tmp_path), "KUBECONFIG": str(path)})
+    assert opened is not None and opened.close is not None
     try:
-        assert wiring.reader.url == kube_cluster.url
-        rtype = await wiring.reader.resolve("deploy", 5.0)
+        (source,) = opened.sources
+        reader = source.reader  # type: ignore[attr-defined]
+        assert reader.url == kube_cluster.url
+        rtype = await reader.resolve("deploy", 5.0)
         assert (rtype.group, rtype.kind) == ("apps", "Deployment")
-        assert wiring.source(Caller()).limits.max_calls == 20
+        assert source(Caller()).limits.max_calls == 20
     finally:
-        await wiring.close()
+        await opened.close()
+
+
+def _toolset(mode: str) -> KubernetesToolset:
+    return KubernetesToolset(KubernetesToolsetSettings(kubernetes=mode))  # type: ignore[arg-type]
 
 
 def test_auto_without_a_home_is_off_for_a_uid_with_no_passwd_entry(

@@ -12,9 +12,9 @@ import yaml
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.toolsets.jsontext import compact_json
-from hapi_grpc.domain.toolsets.kubernetes.scope import KubernetesScope
 from hapi_grpc.domain.toolsets.tool import ToolResult
 from hapi_grpc.domain.toolsets.toolset import Toolset
+from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_cluster import KubeCluster
 from tests.fakes.kube_toolset import context, open_reader, toolset

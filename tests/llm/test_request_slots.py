@@ -128,7 +128,7 @@ async def test_the_connection_pool_is_sized_from_the_slot_limit(kind: str) -> No
             llm = AnthropicProvider(server.base_url, api_key=KEY, max_concurrent_requests=7)
         try:
             await llm.complete(conversation("pool"), [])
-            session = llm._http._session
+            session = llm._http.http.transport._session  # type: ignore[attr-defined]
             assert session is not None
             assert session.connector is not None
             assert session.connector.limit == 7  # not aiohttp's default of 100

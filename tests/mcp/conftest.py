@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.mcp.config import parse_mcp_config
-from hapi_grpc.adapters.mcp.manager import McpManager
+from hapi_grpc.toolsets.mcp.config import parse_mcp_config
+from hapi_grpc.toolsets.mcp.manager import McpManager
 from tests.fakes.mcp_servers import start_http_server
 from tests.fakes.prometheus_server import free_port
 

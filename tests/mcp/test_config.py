@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hapi_grpc.adapters.mcp.config import load_mcp_config, parse_mcp_config
-from hapi_grpc.adapters.mcp.errors import McpConfigError
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.toolsets.mcp.config import McpConfigError, load_mcp_config, parse_mcp_config
 
 
 def test_both_transports_and_our_keys(tmp_path: Path) -> None:
@@ -75,24 +74,25 @@ def test_bad_names_and_files(tmp_path: Path) -> None:
 
 
 def test_manager_from_settings(tmp_path: Path) -> None:
-    from hapi_grpc.adapters.mcp.manager import McpManager, McpSettings
+    from hapi_grpc.toolsets.mcp import McpToolsetSettings
+    from hapi_grpc.toolsets.mcp.manager import McpManager
 
-    assert McpManager.from_settings(McpSettings(config_file=None)) is None
+    assert McpManager.from_settings(McpToolsetSettings(mcp_config=None)) is None
     path = tmp_path / "mcp.json"
     path.write_text('{"mcpServers": {"ops": {"command": "x", "maxcalls": 1}}}')
     with pytest.raises(McpConfigError, match="server 'ops', key 'maxcalls'"):
-        McpManager.from_settings(McpSettings(config_file=str(path)))
+        McpManager.from_settings(McpToolsetSettings(mcp_config=str(path)))
     path.write_text('{"mcpServers": {"ops": {"command": "x"}}}')
-    manager = McpManager.from_settings(McpSettings(config_file=str(path)))
+    manager = McpManager.from_settings(McpToolsetSettings(mcp_config=str(path)))
     assert manager is not None and manager.status()["ops"]["available"] is False
 
 
 def test_untrusted_tool_listings_are_bounded() -> None:
     from types import SimpleNamespace
 
-    from hapi_grpc.adapters.mcp.config import McpServerConfig
-    from hapi_grpc.adapters.mcp.manager import McpManager
-    from hapi_grpc.adapters.mcp.schemas import MAX_SCHEMA_CHARS
+    from hapi_grpc.toolsets.mcp.config import McpServerConfig
+    from hapi_grpc.toolsets.mcp.manager import McpManager
+    from hapi_grpc.toolsets.mcp.schemas import MAX_SCHEMA_CHARS
 
     def tool(name: str, schema: object, description: str = "d") -> SimpleNamespace:
         return SimpleNamespace(name=name, description=description, input_schema=schema)
@@ -120,8 +120,8 @@ def test_tool_schema_patterns_are_matched_in_linear_time() -> None:
     import time
     from types import SimpleNamespace
 
-    from hapi_grpc.adapters.mcp.config import McpServerConfig
-    from hapi_grpc.adapters.mcp.manager import McpManager
+    from hapi_grpc.toolsets.mcp.config import McpServerConfig
+    from hapi_grpc.toolsets.mcp.manager import McpManager
 
     def tool(name: str, schema: object) -> SimpleNamespace:
         return SimpleNamespace(name=name, description="d", input_schema=schema)

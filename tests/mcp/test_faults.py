@@ -10,9 +10,9 @@ import psutil
 import pytest
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.mcp.errors import McpToolError, McpUnavailableError
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError
+from hapi_grpc.toolsets.mcp.tools import McpToolError, McpUnavailableError
 from tests.fakes.mcp_servers import stdio_config
 from tests.fakes.prometheus_server import free_port
 from tests.mcp.conftest import HttpMcp, manager_for

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from hapi_grpc.adapters.mcp.errors import McpToolError
-from hapi_grpc.adapters.mcp.manager import CallCounter, McpManager
+from hapi_grpc.toolsets.mcp.manager import CallCounter, McpManager
+from hapi_grpc.toolsets.mcp.tools import McpToolError
 from tests.fakes.mcp_servers import stdio_config
 from tests.mcp.conftest import manager_for
 

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from hapi_grpc.adapters.metrics.alertmanager import (
+from hapi_grpc.toolsets.alertmanager.client import (
     AlertmanagerClient,
     AlertmanagerLimits,
     matcher,
 )
-from hapi_grpc.adapters.metrics.errors import MetricsUnavailableError, QueryRefusedError
-from hapi_grpc.adapters.metrics.http import HttpSourceSettings
+from hapi_grpc.toolsets.prometheus import PrometheusSettings
+from hapi_grpc.toolsets.prometheus.source import MetricsUnavailableError, QueryRefusedError
 from tests.fakes.alertmanager_server import AlertmanagerServer
 from tests.fakes.prometheus_server import free_port
+
+
+def _client(url: str, limits: AlertmanagerLimits | None = None) -> AlertmanagerClient:
+    client = AlertmanagerClient.of(url, PrometheusSettings(), 5.0)
+    if limits is not None:
+        client.limits = limits
+    return client
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +55,7 @@ def storm(alertmanager: AlertmanagerServer) -> AlertmanagerServer:
 
 
 async def test_active_alerts_of_a_namespace(storm: AlertmanagerServer) -> None:
-    am = AlertmanagerClient(HttpSourceSettings(storm.url), AlertmanagerLimits(max_alerts=3))
+    am = _client(storm.url, AlertmanagerLimits(max_alerts=3))
     try:
         out = await am.active_alerts(namespace="payments")
         checkout = await am.active_alerts({"alertname": "KubePodOOMKilled"}, namespace="checkout")
@@ -70,7 +77,7 @@ async def test_active_alerts_of_a_namespace(storm: AlertmanagerServer) -> None:
 
 
 async def test_description_is_folded_and_clipped(storm: AlertmanagerServer) -> None:
-    am = AlertmanagerClient(HttpSourceSettings(storm.url))
+    am = _client(storm.url)
     try:
         out = await am.active_alerts({"alertname": "HighErrorRate"})
     finally:
@@ -86,7 +93,7 @@ def test_matcher_quoting_and_names() -> None:
 
 
 async def test_unreachable_alertmanager() -> None:
-    am = AlertmanagerClient(HttpSourceSettings(f"http://127.0.0.1:{free_port()}"))
+    am = _client(f"http://127.0.0.1:{free_port()}")
     try:
         with pytest.raises(MetricsUnavailableError, match="Alertmanager is unreachable"):
             await am.active_alerts(namespace="payments")

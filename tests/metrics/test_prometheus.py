@@ -7,22 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from hapi_grpc.adapters.metrics.errors import (
-    MetricsQueryError,
-    MetricsUnavailableError,
-    QueryRefusedError,
-)
-from hapi_grpc.adapters.metrics.http import HttpSourceSettings, parse_headers
-from hapi_grpc.adapters.metrics.prometheus import (
-    PrometheusClient,
-    PrometheusLimits,
-    format_duration,
-    parse_duration,
-)
-from hapi_grpc.adapters.metrics.summary import summarize_result
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.toolsets.prometheus import PrometheusSettings, parse_headers
+from hapi_grpc.toolsets.prometheus.client import (
+    PrometheusClient,
+    PrometheusLimits,
+    format_duration,
+)
+from hapi_grpc.toolsets.prometheus.source import (
+    MAX_RESPONSE_BYTES,
+    MetricsQueryError,
+    MetricsSource,
+    MetricsUnavailableError,
+    QueryRefusedError,
+)
+from hapi_grpc.toolsets.prometheus.summary import summarize_result
+from hapi_grpc.toolsets.prometheus.tools import parse_duration
 from tests.fakes.prometheus_server import (
     ERROR_RATE,
     ERRORS_START_AGO,
@@ -35,9 +37,19 @@ from tests.fakes.prometheus_server import (
 MEMORY = 'container_memory_working_set_bytes{namespace="payments"}'
 
 
-def client(url: str, **kwargs: object) -> PrometheusClient:
-    limits = kwargs.pop("limits", None)
-    return PrometheusClient(HttpSourceSettings(url, **kwargs), limits)  # type: ignore[arg-type]
+def client(
+    url: str,
+    *,
+    limits: PrometheusLimits | None = None,
+    request_timeout: float = 10.0,
+    max_response_bytes: int = MAX_RESPONSE_BYTES,
+    **credentials: str,
+) -> PrometheusClient:
+    settings = PrometheusSettings(**{f"prometheus_{k}": v for k, v in credentials.items()})
+    source = MetricsSource(
+        "Prometheus", url, settings, request_timeout, max_bytes=max_response_bytes
+    )
+    return PrometheusClient(source, limits)
 
 
 async def test_instant_query_returns_the_vector(prometheus: PrometheusServer) -> None:
@@ -186,7 +198,7 @@ async def test_token_and_tenant_header_are_sent(
     prom = client(
         proxy.url,
         token_file=str(token_file),
-        headers=parse_headers("X-Scope-OrgID=tenant-a"),
+        headers="X-Scope-OrgID=tenant-a",
     )
     try:
         await prom.query("vector(1)", time=prometheus.now)
@@ -261,8 +273,7 @@ async def test_unreachable_server_is_unavailable() -> None:
 
 def test_durations_and_headers() -> None:
     assert parse_duration("1h30m") == 5400
-    assert parse_duration("250ms") == 0.25
-    assert parse_duration("90") == 90
+    assert parse_duration("90s") == 90
     with pytest.raises(ValueError):
         parse_duration("5 minutes")
     assert format_duration(5400) == "1h30m"
@@ -270,33 +281,30 @@ def test_durations_and_headers() -> None:
     with pytest.raises(ValueError, match="Name=value"):
         parse_headers("novalue")
     with pytest.raises(ValueError, match="line break"):
-        HttpSourceSettings("http://x", headers={"X-A": "a\r\nInjected: 1"})
-    with pytest.raises(ValueError, match="absolute"):
-        HttpSourceSettings("prometheus:9090")
+        client("http://x", headers='{"X-A": "a\\r\\nInjected: 1"}')
+    with pytest.raises(ValueError, match="must be a URL with scheme http:// or https://"):
+        PrometheusSettings(prometheus_url="prometheus:9090")
 
 
 async def test_clients_from_settings(prometheus: PrometheusServer) -> None:
-    from hapi_grpc.adapters.metrics.settings import MetricsSettings
-
-    assert MetricsSettings().prometheus_client() is None
-    assert MetricsSettings().alertmanager_client() is None
-    prom = MetricsSettings(
-        prometheus_url=prometheus.url, prometheus_headers='{"X-Scope-OrgID": "t"}'
-    ).prometheus_client()
-    assert prom is not None
+    with pytest.raises(ValueError, match="HAPI_PROMETHEUS_URL is not set"):
+        PrometheusClient.of(PrometheusSettings())
+    prom = PrometheusClient.of(
+        PrometheusSettings(
+            prometheus_url=prometheus.url, prometheus_headers='{"X-Scope-OrgID": "t"}'
+        )
+    )
     try:
         result = await prom.query("vector(3)", time=prometheus.now)
     finally:
         await prom.close()
     assert result.series[0].samples[0][1] == 3
     with pytest.raises(ValueError, match="Name=value"):
-        MetricsSettings(
-            prometheus_url=prometheus.url, prometheus_headers="oops"
-        ).prometheus_client()
+        PrometheusSettings(prometheus_url=prometheus.url, prometheus_headers="oops")
 
 
 async def test_oversized_answer_is_an_actionable_error(prometheus: PrometheusServer) -> None:
-    from hapi_grpc.adapters.metrics.errors import ResponseTooLargeError
+    from hapi_grpc.toolsets.prometheus.source import ResponseTooLargeError
 
     prom = client(prometheus.url, max_response_bytes=2048)
     try:

@@ -8,8 +8,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hapi_grpc.adapters.metrics.prometheus import QueryResult, Series
-from hapi_grpc.adapters.metrics.summary import number, summarize_result, summarize_series
+from hapi_grpc.toolsets.prometheus.client import QueryResult, Series
+from hapi_grpc.toolsets.prometheus.summary import number, summarize_result, summarize_series
 
 values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

@@ -27,11 +27,11 @@ from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
 from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.catalog import Workflow
 from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.investigation.engine import EngineSettings
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import RunningServer, running_server
 from tests.helpers.premises import premises_not_under_test

@@ -21,10 +21,11 @@ import pytest
 
 from hapi.v1 import analysis_pb2, service_pb2, tools_pb2
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import build_history, open_toolsets
+from hapi_grpc.app import build_history
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.investigation.engine import EngineSettings
 from hapi_grpc.domain.tenancy import Tenant
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.investigation import RecordingCatalog
 from tests.fakes.redis_server import RedisServer, running_redis
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step, last_tool_result

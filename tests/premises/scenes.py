@@ -15,6 +15,7 @@ from hapi_grpc.domain.incident import Incident, SignalInfo
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.premises import PremiseBook
 from hapi_grpc.domain.selection_gate import AllowUnverified, SelectionGate, Veto
+from hapi_grpc.toolsets.kubernetes.facts import record_object
 
 NS = "shop"
 
@@ -154,7 +155,7 @@ def schema(action_type: str, *names: str, workflow_id: str = "wf-v1") -> Workflo
 def record(*objects: dict[str, Any]) -> Observed:
     observed = Observed()
     for obj in objects:
-        observed.record_object(obj)
+        record_object(observed, obj)
     return observed
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.prometheus.facts import record_metric
 from tests.premises.scenes import (
     NS,
     container,
@@ -39,7 +41,7 @@ def healthy_pod() -> dict[str, Any]:
 
 def test_an_autoscaler_at_its_maximum_with_healthy_pods_is_raised() -> None:
     observed = record(deployment("web", 1, WEB), replica_set("web", "a1", 1, WEB, 10), HPA)
-    observed.record_object(healthy_pod())
+    record_object(observed, healthy_pod())
     assert verdict(observed, PATCH, PARAMS) is None
     veto = verdict(observed, PATCH, {**PARAMS, "MAX_REPLICAS": 8})
     assert veto is not None and "PatchHPA.maximum_raised" in veto.message
@@ -59,17 +61,19 @@ def test_scaling_out_needs_load_read_and_a_quota_that_admits_the_pods() -> None:
     veto = verdict(observed, scale, params)
     assert veto is not None and "ScaleReplicas.direction_has_its_reason" in veto.message
     latency = 'rate(http_request_duration_seconds_bucket{namespace="shop"}[5m])'
-    observed.record_metric(
+    record_metric(
+        observed,
         f"histogram_quantile(0.99, {latency})",
         {"series": [{"labels": {"namespace": NS}, "trend": {"direction": "rising"}}]},
     )
     assert verdict(observed, scale, params) is None
-    observed.record_object(
+    record_object(
+        observed,
         {
             "kind": "ResourceQuota",
             "metadata": {"name": "shop", "namespace": NS},
             "status": {"hard": {"pods": "3"}, "used": {"pods": "2"}},
-        }
+        },
     )
     veto = verdict(observed, scale, params)  # 2 used + 2 more > 3
     assert veto is not None and "quota_admits_the_pods" in veto.message

@@ -12,6 +12,7 @@ from hapi_grpc.domain.incident import Incident, SignalInfo
 from hapi_grpc.domain.premises import PackError, parse_packs
 from hapi_grpc.domain.premises.evaluate import LateBound
 from hapi_grpc.domain.selection_gate import SelectionGate
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event
 from tests.premises.scenes import NS, oomkilled_statefulset, schema
 
 RAISE = schema("IncreaseMemoryLimits", "NAMESPACE", "STATEFULSET_NAME", "MEMORY_LIMIT_NEW")
@@ -38,7 +39,7 @@ def searched_then_checked(limit: str, *, read_between: bool = False) -> tuple[ob
         assert gate.refuted(HIT.workflow_id, HIT) == []
     late = gate._late
     if read_between:
-        observed.record_event("Pod", NS, "ledger-0", {"reason": "BackOff", "message": "m"})
+        record_event(observed, "Pod", NS, "ledger-0", {"reason": "BackOff", "message": "m"})
     verdict = asyncio.run(gate.check(HIT.workflow_id, RAISE, params(limit), HIT))
     assert late is not None and gate._late is None  # offered once
     if not read_between:

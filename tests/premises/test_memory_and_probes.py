@@ -8,6 +8,8 @@ start-up time the logs state.
 
 from __future__ import annotations
 
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log
+from hapi_grpc.toolsets.prometheus.facts import record_metric
 from tests.premises.scenes import (
     NS,
     container,
@@ -91,7 +93,8 @@ def test_without_a_parameter_for_the_new_limit_the_premise_is_unknown() -> None:
 def test_growth_in_any_gauge_about_the_container_is_a_leak() -> None:
     """Goroutines rising: the query names no memory, the series is about the pod."""
     observed = record(STS, STS_POD)
-    observed.record_metric(
+    record_metric(
+        observed,
         'go_goroutines{namespace="shop", pod="ledger-0"}',
         {
             "series": [
@@ -108,7 +111,8 @@ def test_growth_in_any_gauge_about_the_container_is_a_leak() -> None:
 
 def test_a_steady_plateau_and_other_pods_growth_do_not_block() -> None:
     observed = record(STS, STS_POD)
-    observed.record_metric(
+    record_metric(
+        observed,
         'container_memory_working_set_bytes{namespace="shop"}',
         {
             "series": [
@@ -179,8 +183,9 @@ TUNE = schema(
 
 def probed(startup_line: str) -> object:
     observed = record(*PROBED)
-    observed.record_event("Pod", NS, "billing-5c8d-a1", KILLED)
-    observed.record_log(
+    record_event(observed, "Pod", NS, "billing-5c8d-a1", KILLED)
+    record_log(
+        observed,
         NS,
         "billing-5c8d-a1",
         "api",

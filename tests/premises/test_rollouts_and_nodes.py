@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.domain.observed import Observed
+from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.kubernetes.log_facts import record_log
+from hapi_grpc.toolsets.kubernetes.node_stats import record_node_stats
 from tests.premises.scenes import (
     NS,
     container,
@@ -48,7 +51,7 @@ def release(log: list[str], *revisions: dict[str, Any], current: dict[str, Any])
         *revisions,
         failing_pod(newest["metadata"]["name"]),
     )
-    observed.record_log(NS, f"{newest['metadata']['name']}-p1", "web", previous=True, lines=log)
+    record_log(observed, NS, f"{newest['metadata']['name']}-p1", "web", previous=True, lines=log)
     return observed
 
 
@@ -101,7 +104,7 @@ def test_a_failure_older_revisions_share_did_not_begin_with_the_rollout() -> Non
     observed = release(
         PANIC, replica_set("web", "a1", 4, GOOD), replica_set("web", "b2", 5, BAD), current=BAD
     )
-    observed.record_object(failing_pod("web-a1", image="web:1.4"))
+    record_object(observed, failing_pod("web-a1", image="web:1.4"))
     veto = verdict(observed, ROLLBACK, PARAMS)
     assert veto is not None and "failure_began_with_latest_rollout" in veto.message
 
@@ -110,7 +113,7 @@ def test_without_the_revision_history_read_a_rollback_is_unverified() -> None:
     observed = record(
         deployment("web", 5, BAD), replica_set("web", "b2", 5, BAD), failing_pod("web-b2")
     )
-    observed.record_log(NS, "web-b2-p1", "web", previous=True, lines=PANIC)
+    record_log(observed, NS, "web-b2-p1", "web", previous=True, lines=PANIC)
     veto = verdict(observed, ROLLBACK, PARAMS)
     assert veto is not None and "revision_runs_another_template" in veto.message
 
@@ -183,7 +186,7 @@ def test_a_reboot_needs_the_host_shown_unresponsive() -> None:
     stopped = node("n1", "Unknown", since="2026-11-20T10:00:00Z")
     silent = record(stopped, node("n2"), node("n3"), *pods)
     assert verdict(silent, REBOOT, {"NODE_NAME": "n1"}) is None
-    silent.record_object(lease)  # renewed after the kubelet "stopped": it is alive
+    record_object(silent, lease)  # renewed after the kubelet "stopped": it is alive
     veto = verdict(silent, REBOOT, {"NODE_NAME": "n1"})
     assert veto is not None and "host_unresponsive" in veto.message
 
@@ -210,7 +213,7 @@ def summary(*, images: int, logs: int, empty_dir: int) -> dict[str, Any]:
 
 def test_a_disk_full_of_one_pods_emptydir_is_not_cleaned_up() -> None:
     observed = record(node("n1", pressure=("DiskPressure",)))
-    observed.record_node_stats("n1", summary(images=8 * GIB, logs=GIB, empty_dir=80 * GIB))
+    record_node_stats(observed, "n1", summary(images=8 * GIB, logs=GIB, empty_dir=80 * GIB))
     veto = verdict(observed, CLEANUP, {"TARGET_RESOURCE_NAME": "n1"})
     assert veto is not None and "CleanupNode.reclaimable_data_dominates" in veto.message
     assert f"{NS}/ingest-0/spool" in veto.message
@@ -218,7 +221,7 @@ def test_a_disk_full_of_one_pods_emptydir_is_not_cleaned_up() -> None:
 
 def test_a_disk_full_of_images_and_logs_is_cleaned_up() -> None:
     observed = record(node("n1", pressure=("DiskPressure",)))
-    observed.record_node_stats("n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB))
+    record_node_stats(observed, "n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB))
     assert verdict(observed, CLEANUP, {"TARGET_RESOURCE_NAME": "n1"}) is None
 
 
@@ -237,6 +240,6 @@ def test_running_pods_are_not_what_a_restart_fixes() -> None:
     observed = record(node("node-1"), sibling, hung)
     assert verdict(observed, restart, {"NAMESPACE": NS, "POD_NAME": "web-a1-hung"}) is None
     looping = pod("web-a1-loop", "web-a1", [container("web")], [crash_status("web")])
-    observed.record_object(looping)
+    record_object(observed, looping)
     veto = verdict(observed, restart, {"NAMESPACE": NS, "POD_NAME": "web-a1-loop"})
     assert veto is not None and "not_failing_like_a_fresh_pod" in veto.message

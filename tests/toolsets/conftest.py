@@ -21,9 +21,10 @@ from grpc_health.v1 import health_pb2_grpc
 
 from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.app import build_server, open_toolsets
+from hapi_grpc.app import build_server
 from hapi_grpc.client import load_analyze_request
 from hapi_grpc.config import Settings
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.scripted_llm import RecordedRequest, ScriptedLLMServer, Step
 from tests.metrics.conftest import alertmanager, prometheus  # noqa: F401
 

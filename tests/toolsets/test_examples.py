@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from hapi_grpc.adapters.mcp.config import parse_mcp_config
+from hapi_grpc.toolsets.mcp.config import parse_mcp_config
 
 EXAMPLE = (
     Path(__file__).resolve().parents[2] / "deploy/optional/investigation-toolsets.example.yaml"

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from hapi_grpc.adapters.kubernetes.reader import KubeFailure, KubeFailureKind
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.result import ToolCallStatus
-from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind
-from hapi_grpc.domain.toolsets.kubernetes.scope import ScopeRefusal
-from hapi_grpc.domain.toolsets.kubernetes.session import guarded as kubernetes_guarded
-from hapi_grpc.domain.toolsets.prometheus.port import MetricsQueryFailure, MetricsSourceUnavailable
-from hapi_grpc.domain.toolsets.prometheus.tools import metrics_failures
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
+from hapi_grpc.toolsets.kubernetes.session import guarded as kubernetes_guarded
+from hapi_grpc.toolsets.prometheus.source import MetricsQueryError as MetricsQueryFailure
+from hapi_grpc.toolsets.prometheus.source import MetricsUnavailableError as MetricsSourceUnavailable
+from hapi_grpc.toolsets.prometheus.tools import metrics_failures
 
 
 @dataclass(frozen=True)

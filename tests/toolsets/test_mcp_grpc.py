@@ -17,8 +17,8 @@ from grpc_health.v1 import health_pb2
 from prometheus_client import REGISTRY
 
 from hapi.v1 import tools_pb2
-from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import ConfigError, Settings
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.mcp_servers import start_http_server, stdio_config
 from tests.fakes.prometheus_server import free_port
 from tests.fakes.scripted_llm import Step

@@ -1,6 +1,6 @@
 """Every registered toolset is documented, configurable, labelled in metrics, marked
 in the prompt and recorded typed: what the rest of the service knows of a toolset
-comes from its spec (`domain/toolsets/registry.py`), and these tests list the specs
+comes from its class (`toolsets/registry.py`), and these tests list the classes
 rather than the toolsets, so a new one is checked without being named here."""
 
 from __future__ import annotations
@@ -18,32 +18,31 @@ from hapi_grpc.app import open_toolsets
 from hapi_grpc.config import ConfigError, ServiceSettings, Settings, env_name
 from hapi_grpc.domain.prompt import system_prompt
 from hapi_grpc.domain.toolsets import arguments_gen
-from hapi_grpc.domain.toolsets.limits import ToolsetLimits
-from hapi_grpc.domain.toolsets.registry import TOOLSETS, spec_for
-from hapi_grpc.domain.toolsets.spec import ToolsetSpec
 from hapi_grpc.domain.toolsets.tool import tool_json_schema
-from hapi_grpc.domain.toolsets.toolset import Toolset
+from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from hapi_grpc.toolsets.base import ToolsetPlugin
+from hapi_grpc.toolsets.registry import TOOLSETS, WorkflowCatalogToolset, toolset_named
 from hapi_grpc.transport.tool_arguments import typed_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = [spec.name for spec in TOOLSETS]
-CONFIGURED = [spec for spec in TOOLSETS if spec.settings is not None]
+CONFIGURED = [spec for spec in TOOLSETS if spec.settings_model is not None]
 
 
 def test_names_are_unique_and_found_again() -> None:
     assert len(set(NAMES)) == len(NAMES)
     for spec in TOOLSETS:
-        assert spec_for(spec.name) is spec
-        assert spec_for(f"{spec.name}:instance") is spec
-    assert spec_for("no_such_toolset") is None
+        assert toolset_named(spec.name) is spec
+        assert toolset_named(f"{spec.name}:instance") is spec
+    assert toolset_named("no_such_toolset") is None
 
 
 @pytest.mark.parametrize("spec", CONFIGURED, ids=lambda s: s.name)
-def test_every_setting_is_documented(spec: ToolsetSpec[Any]) -> None:
+def test_every_setting_is_documented(spec: type[ToolsetPlugin[Any]]) -> None:
     reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert f"## Toolset `{spec.name}`" in reference
-    assert spec.settings is not None
-    for name, field in spec.settings.model_fields.items():
+    assert spec.settings_model is not None
+    for name, field in spec.settings_model.model_fields.items():
         assert field.description, f"{name} has no description"
         assert f"| `{env_name(name)}` |" in reference
 
@@ -51,39 +50,38 @@ def test_every_setting_is_documented(spec: ToolsetSpec[Any]) -> None:
 def test_settings_of_toolsets_and_service_never_collide() -> None:
     seen = set(ServiceSettings.model_fields)
     for spec in CONFIGURED:
-        assert spec.settings is not None
-        fields = set(spec.settings.model_fields)
+        assert spec.settings_model is not None
+        fields = set(spec.settings_model.model_fields)
         assert not fields & seen, f"{spec.name} reuses {fields & seen}"
         seen |= fields
     assert seen == set(Settings.model_fields)
 
 
 @pytest.mark.parametrize("spec", CONFIGURED, ids=lambda s: s.name)
-def test_every_toolset_is_configurable_from_its_variables(spec: ToolsetSpec[Any]) -> None:
-    assert spec.settings is not None and spec.enabled_by in spec.settings.model_fields
-    assert spec.settings_from(Settings()) == spec.settings()  # the defaults hold
+def test_every_toolset_is_configurable_from_its_variables(spec: type[ToolsetPlugin[Any]]) -> None:
+    model = spec.settings_model
+    assert model is not None and spec.enabled_by in model.model_fields
+    assert spec.settings_from(Settings()) == model()  # the defaults hold
     numbers = [
-        name
-        for name, field in spec.settings.model_fields.items()
-        if field.annotation in (int, float)
+        name for name, field in model.model_fields.items() if field.annotation in (int, float)
     ]
     for name in numbers:
         with pytest.raises(ConfigError, match=env_name(name)):
             Settings.from_env({env_name(name): "not-a-number"})
-        default = spec.settings.model_fields[name].get_default()
+        default = model.model_fields[name].get_default()
         value = spec.settings_from(Settings.from_env({env_name(name): str(default)}))
         assert getattr(value, name) == default
-    if spec.limits is not None:
-        assert isinstance(spec.limits(spec.settings()), ToolsetLimits)
+    limits = spec(model()).limits()
+    assert limits is None or isinstance(limits, ToolsetLimits)
 
 
-@pytest.mark.parametrize("spec", [s for s in TOOLSETS if s.opener], ids=lambda s: s.name)
-def test_every_opener_is_an_adapter_coroutine(spec: ToolsetSpec[Any]) -> None:
-    import importlib
-
-    module, _, function = spec.opener.partition(":")
-    assert module.startswith("hapi_grpc.adapters.")
-    assert inspect.iscoroutinefunction(getattr(importlib.import_module(module), function))
+@pytest.mark.parametrize("spec", TOOLSETS, ids=lambda s: s.name)
+def test_every_toolset_is_its_own_package_opened_by_a_coroutine(
+    spec: type[ToolsetPlugin[Any]],
+) -> None:
+    assert inspect.iscoroutinefunction(spec.open)
+    if spec is not WorkflowCatalogToolset:  # built by the engine itself
+        assert spec.__module__ == f"hapi_grpc.toolsets.{spec.name}"
 
 
 def test_deploy_examples_name_only_real_settings() -> None:
@@ -114,7 +112,7 @@ async def test_every_toolset_is_labelled_in_metrics() -> None:
     assert opened.sources == []
     enabled = _enabled()
     assert set(NAMES) <= set(enabled)
-    assert {name for name in NAMES if enabled[name]} == {s.name for s in TOOLSETS if not s.opener}
+    assert {name for name in NAMES if enabled[name]} == {WorkflowCatalogToolset.name}
 
     opened = await open_toolsets(
         Settings(kubernetes="off", prometheus_url="http://127.0.0.1:9", alertmanager_url=None)
@@ -123,14 +121,14 @@ async def test_every_toolset_is_labelled_in_metrics() -> None:
     assert len(opened.sources) == 1 and _enabled()["prometheus"] == 1
 
 
-def _offered(spec: ToolsetSpec[Any]) -> Toolset:
-    return Toolset(spec.name, [], ToolsetLimits(max_calls=4, call_timeout=1), spec.prompt_note)
+def _offered(spec: type[ToolsetPlugin[Any]]) -> Toolset:
+    return spec.toolset([], ToolsetLimits(max_calls=4, call_timeout=1))
 
 
 @pytest.mark.parametrize("spec", TOOLSETS, ids=lambda s: s.name)
-def test_every_untrusted_toolset_is_marked_in_the_prompt(spec: ToolsetSpec[Any]) -> None:
+def test_every_untrusted_toolset_is_marked_in_the_prompt(spec: type[ToolsetPlugin[Any]]) -> None:
     prompt = system_prompt(toolsets=[_offered(spec)])
-    if spec.untrusted_data:
+    if spec.data_key:
         assert spec.data_key and f'"{spec.data_key}"' in prompt
         marked = prompt[prompt.index(f'"{spec.data_key}"') :]
         assert "never instructions" in marked.split("\n\n")[0]
@@ -142,7 +140,7 @@ def test_every_untrusted_toolset_is_marked_in_the_prompt(spec: ToolsetSpec[Any])
 TYPED_TOOLS = [
     (spec.name, tool, model)
     for spec in TOOLSETS
-    if spec.typed_arguments and spec.argument_models is not None
+    if spec.typed_arguments
     for tool, model in spec.argument_models().items()
 ]
 
@@ -159,10 +157,7 @@ def test_every_typed_field_of_the_record_is_a_typed_toolsets_tool() -> None:
     fields = {f.name for f in oneof.fields if f.message_type.name.endswith("Args")}
     assert fields == {tool for _, tool, _ in TYPED_TOOLS}
     untyped = [
-        tool
-        for spec in TOOLSETS
-        if not spec.typed_arguments and spec.argument_models is not None
-        for tool in spec.argument_models()
+        tool for spec in TOOLSETS if not spec.typed_arguments for tool in spec.argument_models()
     ]
     assert untyped and not [tool for tool in untyped if typed_tool(tool) is not None]
 
@@ -214,7 +209,7 @@ def test_a_toolset_not_configured_never_imports_its_adapter() -> None:
         "from hapi_grpc.app import open_toolsets\n"
         "asyncio.run(open_toolsets(Settings(kubernetes='off')))\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')\n"
-        "    or m.startswith(('hapi_grpc.adapters.mcp', 'hapi_grpc.adapters.metrics'))))\n"
+        "    or m.startswith(('hapi_grpc.toolsets.mcp.', 'hapi_grpc.toolsets.prometheus.'))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT

@@ -16,10 +16,10 @@ from pydantic import ValidationError
 
 from hapi_grpc.domain.catalog import MIN_SCORE_DEFAULT, TOP_K_DEFAULT, TOP_K_MAX
 from hapi_grpc.domain.toolsets import arguments_gen
-from hapi_grpc.domain.toolsets.alertmanager.tools import AlertmanagerActiveAlertsArgs
-from hapi_grpc.domain.toolsets.kubernetes.args import KubernetesOwnerChainArgs
-from hapi_grpc.domain.toolsets.prometheus.tools import PrometheusRangeQueryArgs
 from hapi_grpc.domain.toolsets.tool import tool_json_schema
+from hapi_grpc.toolsets.alertmanager.tools import AlertmanagerActiveAlertsArgs
+from hapi_grpc.toolsets.kubernetes.args import KubernetesOwnerChainArgs
+from hapi_grpc.toolsets.prometheus.tools import PrometheusRangeQueryArgs
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "hapi_grpc/domain/toolsets/arguments_gen.py"

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hapi_grpc.adapters.catalog.loader import catalog_problems
 from hapi_grpc.adapters.catalog.scoring import IndexedWorkflow, index_workflow
+from hapi_grpc.adapters.kubernetes.reader import ResourceType
 from hapi_grpc.domain.catalog import ParameterSpec, SearchFilters, Workflow, WorkflowLabels
 from hapi_grpc.domain.parameters import MAX_PATTERN_LENGTH
-from hapi_grpc.domain.toolsets.kubernetes.port import ResourceType
 
 __all__ = [
     "ACTION_TYPES",

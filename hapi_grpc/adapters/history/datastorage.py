@@ -1,14 +1,13 @@
 """`RemediationHistory` read from Data Storage, recorded here.
 
 Reads speak the Data Storage contract (`GET /api/v1/remediation-history/context`,
-`GET /api/v1/effectiveness/{id}`) with the catalog client's rules: the shared
-retry policy (`datastorage_retry_policy`: 5xx, 429, timeouts and dropped
-connections retried with backoff; each attempt's timeouts clipped to the
-caller's budget), a circuit breaker of its own, and answers reused for a
-few seconds at most (`cache_ttl`, never long: history changes with every
-outcome). The contract has no write endpoint: decisions and reported
-outcomes are kept in the embedded history (`local`), and a context answer
-adds the local entries Data Storage does not hold yet.
+`GET /api/v1/effectiveness/{id}`) through the Data Storage client the catalog
+uses too (`adapters/datastorage`: 5xx, 429, timeouts and dropped connections
+retried with backoff; each attempt's timeouts clipped to the caller's budget),
+with a circuit breaker of its own, and answers reused for a few seconds at most
+(`cache_ttl`, never long: history changes with every outcome). The contract has no
+write endpoint: decisions and reported outcomes are kept in the embedded history
+(`local`), and a context answer adds the local entries Data Storage does not hold yet.
 """
 
 from __future__ import annotations
@@ -18,24 +17,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
-from urllib.parse import quote
 
-import aiohttp
-from pydantic import BaseModel
-from yarl import URL
-
-from hapi_grpc.adapters.catalog.datastorage import datastorage_retry_policy
-from hapi_grpc.adapters.catalog.datastorage_body import (
-    ContractViolation,
-    parse_body,
-)
-from hapi_grpc.adapters.catalog.datastorage_exchange import exchange, record
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
-from hapi_grpc.adapters.history.datastorage_body import ContextBody, EffectivenessBody, go_duration
+from hapi_grpc.adapters.datastorage.bodies import ContextBody
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
-from hapi_grpc.adapters.http_policy import Attempt, run_attempts
-from hapi_grpc.domain.errors import CatalogUnavailableError, HistoryUnavailableError
+from hapi_grpc.adapters.http.transport import Transport
 from hapi_grpc.domain.history import (
     Decision,
     HistoryContext,
@@ -47,17 +34,12 @@ from hapi_grpc.domain.history import (
     target_key,
 )
 from hapi_grpc.domain.result import TargetResource
-from hapi_grpc.domain.sensitive import register_secret
 from hapi_grpc.domain.tenancy import Tenant
-from hapi_grpc.observability import metrics
 
-__all__ = ["CONTEXT_PATH", "DataStorageHistory"]
+__all__ = ["DataStorageHistory"]
 
 log = logging.getLogger(__name__)
-M = TypeVar("M", bound=BaseModel)
 
-CONTEXT_PATH = "/api/v1/remediation-history/context"
-EFFECTIVENESS_PATH = "/api/v1/effectiveness/"
 MAX_CACHE_ENTRIES = 1024
 MAX_CACHE_BYTES = 8 * 1024 * 1024
 # A parsed answer takes about 3.3 times its JSON in memory (measured with
@@ -81,25 +63,24 @@ class DataStorageHistory:
         breaker: RateCircuitBreaker | None = None,
         cache_ttl: float = 5.0,
         clock: Callable[[], float] = time.time,
+        transport: Transport | None = None,
     ) -> None:
-        url = URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError("Data Storage base_url must be an absolute http(s) URL")
-        if url.password:
-            register_secret(url.password)
-        self._base_url = str(url).rstrip("/")
-        self._local = local
-        self._timeout = request_timeout
-        self.policy = datastorage_retry_policy(
-            request_timeout, max_retries, backoff_base, backoff_max
+        self.client = DataStorageClient(
+            base_url,
+            request_timeout=request_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            breaker=breaker or RateCircuitBreaker("datastorage-history"),
+            transport=transport,
+            log=log,
         )
-        self._breaker = breaker or RateCircuitBreaker("datastorage-history")
+        self._local = local
         self._cache_ttl = min(cache_ttl, 60.0)
         # key -> (expires, answer, bytes), the oldest first
         self._cache: OrderedDict[str, tuple[float, ContextBody, int]] = OrderedDict()
         self._cache_bytes = 0
         self._clock = clock
-        self._session: aiohttp.ClientSession | None = None
 
     # -- the port ---------------------------------------------------------------
 
@@ -107,19 +88,10 @@ class DataStorageHistory:
         self, target: TargetResource, current_spec_hash: str, windows: Windows = Windows()
     ) -> HistoryContext:
         key = target_key(target)
-        query = {
-            "targetKind": target.kind,
-            "targetName": target.name,
-            "targetNamespace": target.namespace,
-            "currentSpecHash": current_spec_hash,
-            "tier1Window": go_duration(windows.tier1),
-            "tier2Window": go_duration(windows.tier2),
-        }
         body = await self._cached(
             f"{key}\x00{current_spec_hash}\x00{windows.tier1}\x00{windows.tier2}",
-            lambda: self._get("history", CONTEXT_PATH, query, ContextBody),
+            lambda: self.client.history_context(target, current_spec_hash, windows),
         )
-        assert body is not None  # the context endpoint never answers 404
         remote = body.entries()
         held = {e.remediation_uid for e in remote}
         local = await self._local.context(target, current_spec_hash, windows)
@@ -133,8 +105,7 @@ class DataStorageHistory:
         self, remediation_id: str, tenant: Tenant = Tenant()
     ) -> RemediationRecord:
         record = await self._local.by_remediation_id(remediation_id, tenant)
-        path = EFFECTIVENESS_PATH + quote(remediation_id, safe="")
-        body = await self._get("effectiveness", path, None, EffectivenessBody)
+        body = await self.client.effectiveness(remediation_id)
         if body is None:
             return record
         return RemediationRecord(
@@ -154,22 +125,18 @@ class DataStorageHistory:
         return ack
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.client.close()
         await self._local.close()
 
     # -- internals ----------------------------------------------------------------
 
-    async def _cached(
-        self, key: str, fetch: Callable[[], Awaitable[ContextBody | None]]
-    ) -> ContextBody | None:
+    async def _cached(self, key: str, fetch: Callable[[], Awaitable[ContextBody]]) -> ContextBody:
         now = time.monotonic()
         hit = self._cache.get(key)
         if hit is not None and now < hit[0]:
             return hit[1]
         body = await fetch()
-        if body is not None and self._cache_ttl > 0:
+        if self._cache_ttl > 0:
             if key in self._cache:
                 self._cache_bytes -= self._cache.pop(key)[2]
             cost = _PARSED_FACTOR * len(body.model_dump_json()) + len(key) + _ENTRY_OVERHEAD
@@ -178,61 +145,6 @@ class DataStorageHistory:
             while len(self._cache) > MAX_CACHE_ENTRIES or self._cache_bytes > MAX_CACHE_BYTES:
                 self._cache_bytes -= self._cache.popitem(last=False)[1][2]
         return body
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self._timeout, connect=self._timeout),
-                headers={"Accept": "application/json"},
-                trust_env=False,
-            )
-        return self._session
-
-    async def _get(
-        self, endpoint: str, path: str, query: dict[str, str] | None, model: type[M]
-    ) -> M | None:
-        """One logical GET through the breaker and the retry policy; None on 404."""
-        url = URL(self._base_url + path, encoded=True)
-        if query:
-            url = url.with_query(query)
-        what = f"Data Storage {endpoint} (GET {path.split('?')[0]})"
-
-        async def send(attempt: Attempt) -> M | None:
-            return await self._attempt(endpoint, url, model, attempt)
-
-        async def call() -> M | None:
-            return await run_attempts(
-                self.policy,
-                what,
-                send,
-                fail=HistoryUnavailableError,
-                log=log,
-                on_retry=metrics.DATASTORAGE_RETRIES.labels(endpoint=endpoint).inc,
-            )
-
-        try:
-            return await self._breaker.call(call)
-        except CatalogUnavailableError as exc:  # the breaker is open
-            raise HistoryUnavailableError(str(exc)) from None
-
-    async def _attempt(self, endpoint: str, url: URL, model: type[M], attempt: Attempt) -> M | None:
-        reply = await exchange(self._get_session(), endpoint, "GET", url, attempt.timeout)
-        if reply.ok:
-            try:
-                value = parse_body(reply.raw, reply.over, reply.content_type, model)
-            except ContractViolation as exc:
-                record(endpoint, "contract_error", reply.started)
-                log.warning("Data Storage %s response breaks the contract: %s", endpoint, exc)
-                raise HistoryUnavailableError(f"{endpoint} response: {exc}") from None
-            record(endpoint, "2xx", reply.started)
-            return value
-        if reply.status == 404 and endpoint == "effectiveness":
-            return None
-        problem = ": ".join(part for part in reply.problem() if part)
-        raise HistoryUnavailableError(
-            f"Data Storage {endpoint} answered HTTP {reply.status}"
-            + (f": {problem}" if problem else "")
-        )
 
 
 def _with_regression(context: HistoryContext) -> HistoryContext:

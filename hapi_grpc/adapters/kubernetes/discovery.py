@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
+from hapi_grpc.adapters.kubernetes.reader import KubeFailure, KubeFailureKind, ResourceType
 
 __all__ = ["AGGREGATED_ACCEPT", "Discovery", "parse_aggregated"]
 

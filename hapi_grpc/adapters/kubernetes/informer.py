@@ -26,9 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.adapters.kubernetes.reader import (
+    ApiServerReader,
+    KubeFailure,
+    KubeFailureKind,
+    ResourceType,
+)
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
 
 __all__ = ["Informer", "InformerLimits", "ObjectKey"]
 

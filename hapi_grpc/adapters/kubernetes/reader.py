@@ -1,42 +1,86 @@
-"""`ApiServerReader`: the `KubernetesReader` port over HTTPS, GET requests only.
+"""`ApiServerReader`: read-only access to one cluster over HTTPS, GET requests only.
 
 There is no method that writes: every request goes through `_get` or
-`watch`, which send GET. Each request has a timeout clipped to the
-investigation's budget (`deadline.request_timeout`), a body size bound (a
-larger answer is a `TOO_LARGE` failure, a longer log is cut), no redirects,
-and is abandoned at once when the investigation is cancelled. A watch is
-bounded per event instead (one JSON line) and by a read timeout between
-events. Error bodies from the server are reduced to their `message`, redacted.
+`watch`, which send GET through the service's `HttpClient`. Each request has a
+timeout clipped to the investigation's budget, a body size bound (a larger
+answer is a `TOO_LARGE` failure, a longer log is cut), no redirects, and is
+abandoned at once when the investigation is cancelled. A watch is bounded per
+event instead (one JSON line) and by a read timeout between events. Error
+bodies from the server are reduced to their `message`, redacted. A read that
+gives no usable answer raises `KubeFailure`, its kind telling why.
 """
 
 from __future__ import annotations
 
-import asyncio
+import enum
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import aiohttp
-
-from hapi_grpc.adapters.kubernetes.credentials import ClusterConnection
-from hapi_grpc.adapters.kubernetes.discovery import Discovery
+from hapi_grpc.adapters.http import HttpClient, HttpUnavailable, LineTooLong, lines
+from hapi_grpc.adapters.http.transport import Transport
 from hapi_grpc.domain import bounded_json
-from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError
 from hapi_grpc.domain.sensitive import clip, redact
-from hapi_grpc.domain.toolsets.kubernetes.port import KubeFailure, KubeFailureKind, ResourceType
 
-__all__ = ["ApiServerReader"]
+if TYPE_CHECKING:
+    from hapi_grpc.adapters.kubernetes.credentials import ClusterConnection
+
+__all__ = ["ApiServerReader", "KubeFailure", "KubeFailureKind", "ResourceType"]
 
 logger = logging.getLogger(__name__)
 
 MAX_OBJECT_BYTES = 2 * 1024 * 1024
 MAX_LIST_BYTES = 8 * 1024 * 1024
-_CHUNK = 64 * 1024
 _ERROR_BODY_BYTES = 64 * 1024
 # Silence tolerated past a watch's own timeout before its connection counts as dead.
 _WATCH_MARGIN = 15
+# A backstop only: every request is timed by its caller (a tool's per-call timeout).
+_LONGEST_REQUEST = 300.0
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One kind as the cluster serves it (resolved through discovery, so any kind it
+    serves, custom resources included, has one)."""
+
+    group: str  # "" for the core group
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_label(self) -> str:
+        """The group as ADR-038 spells it: `core` for the core group."""
+        return self.group or "core"
+
+
+class KubeFailureKind(enum.Enum):
+    NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
+    INVALID = "invalid"  # the server rejected the request (bad selector, no such container)
+    UNKNOWN_KIND = "unknown_kind"
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+    TOO_LARGE = "too_large"
+    EXPIRED = "expired"  # 410 Gone: a resourceVersion or continue token too old to serve
+
+
+class KubeFailure(Exception):
+    """A read that gave no usable answer; `message` is safe to show the model."""
+
+    def __init__(self, kind: KubeFailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
 
 
 def _segment(value: str) -> str:
@@ -52,34 +96,41 @@ class ApiServerReader:
         *,
         discovery_ttl: float = 300.0,
         max_connections: int = 16,
+        transport: Transport | None = None,
     ) -> None:
-        self._connection = connection
-        self._max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
+        from hapi_grpc.adapters.kubernetes.discovery import Discovery
+
+        self._http = HttpClient(
+            connection.url,
+            name="the API server",
+            timeout=_LONGEST_REQUEST,
+            ssl_context=connection.ssl_context,
+            auth=connection.auth_header,
+            max_connections=max_connections,
+            transport=transport,
+        )
+        self.url = connection.url
         self._discovery = Discovery(self._discovery_fetch, ttl=discovery_ttl)
         self._requests = 0
 
     @property
     def requests_made(self) -> int:
+        """How many requests this reader has sent (for benchmarks and tests)."""
         return self._requests
 
-    @property
-    def url(self) -> str:
-        return self._connection.url
-
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._http.close()
 
-    # --- the port ---------------------------------------------------------------------
+    # --- reads ------------------------------------------------------------------------
 
     async def resolve(self, kind: str, timeout: float) -> ResourceType:
+        """The resource type for a kind, plural, short name or `group/version/Kind`."""
         return await self._discovery.resolve(kind, timeout)
 
     async def get(
         self, rtype: ResourceType, namespace: str | None, name: str, timeout: float
     ) -> dict[str, Any]:
+        """One object as JSON."""
         path = f"{self._collection(rtype, namespace)}/{_segment(name)}"
         return await self._get_json(path, {}, timeout, MAX_OBJECT_BYTES)
 
@@ -94,6 +145,7 @@ class ApiServerReader:
         limit: int = 50,
         continue_token: str = "",
     ) -> dict[str, Any]:
+        """A list object (`items`, `metadata.continue` when there are more)."""
         params: dict[str, str] = {"limit": str(max(1, limit))}
         if continue_token:
             params["continue"] = continue_token
@@ -117,6 +169,7 @@ class ApiServerReader:
         since_seconds: int | None = None,
         limit_bytes: int = 256 * 1024,
     ) -> str:
+        """The tail of one container's log."""
         params = {"container": container, "tailLines": str(tail_lines)}
         params["limitBytes"] = str(limit_bytes)
         if previous:
@@ -128,8 +181,8 @@ class ApiServerReader:
         return body.decode("utf-8", errors="replace")
 
     async def node_stats(self, node: str, timeout: float) -> dict[str, Any]:
-        # The kubelet's summary API through the API server's node proxy: a GET of
-        # this one path, nothing else of the kubelet is ever requested.
+        """The node's kubelet stats summary (`/stats/summary`, through the node proxy)."""
+        # A GET of this one path: nothing else of the kubelet is ever requested.
         path = f"/api/v1/nodes/{_segment(node)}/proxy/stats/summary"
         return await self._get_json(path, {}, timeout, MAX_OBJECT_BYTES)
 
@@ -154,27 +207,21 @@ class ApiServerReader:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
-        headers = {"Accept": "application/json"}
-        auth = await self._connection.auth_header()
-        if auth:
-            headers["Authorization"] = auth
-        timeout = aiohttp.ClientTimeout(
-            total=None, connect=connect_timeout, sock_read=timeout_seconds + _WATCH_MARGIN
-        )
         self._requests += 1
         try:
-            async with self._client().get(
-                self._connection.url + self._collection(rtype, namespace),
+            async with self._http.stream(
+                "GET",
+                self._collection(rtype, namespace),
                 params=params,
-                headers=headers,
-                allow_redirects=False,
-                timeout=timeout,
+                headers={"Accept": "application/json"},
+                read_timeout=timeout_seconds + _WATCH_MARGIN,
+                connect_timeout=connect_timeout,
             ) as response:
                 if response.status != 200:
-                    body, _ = await _read(response, _ERROR_BODY_BYTES)
+                    body, _ = await response.read(_ERROR_BODY_BYTES)
                     raise _status_failure(response.status, body)
                 on_open()
-                async for line in _lines(response, max_event_bytes):
+                async for line in lines(response.chunks(), max_event_bytes):
                     try:
                         event = bounded_json.loads(line, max_bytes=max_event_bytes)
                     except ValueError:
@@ -183,15 +230,16 @@ class ApiServerReader:
                         ) from None
                     if isinstance(event, dict):
                         yield event
-        except (TimeoutError, aiohttp.ServerTimeoutError):
+        except LineTooLong:
+            raise KubeFailure(
+                KubeFailureKind.TOO_LARGE, f"a watch event is larger than {max_event_bytes} bytes"
+            ) from None
+        except TimeoutError:
             raise KubeFailure(
                 KubeFailureKind.TIMEOUT, "the watch was silent past its timeout"
             ) from None
-        except aiohttp.ClientError as exc:
-            raise KubeFailure(
-                KubeFailureKind.UNAVAILABLE,
-                f"the API server is unreachable ({clip(redact(str(exc)), 200)})",
-            ) from None
+        except HttpUnavailable as exc:
+            raise KubeFailure(KubeFailureKind.UNAVAILABLE, clip(redact(exc.message), 200)) from None
 
     # --- requests ---------------------------------------------------------------------
 
@@ -229,16 +277,6 @@ class ApiServerReader:
             )
         return value
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    ssl=self._connection.ssl_context, limit=self._max_connections
-                ),
-                raise_for_status=False,
-            )
-        return self._session
-
     async def _get(
         self,
         path: str,
@@ -251,82 +289,37 @@ class ApiServerReader:
     ) -> tuple[bytes, bool]:
         """GET `path`; (body, cut). The only place a request is sent."""
         try:
-            seconds = request_timeout(timeout)
+            seconds = self._http.timeout(timeout)
         except BudgetExhaustedError:
             raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
-        headers = {"Accept": accept}
-        auth = await self._connection.auth_header()
-        if auth:
-            headers["Authorization"] = auth
         self._requests += 1
         try:
-            async with asyncio.timeout(seconds):
-                async with self._client().get(
-                    self._connection.url + path,
-                    params=params,
-                    headers=headers,
-                    allow_redirects=False,
-                ) as response:
-                    body, truncated = await _read(response, max_bytes)
-                    if response.status != 200:
-                        raise _status_failure(response.status, body)
+            response = await self._http.send(
+                "GET",
+                path,
+                params=params,
+                headers={"Accept": accept},
+                timeout=seconds,
+                limit=max_bytes,
+                error_limit=_ERROR_BODY_BYTES,
+            )
         except TimeoutError:
             raise KubeFailure(
                 KubeFailureKind.TIMEOUT, f"the API server did not answer within {seconds:.3g}s"
             ) from None
-        except aiohttp.ClientError as exc:
-            logger.warning("kubernetes request failed: %s", clip(redact(str(exc)), 300))
+        except HttpUnavailable as exc:
+            logger.warning("kubernetes request failed: %s", clip(redact(exc.message), 300))
             raise KubeFailure(
                 KubeFailureKind.UNAVAILABLE, "the API server is unreachable"
             ) from None
-        if truncated and not cut:
+        if response.status != 200:
+            raise _status_failure(response.status, response.body)
+        if response.over and not cut:
             raise KubeFailure(
                 KubeFailureKind.TOO_LARGE,
                 f"the answer is larger than {max_bytes} bytes; narrow the request",
             )
-        return body, truncated
-
-
-async def _lines(response: aiohttp.ClientResponse, max_bytes: int) -> AsyncIterator[bytes]:
-    """The body's non-empty lines, each at most `max_bytes` (read in linear time)."""
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_any():
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            if size + end - start > max_bytes:
-                raise _too_large(max_bytes)
-            line = b"".join((*parts, chunk[start:end]))
-            parts.clear()
-            size = 0
-            start = end + 1
-            if line.strip():
-                yield line
-        size += len(chunk) - start
-        if size > max_bytes:
-            raise _too_large(max_bytes)
-        if start < len(chunk):
-            parts.append(chunk[start:])
-    line = b"".join(parts)
-    if line.strip():
-        yield line
-
-
-def _too_large(max_bytes: int) -> KubeFailure:
-    return KubeFailure(KubeFailureKind.TOO_LARGE, f"a watch event is larger than {max_bytes} bytes")
-
-
-async def _read(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
-    """The body, at most `max_bytes`; whether more was left unread."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= max_bytes:
-        chunk = await response.content.read(_CHUNK)
-        if not chunk:
-            return b"".join(chunks), False
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)[:max_bytes], True
+        return response.body, response.over
 
 
 def _status_failure(status: int, body: bytes) -> KubeFailure:

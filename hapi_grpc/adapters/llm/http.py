@@ -3,7 +3,7 @@
 `LLMHttpClient` POSTs one JSON completion request with everything a provider
 adapter would otherwise repeat: one lazily created aiohttp session whose pool
 matches the request-slot limit, the shared retry policy
-(`hapi_grpc.adapters.http_policy`: per-attempt timeouts clipped to the
+(`hapi_grpc.adapters.http.retry`: per-attempt timeouts clipped to the
 caller's budget, backoff with jitter, `Retry-After`), error mapping to domain
 errors, metrics, and secret redaction (`hapi_grpc.domain.sensitive`).
 
@@ -33,19 +33,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
 
-from hapi_grpc.adapters.http_policy import (
-    Attempt,
+from hapi_grpc.adapters.http import (
+    AiohttpTransport,
+    HttpClient,
     RequestSlots,
+    Response,
     RetryPolicy,
     TransientError,
-    read_bounded,
-    run_attempts,
+    parse_retry_after,
 )
 from hapi_grpc.adapters.llm.error_body import (
     extract_error_message,
@@ -53,7 +53,6 @@ from hapi_grpc.adapters.llm.error_body import (
     is_context_overflow,
     truncate,
 )
-from hapi_grpc.adapters.retry import parse_retry_after
 from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import ContextOverflowError, LLMResponseError, LLMUnavailableError
 from hapi_grpc.domain.llm import LLMResponse
@@ -99,12 +98,6 @@ def llm_retry_policy(
     )
 
 
-async def _sent_once(data: bytes) -> AsyncIterator[bytes]:
-    """The body as aiohttp streams it (with the Content-Length we set): the
-    bytes are released as soon as they are written, not when the answer comes."""
-    yield data
-
-
 def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
     """Values of headers or query parameters whose names mark them as credentials."""
     return [v for k, v in (pairs or {}).items() if is_secret_name(k) and v]
@@ -116,6 +109,7 @@ class LLMHttpClient:
     Args:
         provider: provider name for metrics, logs and error messages.
         model: configured model name (metrics label; a closed set in practice).
+        base_url: the provider's API root; requests go to paths under it.
         secrets: values that must never appear in errors or logs.
         request_timeout: per-attempt timeout in seconds, clipped to the budget.
         connect_timeout: TCP/TLS connect timeout in seconds.
@@ -132,6 +126,7 @@ class LLMHttpClient:
         self,
         provider: str,
         model: str,
+        base_url: str,
         *,
         secrets: Iterable[str] = (),
         request_timeout: float = 120.0,
@@ -142,8 +137,6 @@ class LLMHttpClient:
         min_attempt_seconds: float = 0.1,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
-        if connect_timeout <= 0:
-            raise ValueError("timeouts must be positive")
         self.provider = provider
         self.model = model
         self._secrets = tuple(s for s in secrets if s and s.strip())
@@ -151,9 +144,19 @@ class LLMHttpClient:
             request_timeout, max_retries, backoff_base, min_attempt_seconds
         )
         self.slots = RequestSlots(max_concurrent_requests, f"{provider} model requests")
-        self._connect_timeout = connect_timeout
-        self._session = session
-        self._owns_session = session is None
+        self.http = HttpClient(
+            base_url,
+            name=provider,
+            timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            retry=self.policy,
+            slots=self.slots,
+            # As many connections as request slots: a request holding a slot
+            # never queues again inside the pool.
+            transport=AiohttpTransport(
+                max_connections=self.slots.limit, backstop=request_timeout, session=session
+            ),
+        )
         # Labelled metrics resolved once: `labels()` takes a lock on every call.
         self._requests: dict[str, Any] = {}
         self._latency = metrics.LLM_LATENCY.labels(provider, model)
@@ -164,34 +167,13 @@ class LLMHttpClient:
         """`text` without this client's secrets or anything shaped like a credential."""
         return redact(text, self._secrets)
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        # Created on first use so it binds to the loop that runs the requests.
-        if self._session is None or self._session.closed:
-            if not self._owns_session:
-                raise LLMUnavailableError(f"{self.provider}: the shared HTTP session is closed")
-            self._session = aiohttp.ClientSession(
-                # As many connections as request slots: a request holding a
-                # slot never queues again inside aiohttp's pool (default 100).
-                connector=aiohttp.TCPConnector(limit=self.slots.limit),
-                # A model API has no use for cookies: none kept, none sent, and
-                # no cookie work on every request.
-                cookie_jar=aiohttp.DummyCookieJar(),
-                # Never aiohttp's 300 s default; each attempt sets its own.
-                timeout=aiohttp.ClientTimeout(
-                    total=self.policy.attempt_timeout, sock_connect=self._connect_timeout
-                ),
-            )
-        return self._session
-
     async def close(self) -> None:
         """Close the session if this client created it."""
-        if self._owns_session and self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        await self.http.close()
 
     async def post_completion(
         self,
-        url: str,
+        path: str,
         encode: Callable[[], bytes],
         *,
         headers: Mapping[str, str],
@@ -207,109 +189,66 @@ class LLMHttpClient:
         retry, which is rare, builds it again. `parse` raises `LLMResponseError`
         when the JSON is not a completion.
         """
+
+        def body() -> bytes:
+            sent = encode()
+            logger.debug(
+                "%s request: model=%s messages=%d tools=%d bytes=%d",
+                self.provider,
+                self.model,
+                message_count,
+                tool_count,
+                len(sent),
+            )
+            return sent
+
         with span("llm.complete", provider=self.provider, model=self.model):
-
-            def send(attempt: Attempt) -> Awaitable[LLMResponse]:
-                # Returns the attempt's coroutine: one frame less held while it waits.
-                sent = encode()
-                logger.debug(
-                    "%s request: model=%s messages=%d tools=%d bytes=%d attempt=%d",
-                    self.provider,
-                    self.model,
-                    message_count,
-                    tool_count,
-                    len(sent),
-                    attempt.number,
-                )
-                stream, size = _sent_once(sent), len(sent)
-                del sent  # the stream releases it once written
-                attempt_headers = {
-                    **headers,
-                    "Content-Type": "application/json",
-                    "Content-Length": str(size),
-                }
-                return self._attempt(url, stream, attempt_headers, params, parse, attempt)
-
-            return await run_attempts(
-                self.policy,
-                f"{self.provider} request",
-                send,
+            return await self.http.call(
+                "POST",
+                path,
+                lambda response: self._read(response, parse),
+                what=f"{self.provider} request",
                 fail=lambda message: LLMUnavailableError(self.redact(message)),
-                log=logger,
-                slots=self.slots,
+                params=params,
+                encode=body,
+                headers={**headers, "Content-Type": "application/json"},
+                limit=MAX_RESPONSE_BYTES,
+                error_limit=_MAX_ERROR_BODY_BYTES,
+                observe=self._observe,
             )
 
-    async def _attempt(
-        self,
-        url: str,
-        body: AsyncIterator[bytes],
-        headers: Mapping[str, str],
-        params: Mapping[str, str] | None,
-        parse: Callable[[Any], LLMResponse],
-        attempt: Attempt,
-    ) -> LLMResponse:
-        session = self._get_session()
-        started = time.monotonic()
-        status_label = "error"
-        try:
-            async with asyncio.timeout(attempt.timeout):
-                async with session.post(
-                    url,
-                    data=body,
-                    headers=headers,
-                    params=params,
-                    # The whole attempt is bounded by asyncio.timeout above;
-                    # this one only fails fast on an unreachable host.
-                    timeout=aiohttp.ClientTimeout(
-                        total=None, sock_connect=min(self._connect_timeout, attempt.timeout)
-                    ),
-                    # Never follow redirects: custom auth headers (x-api-key,
-                    # api-key) would be replayed to whatever host they name.
-                    allow_redirects=False,
-                ) as resp:
-                    if 200 <= resp.status < 300:
-                        raw, over = await read_bounded(resp, MAX_RESPONSE_BYTES)
-                        if over:
-                            raise LLMResponseError(
-                                f"{self.provider} response exceeds {MAX_RESPONSE_BYTES} bytes"
-                            )
-                        result = self._parse(raw, parse)
-                        status_label = "ok"
-                        self._record_usage(result)
-                        return result
-                    status_label = http_status_label(resp.status)
-                    error_body, _ = await read_bounded(resp, _MAX_ERROR_BODY_BYTES)
-                    error_text = error_body.decode("utf-8", "replace")
-                    reason = self.redact(self._describe_status(resp, error_text))
-                    if is_context_overflow(resp.status, error_text):
-                        raise ContextOverflowError(
-                            f"{self.provider}: the conversation does not fit the model's"
-                            f" context: {reason}"
-                        )
-                    if resp.status in _TRANSIENT_4XX or resp.status >= 500:
-                        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-                        raise TransientError(reason, retry_after)
-                    raise LLMUnavailableError(f"{self.provider} request failed: {reason}")
-        except asyncio.CancelledError:
-            status_label = "cancelled"
-            raise
-        except TimeoutError:
-            status_label = "timeout"
-            raise  # the runner tells the budget's timeouts from the provider's
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            status_label = "error"
-            # `from None`: the cause's text is unredacted and may name the URL.
-            raise TransientError(
-                self.redact(f"connection error: {type(exc).__name__}: {exc}")
-            ) from None
-        except aiohttp.ClientError as exc:
-            status_label = "error"
-            raise LLMUnavailableError(
-                self.redact(f"{self.provider} request failed: {type(exc).__name__}: {exc}")
-            ) from None
-        finally:
-            self._requests_counter(status_label).inc()
-            self._latency.observe(time.monotonic() - started)
+    def _read(self, resp: Response, parse: Callable[[Any], LLMResponse]) -> LLMResponse:
+        """The completion of a 2xx answer; anything else raised as the module says."""
+        if resp.ok:
+            if resp.over:
+                raise LLMResponseError(
+                    f"{self.provider} response exceeds {MAX_RESPONSE_BYTES} bytes"
+                )
+            result = self._parse(resp.body, parse)
+            self._record_usage(result)
+            return result
+        error_text = resp.body.decode("utf-8", "replace")
+        reason = self.redact(self._describe_status(resp, error_text))
+        if is_context_overflow(resp.status, error_text):
+            raise ContextOverflowError(
+                f"{self.provider}: the conversation does not fit the model's context: {reason}"
+            )
+        if resp.status in _TRANSIENT_4XX or resp.status >= 500:
+            raise TransientError(reason, parse_retry_after(resp.headers.get("Retry-After")))
+        raise LLMUnavailableError(f"{self.provider} request failed: {reason}")
+
+    def _observe(self, resp: Response | None, error: BaseException | None, seconds: float) -> None:
+        """Counts each attempt by outcome (`ok`, the status class, `timeout`, ...)."""
+        if isinstance(error, asyncio.CancelledError):
+            label = "cancelled"
+        elif isinstance(error, TimeoutError):
+            label = "timeout"
+        elif resp is not None and not resp.ok:
+            label = http_status_label(resp.status)
+        else:
+            label = "ok" if resp is not None and error is None else "error"
+        self._requests_counter(label).inc()
+        self._latency.observe(seconds)
 
     def _parse(self, raw: bytes, parse: Callable[[Any], LLMResponse]) -> LLMResponse:
         try:
@@ -329,7 +268,7 @@ class LLMHttpClient:
                 self.redact(f"{self.provider}: malformed completion ({type(exc).__name__})")
             ) from None
 
-    def _describe_status(self, resp: aiohttp.ClientResponse, body: str) -> str:
+    def _describe_status(self, resp: Response, body: str) -> str:
         reason = f"HTTP {resp.status}"
         message = extract_error_message(body) if body.strip() else (resp.reason or "")
         if message:

@@ -68,14 +68,15 @@ class HttpProvider:
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._tools_json = tools_json(render_tools)
-        self._url = base_url.rstrip("/") + path
+        self._path = path
         self._headers = {**(extra_headers or {}), **protocol_headers}
         self._params = dict(extra_query or {})
         secrets = [api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)]
-        self._http = LLMHttpClient(self.name, model, secrets=secrets, **options)
+        self._http = LLMHttpClient(self.name, model, base_url, secrets=secrets, **options)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={self._url!r}, model={self.model!r})"
+        url = self._http.http.base_url + self._path
+        return f"{type(self).__name__}(url={url!r}, model={self.model!r})"
 
     async def complete(
         self,
@@ -87,7 +88,7 @@ class HttpProvider:
         # The body is built for each attempt from the conversation, which does
         # not change while it waits: no request body is held meanwhile.
         return await self._http.post_completion(
-            self._url,
+            self._path,
             lambda: self._body(messages, tools, tool_choice),
             headers=self._headers,
             params=self._params or None,

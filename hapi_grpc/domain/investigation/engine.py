@@ -45,8 +45,7 @@ from hapi_grpc.domain.result import AnalysisResult
 from hapi_grpc.domain.selection_gate import SelectionCheck, SelectionGate
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
-from hapi_grpc.domain.toolsets.spec import ToolsetSource
-from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
+from hapi_grpc.domain.toolsets.toolset import ToolsetLimits, ToolsetSource
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
 from hapi_grpc.domain.toolsets.workflow_catalog.session import CatalogSession, SearchContext
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, workflow_catalog_toolset

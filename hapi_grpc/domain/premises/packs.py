@@ -29,7 +29,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
-from hapi_grpc.domain.preconditions import Declared, check_expression, compile_expression
+from hapi_grpc.domain.cel_programs import check_expression
+from hapi_grpc.domain.preconditions import Declared
 
 __all__ = ["ACTION_TYPE", "Pack", "PackCondition", "PackError", "merged", "parse_packs", "where"]
 
@@ -59,8 +60,10 @@ class PackCondition(BaseModel):
         return OUTSIDE if self.outside else None
 
     def compiled(self) -> PackCondition:
-        """Compiled and type-checked under its bounds; ValueError naming the CEL error."""
-        compile_expression(self.expression, self.limits)
+        """Type-checked under its bounds; ValueError naming the CEL error. The program
+        is compiled again, and kept, when a workflow of its type is first judged: the
+        packs of types the catalog never offers hold no memory (~60 kB a program)."""
+        check_expression(self.expression, self.limits)
         if self.show:
             check_expression(self.show, self.limits)
         return self

@@ -1,10 +1,12 @@
-"""Toolsets: the tools an investigation offers the model.
+"""Tools as the investigation core runs them.
 
-Shared machinery lives here: `tool.py` (one tool: name, description, pydantic
-argument model, `run`), `toolset.py` (a named group of tools with its own
-limits), `dispatcher.py` (runs tool calls; owns what every tool shares),
-`shared_texts`, `failure_answers`, `jsontext`.
-
-Each toolset is one package (`workflow_catalog`, `kubernetes`, `prometheus`,
-`alertmanager`, `mcp`) holding its tools, argument models, port and views.
+`tool.py` (one tool: name, description, pydantic argument model, `run`; reader
+failures answered to the model),
+`toolset.py` (a named group of tools with its own limits, as an investigation
+offers it), `dispatcher.py` (runs tool calls; owns what every tool shares),
+`shared_texts`, `jsontext`, `arguments_gen` (argument models
+generated from tools.proto). The workflow catalog's tools (`workflow_catalog`)
+are the engine's own; every other toolset is a package of `hapi_grpc/toolsets/`,
+which the core never imports: the composition root opens them and hands their
+sources over.
 """

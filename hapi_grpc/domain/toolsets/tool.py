@@ -7,13 +7,20 @@ validated arguments and a `ToolContext`, and returns a `ToolResult`; the
 dispatcher does everything tools have in common.
 A tool whose schema is written by someone else (an MCP server's tool) has no
 argument model: it brings its own `json_schema` and `parse` (`OwnSchema`).
+
+A reader's failures (a request refused, a source that cannot answer now) come
+back to the model as a `ToolResult` it can act on, never as an exception that
+fails the investigation: `FailureAnswers` applies that mapping to a tool's
+`run`; `refused` and `unavailable` spell the two answers the toolsets share.
+Anything else (the investigation's own deadline, cancellation) propagates.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -23,6 +30,7 @@ from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
 
 __all__ = [
     "ArgumentsRejected",
+    "FailureAnswers",
     "OwnSchema",
     "Tool",
     "ToolArgs",
@@ -31,12 +39,17 @@ __all__ = [
     "argument_hint",
     "describe_validation_error",
     "metric_label",
+    "refused",
     "tool_definition",
     "tool_hint",
     "tool_json_schema",
     "tool_parameters",
+    "unavailable",
     "validate_arguments",
 ]
+
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 
 _ERRORS_SHOWN = 10
 
@@ -235,3 +248,37 @@ def describe_validation_error(exc: ValidationError) -> str:
             message = "unknown argument"
         problems.append(f"{where}: {message}")
     return "; ".join(problems)
+
+
+def refused(message: str, **extra: str) -> ToolResult:
+    """The request was refused; `message` says what to change."""
+    return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": message, **extra})
+
+
+def unavailable(what: str, message: str, *, them: bool = False) -> ToolResult:
+    """`what` cannot answer now; the investigation goes on without it."""
+    pronoun = "them" if them else "it"
+    return ToolResult(
+        ToolCallStatus.ERROR,
+        {"error": f"{what} unavailable now ({message}); go on without {pronoun}."},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FailureAnswers:
+    """The port's `failures`, answered by `answer` instead of raised."""
+
+    failures: tuple[type[Exception], ...]
+    answer: Callable[[Any], ToolResult]
+
+    def __call__(
+        self, run: Callable[[_T, _A, ToolContext], Coroutine[Any, Any, ToolResult]]
+    ) -> Callable[[_T, _A, ToolContext], Coroutine[Any, Any, ToolResult]]:
+        @functools.wraps(run)
+        async def answered(tool: _T, args: _A, ctx: ToolContext) -> ToolResult:
+            try:
+                return await run(tool, args, ctx)
+            except self.failures as exc:
+                return self.answer(exc)
+
+        return answered

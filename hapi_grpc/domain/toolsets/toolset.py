@@ -1,20 +1,36 @@
-"""A toolset: a named group of tools with its own limits.
+"""A toolset: a named group of tools with its own limits, as one investigation offers it.
 
 Each toolset brings its own call cap, per-call timeout and output size cap
 (the workflow catalog keeps BR-HAPI-048's cap of 10; investigation toolsets
-set theirs). `prompt_note` is how the system prompt names the toolset.
+set theirs from their settings). What the system prompt says of it travels
+with it: `prompt_note` (how the tools line names its tools), `prompt_guide`
+(how to investigate with it; "{calls}" is its call cap) and `data_key` (its
+results are outside data wrapped under this key, never instructions).
+`investigates`: it reads beyond the catalog.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hapi_grpc.domain.llm import ToolDefinition
-from hapi_grpc.domain.toolsets.limits import ToolsetLimits
+from hapi_grpc.domain.recording import ReadRecorder
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
 
-__all__ = ["Toolset", "ToolsetLimits"]
+__all__ = ["Tool", "Toolset", "ToolsetLimits", "ToolsetSource"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsetLimits:
+    max_calls: int  # per investigation; further calls are refused
+    call_timeout: float  # seconds, always clipped to the investigation's budget
+    max_output_chars: int = 32_000  # longer results are cut, with a marker
+
+    def __post_init__(self) -> None:
+        if self.max_calls < 0 or self.call_timeout <= 0 or self.max_output_chars < 256:
+            raise ValueError("toolset limits: max_calls >= 0, call_timeout > 0, output >= 256")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,18 +39,34 @@ class Toolset:
     tools: tuple[Tool, ...]
     limits: ToolsetLimits
     prompt_note: str = ""
+    prompt_guide: str = ""
+    data_key: str = ""
+    investigates: bool = True
 
     def __init__(
-        self, name: str, tools: Sequence[Tool], limits: ToolsetLimits, prompt_note: str = ""
+        self,
+        name: str,
+        tools: Sequence[Tool],
+        limits: ToolsetLimits,
+        prompt_note: str = "",
+        *,
+        prompt_guide: str = "",
+        data_key: str = "",
+        investigates: bool = True,
     ) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "tools", tuple(tools))
         object.__setattr__(self, "limits", limits)
         object.__setattr__(self, "prompt_note", prompt_note)
-
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        return tuple(tool.name for tool in self.tools)
+        object.__setattr__(self, "prompt_guide", prompt_guide)
+        object.__setattr__(self, "data_key", data_key)
+        object.__setattr__(self, "investigates", investigates)
 
     def definitions(self) -> list[ToolDefinition]:
         return [tool_definition(tool) for tool in self.tools]
+
+
+ToolsetSource = Callable[[Caller, ReadRecorder], Toolset]
+"""Makes one investigation's instance of a toolset (its own counters and budget), for
+the caller who asked (a toolset reads only what the caller may: `Caller.namespace`),
+reading its clients through the investigation's recorder (`domain.recording`)."""

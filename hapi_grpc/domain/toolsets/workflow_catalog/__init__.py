@@ -1,5 +1,2 @@
-"""The `workflow_catalog` toolset; `SPEC` is what the rest of the service knows of it."""
-
-from hapi_grpc.domain.toolsets.workflow_catalog.spec import SPEC
-
-__all__ = ["SPEC"]
+"""The `workflow_catalog` tools: search the catalog, validate parameters; built by the
+engine itself, since its session feeds the final check and the selection gate."""

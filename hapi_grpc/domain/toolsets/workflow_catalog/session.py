@@ -99,11 +99,6 @@ class CatalogFailure(Exception):
         self.message = message
         self.timeout = timeout
 
-    @property
-    def degraded(self) -> bool:
-        """The catalog itself failed (not the budget, not the request)."""
-        return self.kind in (FailureKind.TIMEOUT, FailureKind.UNAVAILABLE, FailureKind.DEFECT)
-
 
 class CatalogSession:
     """The catalog as one investigation sees it (see module docstring)."""

@@ -36,12 +36,12 @@ from hapi_grpc.domain.toolsets.workflow_catalog.session import (
     CatalogSession,
     FailureKind,
 )
-from hapi_grpc.domain.toolsets.workflow_catalog.spec import NAME, PROMPT_NOTE
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = [
     "DEGRADED_FALLBACK",
     "NAME",
+    "PROMPT_NOTE",
     "SEARCH_TOOL",
     "TOOL_DEFINITIONS",
     "VALIDATE_TOOL",
@@ -52,6 +52,8 @@ __all__ = [
     "workflow_catalog_toolset",
 ]
 
+NAME = "workflow_catalog"
+PROMPT_NOTE = "the two catalog tools"
 SEARCH_TOOL = "search_workflow_catalog"
 VALIDATE_TOOL = "validate_workflow_parameters"
 DEGRADED_FALLBACK = "continue_without_context"
@@ -266,6 +268,7 @@ def workflow_catalog_toolset(
         ),
         limits,
         prompt_note=PROMPT_NOTE,
+        investigates=False,
     )
 
 

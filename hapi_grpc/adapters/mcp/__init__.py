@@ -1,1 +1,0 @@
-"""Tools from MCP servers: configuration, connections and a manager that exposes them."""

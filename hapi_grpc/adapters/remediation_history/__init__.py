@@ -1,1 +1,0 @@
-"""The `remediation_history` toolset's opener over the service's own history."""

@@ -1,0 +1,328 @@
+"""Each kind of fact the observed record keeps, typed once.
+
+The record holds these as plain dicts (`TypedDict`): CEL's `observed` and the
+built-in analyst read them as they are, with no conversion per read. The
+toolset that reads a kind of data fills its facts (`hapi_grpc/toolsets/`:
+Kubernetes objects, events, logs and node stats; Prometheus series;
+Alertmanager alerts); `docs/preconditions.md` describes every field, and a test
+checks that it names each one. Strings are redacted and bounded by the toolset
+that fills them; times are epoch seconds, so CEL compares them as numbers.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+__all__ = [
+    "AccessPolicyFacts",
+    "AlertFacts",
+    "AutoscalerFacts",
+    "CertificateFacts",
+    "ClaimFacts",
+    "ConditionFacts",
+    "ConfigRef",
+    "ContainerFacts",
+    "DisruptionBudgetFacts",
+    "EventFacts",
+    "IssuerFacts",
+    "LeaseFacts",
+    "LimitRangeFacts",
+    "LogFacts",
+    "MetricFacts",
+    "NetworkPolicyFacts",
+    "NodeFacts",
+    "NodeStatsFacts",
+    "ObjectFacts",
+    "ObservedView",
+    "PodFacts",
+    "PodView",
+    "ProbeTiming",
+    "QuotaFacts",
+    "Ref",
+    "Replicas",
+    "SeriesFacts",
+    "SeriesSubject",
+    "StorageClassFacts",
+    "Taint",
+    "Termination",
+    "VolumeUse",
+    "WorkloadFacts",
+]
+
+
+class Ref(TypedDict):
+    kind: str
+    name: str
+
+
+class ConditionFacts(TypedDict):
+    type: str
+    status: str
+    reason: str
+    message: str
+    changed_at: float  # its last transition
+
+
+class ObjectFacts(TypedDict):
+    """What every object has; each kind below adds its own."""
+
+    kind: str
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    owners: list[Ref]
+    owner_chain: list[str]  # `namespace/group/Kind/name` up from it, when the tool ran
+    deleting: bool
+    conditions: list[ConditionFacts]
+    gitops: bool  # Argo CD or Flux reconciles it
+    helm_release: str
+
+
+class ProbeTiming(TypedDict):
+    initial_delay_seconds: int
+    period_seconds: int
+    failure_threshold: int
+    timeout_seconds: int
+
+
+class Termination(TypedDict):
+    reason: str
+    exit_code: int  # -1 when none
+    message: str
+    started: str
+    finished: str
+    ran_seconds: float  # how long that instance ran; -1 when unknown
+
+
+class ContainerFacts(TypedDict):
+    name: str
+    image: str
+    limits: dict[str, str]
+    requests: dict[str, str]
+    probes: list[str]
+    probe_timing: dict[str, ProbeTiming]
+    ready: bool
+    restarts: int
+    state: str
+    state_reason: str
+    state_message: str
+    last_termination: Termination
+
+
+class ConfigRef(TypedDict):
+    kind: str  # ConfigMap or Secret
+    name: str
+    optional: bool
+    via: str  # volume, envFrom or env
+
+
+class PodFacts(ObjectFacts):
+    deleting_seconds: float
+    grace_period_seconds: int
+    controller: Ref
+    phase: str
+    reason: str
+    node: str
+    containers: list[ContainerFacts]
+    init_containers: list[ContainerFacts]
+    config_refs: list[ConfigRef]
+
+
+class PodView(PodFacts):
+    """A Pod in `observed.pods`: with the workload that manages it."""
+
+    workload: Ref
+
+
+class Taint(TypedDict):
+    key: str
+    value: str
+    effect: str
+    automatic: bool  # set by the node lifecycle controller or the kubelet
+
+
+class NodeFacts(ObjectFacts):
+    unschedulable: bool
+    taints: list[Taint]
+    pressure: list[str]
+    ready: str
+
+
+class Replicas(TypedDict):
+    desired: int
+    ready: int
+    available: int
+
+
+class WorkloadFacts(ObjectFacts):
+    """Deployment, StatefulSet, DaemonSet, ReplicaSet."""
+
+    replicas: Replicas
+    paused: bool
+    selector: dict[str, str]
+    template_containers: list[ContainerFacts]
+    config_refs: list[ConfigRef]
+    revision: int
+    template_hash: str
+    claim_templates: list[str]
+
+
+class AutoscalerFacts(ObjectFacts):
+    min_replicas: int
+    max_replicas: int
+    current_replicas: int
+    target: Ref
+
+
+class ClaimFacts(ObjectFacts):
+    phase: str
+    storage_request: str
+    capacity: str
+    storage_class: str
+
+
+class LeaseFacts(ObjectFacts):
+    holder: str
+    renewed_at: float
+    duration_seconds: int
+
+
+class DisruptionBudgetFacts(ObjectFacts):
+    selector: dict[str, str]
+    selector_expressions: bool
+    disruptions_allowed: int
+    current_healthy: int
+    desired_healthy: int
+    expected_pods: int
+
+
+class LimitRangeFacts(ObjectFacts):
+    container_max: dict[str, str]
+
+
+class QuotaFacts(ObjectFacts):
+    hard: dict[str, str]
+    used: dict[str, str]
+
+
+class StorageClassFacts(ObjectFacts):
+    allow_expansion: bool
+    provisioner: str
+
+
+class NetworkPolicyFacts(ObjectFacts):
+    selector: dict[str, str]
+    selector_expressions: bool
+    policy_types: list[str]
+    ingress_rules: int
+    egress_rules: int
+
+
+class AccessPolicyFacts(ObjectFacts):
+    """An Istio AuthorizationPolicy."""
+
+    selector: dict[str, str]
+    action: str
+    rules: int
+
+
+class IssuerFacts(ObjectFacts):
+    """A cert-manager Issuer or ClusterIssuer."""
+
+    ca_secret: str
+
+
+class CertificateFacts(ObjectFacts):
+    secret_name: str
+    issuer: Ref
+
+
+class EventFacts(TypedDict):
+    kind: str  # of the object it is about
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    message: str  # whole, up to the API's own 1024 characters
+    count: int
+
+
+class LogFacts(TypedDict):
+    namespace: str
+    pod: str
+    container: str
+    previous: bool
+    lines_read: int
+    config_errors: list[str]  # lines that blame the configuration
+    last_line: str
+    startup_seconds: float  # the longest start-up time a line states; 0 when none
+
+
+class SeriesSubject(TypedDict):
+    """What a series is about: from its labels and the metric names its query reads."""
+
+    metric: str
+    resource: str  # memory, cpu or ""
+    counter: bool  # a cumulative counter read raw
+    namespace: str
+    pod: str
+    container: str
+
+
+class SeriesFacts(SeriesSubject):
+    labels: dict[str, str]
+    min: float | None
+    max: float | None
+    last: float | None
+    trend: str  # rising, falling, flat
+    slope_per_minute: float | None
+
+
+class MetricFacts(TypedDict):
+    query: str
+    series: list[SeriesFacts]
+
+
+class AlertFacts(TypedDict):
+    alertname: str
+    severity: str
+    labels: dict[str, str]
+
+
+class VolumeUse(TypedDict):
+    namespace: str
+    pod: str
+    volume: str
+    used_bytes: int
+
+
+class NodeStatsFacts(TypedDict):
+    node: str
+    fs_used_bytes: int
+    fs_capacity_bytes: int
+    fs_available_bytes: int
+    image_fs_used_bytes: int
+    image_fs_shared: bool
+    logs_bytes: int
+    rootfs_bytes: int
+    volumes_bytes: int
+    reclaimable_bytes: int  # logs, and images when on the node filesystem
+    workload_bytes: int  # node-local volumes and writable layers
+    largest_volumes: list[VolumeUse]
+
+
+class ObservedView(TypedDict):
+    """CEL's `observed`: the record, with views of its objects by kind."""
+
+    evidence: bool
+    objects: list[ObjectFacts]
+    other_objects: list[ObjectFacts]
+    pods: list[PodView]
+    nodes: list[ObjectFacts]
+    workloads: list[ObjectFacts]
+    events: list[EventFacts]
+    logs: list[LogFacts]
+    metrics: list[MetricFacts]
+    alerts: list[AlertFacts]
+    node_stats: list[NodeStatsFacts]

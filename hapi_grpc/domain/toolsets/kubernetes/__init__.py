@@ -1,5 +1,0 @@
-"""The `kubernetes` toolset; `SPEC` is what the rest of the service knows of it."""
-
-from hapi_grpc.domain.toolsets.kubernetes.spec import SPEC
-
-__all__ = ["SPEC"]

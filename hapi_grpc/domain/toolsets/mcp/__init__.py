@@ -1,5 +1,0 @@
-"""The `mcp` toolset; `SPEC` is what the rest of the service knows of it."""
-
-from hapi_grpc.domain.toolsets.mcp.spec import SPEC
-
-__all__ = ["SPEC"]

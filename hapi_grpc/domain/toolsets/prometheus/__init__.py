@@ -1,5 +1,0 @@
-"""The `prometheus` toolset; `SPEC` is what the rest of the service knows of it."""
-
-from hapi_grpc.domain.toolsets.prometheus.spec import SPEC
-
-__all__ = ["SPEC"]

@@ -1,0 +1,136 @@
+"""`kubernetes_node_stats`: what fills a node's disk, as its kubelet reports it.
+
+The kubelet's stats summary, read through the API server's node proxy
+(`/api/v1/nodes/{node}/proxy/stats/summary`): the node and image filesystems, and
+per pod its containers' logs and writable layers and its volumes. The view shows
+the totals and the largest node-local volumes; the record keeps the same facts
+(`observed.node_stats`), which is how a node clean-up's premise (the disk is full
+of what a clean-up reclaims, not of workload data) is checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.observed.facts import NodeStatsFacts, VolumeUse
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+from hapi_grpc.toolsets.kubernetes.args import KubernetesNodeStatsArgs
+from hapi_grpc.toolsets.kubernetes.kinds import mapping
+from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
+
+__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts", "record_node_stats"]
+
+NODE_STATS_TOOL = "kubernetes_node_stats"
+_GIB = 1024**3
+_PODS = 500
+_TOP = 5
+
+
+def _bytes(fs: dict[str, Any], key: str = "usedBytes") -> int:
+    value = fs.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def record_node_stats(observed: Observed, node: str, summary: dict[str, Any]) -> None:
+    """A node's kubelet stats summary, as read."""
+    observed.add_node_stats(node_stats_facts(node, summary))
+
+
+def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
+    """The facts of one summary: what a clean-up can reclaim (the container logs and,
+    when images share the node filesystem, the image filesystem) and what it must
+    not touch (the workloads' node-local volumes and writable layers; claims are not
+    on the node's filesystem and count in neither)."""
+    stats = mapping(summary, "node")
+    fs = mapping(stats, "fs")
+    image_fs = mapping(mapping(stats, "runtime"), "imageFs")
+    # One filesystem for both when the kubelet reports the same capacity for each.
+    shared = bool(image_fs) and _bytes(image_fs, "capacityBytes") == _bytes(fs, "capacityBytes")
+    logs = rootfs = volumes = 0
+    largest: list[VolumeUse] = []
+    for pod in (summary.get("pods") or [])[:_PODS]:
+        if not isinstance(pod, dict):
+            continue
+        ref = mapping(pod, "podRef")
+        for container in pod.get("containers") or []:
+            if isinstance(container, dict):
+                logs += _bytes(mapping(container, "logs"))
+                rootfs += _bytes(mapping(container, "rootfs"))
+        for volume in pod.get("volume") or []:
+            if not isinstance(volume, dict) or volume.get("pvcRef"):
+                continue
+            used = _bytes(volume)
+            volumes += used
+            largest.append(
+                VolumeUse(
+                    namespace=str(ref.get("namespace", "")),
+                    pod=str(ref.get("name", "")),
+                    volume=str(volume.get("name", "")),
+                    used_bytes=used,
+                )
+            )
+    largest.sort(key=lambda v: -v["used_bytes"])
+    image_used = _bytes(image_fs)
+    return {
+        "node": node,
+        "fs_used_bytes": _bytes(fs),
+        "fs_capacity_bytes": _bytes(fs, "capacityBytes"),
+        "fs_available_bytes": _bytes(fs, "availableBytes"),
+        "image_fs_used_bytes": image_used,
+        "image_fs_shared": shared,
+        "logs_bytes": logs,
+        "rootfs_bytes": rootfs,
+        "volumes_bytes": volumes,
+        "reclaimable_bytes": logs + (image_used if shared else 0),
+        "workload_bytes": volumes + rootfs,
+        "largest_volumes": largest[:_TOP],
+    }
+
+
+def _gib(value: int) -> float:
+    return round(value / _GIB, 2)
+
+
+@dataclass(frozen=True)
+class KubernetesNodeStats:
+    session: KubernetesSession
+    name: str = NODE_STATS_TOOL
+    description: str = (
+        "What fills one node's disk, from its kubelet's stats summary: node and image"
+        " filesystem use, container logs, containers' writable layers and node-local volumes"
+        " (emptyDir), with the largest volumes and their pods. Use it for disk pressure."
+    )
+    arguments: type[KubernetesNodeStatsArgs] = KubernetesNodeStatsArgs
+
+    @guarded
+    async def run(self, args: KubernetesNodeStatsArgs, ctx: ToolContext) -> ToolResult:
+        session = self.session
+        await session.resolve("v1/Node", None, ctx)  # the scope checks of a Node read
+        summary = await session.reader.node_stats(args.node, ctx.timeout)
+        facts = node_stats_facts(args.node, summary)
+        if ctx.observed is not None:
+            ctx.observed.add_node_stats(facts)
+        return session.answer(_view(facts))
+
+
+def _view(facts: NodeStatsFacts) -> dict[str, Any]:
+    capacity = facts["fs_capacity_bytes"]
+    used = facts["fs_used_bytes"]
+    return {
+        "kind": "NodeStatsSummary",
+        "node": facts["node"],
+        "node_fs_gib": {"used": _gib(used), "capacity": _gib(capacity)},
+        "node_fs_used_percent": round(100 * used / capacity, 1) if capacity else None,
+        "image_fs_used_gib": _gib(facts["image_fs_used_bytes"]),
+        "image_fs_on_node_fs": facts["image_fs_shared"],
+        "container_logs_gib": _gib(facts["logs_bytes"]),
+        "container_writable_layers_gib": _gib(facts["rootfs_bytes"]),
+        "node_local_volumes_gib": _gib(facts["volumes_bytes"]),
+        "largest_volumes": [
+            {"namespace": v["namespace"], "pod": v["pod"], "volume": v["volume"]}
+            | {"used_gib": _gib(v["used_bytes"])}
+            for v in facts["largest_volumes"]
+        ],
+    }

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _storm import run_storm
+from _storm import Settle, run_storm
 
 # Runs inside the server only (its directory is put on the server's PYTHONPATH).
 # SIGUSR1 writes the totals so far; the bench reads them before and after the storm.
@@ -192,14 +192,17 @@ def added_share(
     n: int = 1000,
     turn_seconds: float = 2.0,
     rounds: int = 3,
+    settle: Settle | None = None,
 ) -> Share:
     """The server's CPU per investigation that `extra_env` adds, as a share of it
-    without: `rounds` storms each way, alternating, compared by medians."""
+    without: `rounds` storms each way, alternating, compared by medians. With
+    `settle`, the storms with the setting count the work left after the calls
+    (`_storm.Settle`)."""
     without: list[float] = []
     with_it: list[float] = []
     for _ in range(rounds):
-        for runs, env in ((without, None), (with_it, extra_env)):
-            storm = run_storm(n, turn_seconds, env)
+        for runs, env, wait in ((without, None, None), (with_it, extra_env, settle)):
+            storm = run_storm(n, turn_seconds, env, settle=wait)
             if storm.decided() != n:
                 raise SystemExit(f"{label}: only {storm.decided()}/{n} investigations decided")
             runs.append(storm.cpu_per_investigation_us)

@@ -21,6 +21,7 @@ import grpc
 from hapi_grpc.application.idempotency import IdempotencyCoordinator
 from hapi_grpc.application.outcomes import OutcomeService
 from hapi_grpc.application.service import Application
+from hapi_grpc.capture import build_capture
 from hapi_grpc.config import ConfigError, Settings, env_name
 from hapi_grpc.domain import sensitive
 from hapi_grpc.domain.catalog import WorkflowCatalog
@@ -330,6 +331,7 @@ def build_server(
         OutcomeService(history, catalog),
         StreamMessages(),
         idempotency if idempotency is not None else build_idempotency(settings),
+        capture=build_capture(settings, catalog, settings.llm_provider, llm.model or llm.name),
     )
     interceptors, credentials = build_security(settings)
     # First, so even auth failures are traced and the caller's trace id is in

@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from hapi_grpc.adapters.llm.settings import LlmSettings
 from hapi_grpc.adapters.settings import DependencySettings
+from hapi_grpc.capture.settings import CaptureSettings
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.toolsets.settings import check_url
 from hapi_grpc.security.settings import SecuritySettings
@@ -176,7 +177,9 @@ class ServerSettings(BaseModel):
         return check_url(value, ("http", "https"))
 
 
-class ServiceSettings(ServerSettings, DependencySettings, LlmSettings, SecuritySettings):
+class ServiceSettings(
+    ServerSettings, DependencySettings, LlmSettings, SecuritySettings, CaptureSettings
+):
     """The service's own settings, every group of them; `Settings` adds the toolsets'."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_by_name=True)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from hapi_grpc.adapters.llm.settings import LlmSettings
 from hapi_grpc.adapters.settings import DependencySettings
+from hapi_grpc.capture.settings import CaptureSettings
 from hapi_grpc.config import ServerSettings, ServiceSettings, env_name
 from hapi_grpc.security.settings import SecuritySettings
 from hapi_grpc.toolsets.registry import TOOLSETS
@@ -45,6 +46,7 @@ _SERVICE_SECTIONS: dict[str, type[BaseModel]] = {
     "Catalog, history and what is kept": DependencySettings,
     "Language model": LlmSettings,
     "Security": SecuritySettings,
+    "Capture of investigations as evaluation cases": CaptureSettings,
 }
 
 

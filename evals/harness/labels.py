@@ -257,6 +257,15 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return norm(a) == norm(b)
 
 
+# libyaml's dumper where it is built (the same YAML, several times faster: the
+# service writes a captured case's files on its writer thread).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _dump(value: Any) -> str:
+    return yaml.dump(value, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -281,22 +290,45 @@ def write_expected(directory: Path, body: dict[str, Any]) -> bool:
             return False
     except (yaml.YAMLError, ValidationError, ValueError):
         pass  # a broken file is replaced
-    _write_atomically(path, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+    _write_atomically(path, _dump(body))
     return True
 
 
+def captured_texts(
+    *,
+    description: str,
+    provenance: Provenance,
+    tags: tuple[str, ...] = (),
+    catalog: str | None = None,
+) -> dict[str, str]:
+    """A new captured case's `case.yaml` and derived `expected.yaml`, as text (the
+    other files, request and what the investigation read, are the capture's to
+    write; `catalog` names its catalog file, when it brings one)."""
+    meta: dict[str, Any] = {"description": description, "tags": ["captured", *tags]}
+    meta |= {"catalog": catalog} if catalog else {}
+    meta["captured"] = provenance.model_dump(mode="json", exclude_defaults=True)
+    body = derived_expected(provenance, provenance.at)
+    try:
+        Expected.model_validate(body)
+    except ValidationError as exc:
+        raise LabelError(f"no valid expected.yaml: {_problems(exc)}") from None
+    return {"case.yaml": _dump(meta), "expected.yaml": _dump(body)}
+
+
 def write_captured(
-    directory: Path, *, description: str, provenance: Provenance, tags: tuple[str, ...] = ()
+    directory: Path,
+    *,
+    description: str,
+    provenance: Provenance,
+    tags: tuple[str, ...] = (),
+    catalog: str | None = None,
 ) -> None:
-    """A captured case's `case.yaml` and derived `expected.yaml` (the other files,
-    request and what the investigation read, are the capture's to write)."""
-    meta = {
-        "description": description,
-        "tags": ["captured", *tags],
-        "captured": provenance.model_dump(mode="json", exclude_defaults=True),
-    }
-    _write_atomically(directory / "case.yaml", yaml.safe_dump(meta, sort_keys=False))
-    write_expected(directory, derived_expected(provenance, provenance.at))
+    """`captured_texts` written into `directory`."""
+    texts = captured_texts(
+        description=description, provenance=provenance, tags=tags, catalog=catalog
+    )
+    for name, text in texts.items():
+        _write_atomically(directory / name, text)
 
 
 def record_outcome(directory: Path, outcome: dict[str, Any], at: datetime) -> bool:
@@ -312,7 +344,7 @@ def record_outcome(directory: Path, outcome: dict[str, Any], at: datetime) -> bo
         provenance = Provenance.model_validate(meta["captured"])
     except ValidationError as exc:
         raise LabelError(f"{case_path}: {_problems(exc)}") from None
-    _write_atomically(case_path, yaml.safe_dump(meta, sort_keys=False, allow_unicode=True))
+    _write_atomically(case_path, _dump(meta))
     path = directory / "expected.yaml"
     current = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
     current = current if isinstance(current, dict) else None

@@ -46,6 +46,7 @@ INHERITED_PREFIXES = (
     "HAPI_ANSWER_MARGIN_SECONDS",
     "HAPI_KUBERNETES_MAX_CALLS",
     "HAPI_KUBERNETES_CALL_TIMEOUT",
+    "HAPI_CAPTURE_",  # the evaluated runs captured as cases of their own
 )
 SERVER_START_TIMEOUT = 90.0
 

@@ -12,7 +12,8 @@ to a stream that did not see them happen. Results are kept as the wire
 messages the transport answers with (`MessageCodec`), packed by
 `kept_results`, so every caller decodes its own copy; each message is shaped
 to the caller's exposure as it leaves (`_shown`). Every decision returned is
-kept in the remediation history (`OutcomeService.keep_decision`).
+kept in the remediation history (`OutcomeService.keep_decision`) and, with a
+`CaseCapture`, captured as an evaluation case with what its tools read.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from hapi_grpc.domain.history import OutcomeAck, OutcomeReport
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.investigation.engine import EventSink, InvestigationEngine
 from hapi_grpc.domain.parameters import ValidationOutcome
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.tenancy import Caller, Exposure
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 from hapi_grpc.observability import metrics
@@ -91,6 +93,22 @@ def idempotency_key(incident: Incident, caller: str = "") -> str:
     return f"{key}#recovery-{recovery.attempt_number}"
 
 
+class CaseCapture(Protocol):
+    """Where finished investigations and their outcomes are captured (`hapi_grpc.capture`)."""
+
+    def recorder(self) -> ReadRecorder: ...
+
+    def finished(
+        self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: Any
+    ) -> None:
+        """Capture the investigation without waiting for anything."""
+        ...
+
+    def outcome(self, report: OutcomeReport) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Answer(Generic[M]):
     result: M  # the result message, stamped and shaped
@@ -108,8 +126,10 @@ class Application(Generic[M]):
         outcomes: OutcomeService,
         codec: MessageCodec[M],
         idempotency: IdempotencyCoordinator[r.AnalysisEvent] | None = None,
+        capture: CaseCapture | None = None,
     ) -> None:
         self.engine = engine
+        self.capture = capture
         self.catalog = catalog
         self.outcomes = outcomes
         self._codec = codec
@@ -187,7 +207,10 @@ class Application(Generic[M]):
 
     async def report(self, report: OutcomeReport, budget: Budget) -> OutcomeAck:
         """The stored acknowledgement of an outcome report (see `OutcomeService.report`)."""
-        return await self.outcomes.report(report, budget)
+        ack = await self.outcomes.report(report, budget)
+        if self.capture is not None and not ack.already_recorded:
+            self.capture.outcome(report)
+        return ack
 
     def drain(self, seconds: float) -> None:
         """Running investigations answer within `seconds` (a graceful shutdown)."""
@@ -195,7 +218,13 @@ class Application(Generic[M]):
 
     async def close(self) -> None:
         """Close what the application holds, each failure ignored."""
-        for part in (self.idempotency, self.outcomes.history, self.engine, self.catalog):
+        for part in (
+            self.idempotency,
+            self.outcomes.history,
+            self.engine,
+            self.catalog,
+            self.capture,
+        ):
             close = getattr(part, "close", None)
             if close is not None:
                 with contextlib.suppress(Exception):
@@ -252,8 +281,14 @@ class Application(Generic[M]):
             events.append(event)
             await sink(event)
 
-        result = await self.engine.investigate(incident, caller=caller, on_event=record)
+        capture = self.capture
+        recorder = capture.recorder() if capture is not None else NOT_RECORDED
+        result = await self.engine.investigate(
+            incident, caller=caller, on_event=record, recorder=recorder
+        )
         await self.outcomes.keep_decision(incident, result, caller.name)
+        if capture is not None:  # written off the response path
+            capture.finished(incident, caller, result, recorder)
         # The result holds the same tool calls and attempts as the events:
         # each is converted once, while both are alive (ids stay unique).
         converted: dict[int, Message] = {}

@@ -217,6 +217,16 @@ GRPC_IN_FLIGHT = Gauge(
     ["method"],
 )
 
+# --- Capture of investigations as evaluation cases (HAPI_CAPTURE_DIR) -------
+CAPTURED_CASES = Counter(
+    "hapi_captured_cases_total",
+    "Investigations captured as evaluation cases, by result: written, dropped (the"
+    " writer's queue was full), too_large (over HAPI_CAPTURE_MAX_CASE_BYTES), evicted"
+    " (removed to keep HAPI_CAPTURE_MAX_BYTES), outcome (a reported outcome recorded),"
+    " failed (a write that failed).",
+    ["result"],
+)
+
 # Closed label sets the code uses; kept here so tests can check them.
 KNOWN_GRPC_METHODS = frozenset(
     {

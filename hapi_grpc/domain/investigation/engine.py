@@ -38,6 +38,7 @@ from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, 
 from hapi_grpc.domain.llm import DecidesFromRecord, LLMProvider
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.premises import PremiseBook, bundled_book
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.recovery.exhausted import exhausted_result
 from hapi_grpc.domain.recovery.repeats import recovery_check
 from hapi_grpc.domain.result import AnalysisResult
@@ -133,12 +134,17 @@ class InvestigationEngine:
         return len(self._running)
 
     async def investigate(
-        self, incident: Incident, *, caller: Caller = ANYONE, on_event: EventSink | None = None
+        self,
+        incident: Incident,
+        *,
+        caller: Caller = ANYONE,
+        on_event: EventSink | None = None,
+        recorder: ReadRecorder = NOT_RECORDED,
     ) -> AnalysisResult:
         """Investigate `incident` for `caller` (its toolsets read what the caller
-        may); progress goes to `on_event`, the result is returned."""
+        may, through `recorder`); progress goes to `on_event`, the result is returned."""
         started = time.perf_counter()
-        state = self._new_state(incident, caller, on_event)
+        state = self._new_state(incident, caller, on_event, recorder)
         outcome, reason = "error", "none"
         self._observer.investigation_started(incident)
         try:
@@ -213,18 +219,24 @@ class InvestigationEngine:
         return self._llm
 
     def _new_state(
-        self, incident: Incident, caller: Caller, on_event: EventSink | None
+        self,
+        incident: Incident,
+        caller: Caller,
+        on_event: EventSink | None,
+        recorder: ReadRecorder = NOT_RECORDED,
     ) -> InvestigationState:
         settings = self._settings
         budget = self._budget()
         ledger = ValidationLedger(settings.max_validation_attempts)
-        session = CatalogSession(self._catalog, SearchContext.from_incident(incident))
+        session = CatalogSession(
+            recorder.reading(self._catalog), SearchContext.from_incident(incident)
+        )
         observed = Observed()
         # A recovery never repeats a failed execution: checked before any other.
         # Then the target's history, read by the service itself whatever the model reads.
         own: tuple[SelectionCheck, ...] = (recovery_check,) if incident.recovery else ()
         if self._history is not None:
-            own += (HistoryCheck(self._history),)
+            own += (HistoryCheck(recorder.reading(self._history)),)
         checks = (*own, *self._checks)
         allow = self._policy.allows_unverified if self._policy is not None else None
         gate = SelectionGate(incident, observed, checks, self._premises, allow)
@@ -243,7 +255,10 @@ class InvestigationEngine:
             catalog=session,
             tools=ToolDispatcher(
                 # A toolset with no tools (a tool server never reached) is not offered.
-                [catalog_tools, *(t for t in (make(caller) for make in self._toolsets) if t.tools)],
+                [
+                    catalog_tools,
+                    *(t for t in (make(caller, recorder) for make in self._toolsets) if t.tools),
+                ],
                 self._observer,
                 observed=observed,
             ),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hapi_grpc.domain.llm import ToolDefinition
+from hapi_grpc.domain.recording import ReadRecorder
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import Tool, tool_definition
 
@@ -65,6 +66,7 @@ class Toolset:
         return [tool_definition(tool) for tool in self.tools]
 
 
-ToolsetSource = Callable[[Caller], Toolset]
+ToolsetSource = Callable[[Caller, ReadRecorder], Toolset]
 """Makes one investigation's instance of a toolset (its own counters and budget), for
-the caller who asked (a toolset reads only what the caller may: `Caller.namespace`)."""
+the caller who asked (a toolset reads only what the caller may: `Caller.namespace`),
+reading its clients through the investigation's recorder (`domain.recording`)."""

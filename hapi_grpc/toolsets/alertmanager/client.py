@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,8 +87,10 @@ class AlertmanagerClient:
         *,
         namespace: str | None = None,
         timeout: float | None = None,
+        on_alerts: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> dict[str, Any]:
-        """Summary of the active, unsilenced, uninhibited alerts matching every label given."""
+        """Summary of the active, unsilenced, uninhibited alerts matching every label
+        given; `on_alerts` sees the alerts as Alertmanager answered them."""
         wanted = dict(labels or {})
         if namespace is not None:
             wanted["namespace"] = namespace
@@ -108,6 +110,8 @@ class AlertmanagerClient:
             isinstance(a, dict) and isinstance(a.get("labels"), dict) for a in body
         ):
             raise MetricsUnavailableError("Alertmanager answered, but not with a list of alerts")
+        if on_alerts is not None:
+            on_alerts(body)
         return self._summarize(body, wanted)
 
     def _summarize(self, alerts: list[dict[str, Any]], wanted: Mapping[str, str]) -> dict[str, Any]:

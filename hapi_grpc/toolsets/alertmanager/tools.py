@@ -15,6 +15,7 @@ from typing import Any
 
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import AlertFacts
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
@@ -84,5 +85,6 @@ class AlertmanagerToolsetSource:
     client: AlertmanagerClient
     limits: ToolsetLimits
 
-    def __call__(self, caller: Caller) -> Toolset:
-        return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(self.client),), self.limits)
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
+        client = recorder.reading(self.client)
+        return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(client),), self.limits)

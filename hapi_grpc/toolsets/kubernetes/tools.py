@@ -17,6 +17,7 @@ from typing import Any
 import re2
 
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.sensitive import redact_head
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
@@ -288,10 +289,12 @@ class KubernetesToolsetSource:
         )
         return cls(reader, scope, KubernetesToolset(settings).limits())
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         # The session cuts by whole items a little under the dispatcher's
         # cap, so the dispatcher's blunt cut is never needed.
         per_call = max(256, self.limits.max_output_chars - 256)
         scope = self.scope.confined_to(caller.namespace)
-        session = KubernetesSession(self.reader, scope, per_call, self.investigation_chars)
+        session = KubernetesSession(
+            recorder.reading(self.reader), scope, per_call, self.investigation_chars
+        )
         return kubernetes_toolset(session, self.limits)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hapi_grpc.domain.bounded_json import check_depth
 from hapi_grpc.domain.errors import HapiError
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.domain.tenancy import Caller
@@ -186,7 +187,8 @@ class McpToolsetSource:
     servers: McpManager
     server: str
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
+        # What an MCP server answers is not recorded: its tools are the server's own.
         config = self.servers.server_config(self.server)
         allowed = set(config.allowed_tools or ()) if config is not None else set()
         listed = config is not None and config.allowed_tools is not None

@@ -24,6 +24,7 @@ from typing import Any
 import re2
 from pydantic import field_validator
 
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
@@ -284,13 +285,14 @@ class PrometheusToolsetSource:
     limits: ToolsetLimits
     max_series: int = DEFAULT_MAX_SERIES
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
+        client = recorder.reading(self.client)
         return PrometheusToolset.toolset(
             (
-                PrometheusQuery(self.client, self.max_series),
-                PrometheusRangeQuery(self.client, self.max_series),
-                PrometheusLabelValues(self.client),
-                PrometheusSeries(self.client),
+                PrometheusQuery(client, self.max_series),
+                PrometheusRangeQuery(client, self.max_series),
+                PrometheusLabelValues(client),
+                PrometheusSeries(client),
             ),
             self.limits,
         )

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from hapi_grpc.domain.errors import HistoryUnavailableError
 from hapi_grpc.domain.history import HistoryContext, HistoryEntry, RemediationHistory, Windows
+from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import TargetResource, ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
@@ -166,7 +167,7 @@ class RemediationHistorySource:
     limits: ToolsetLimits
     max_entries: int
 
-    def __call__(self, caller: Caller) -> Toolset:
+    def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         return RemediationHistoryToolset.toolset(
-            (GetRemediationHistory(self.reader, self.max_entries),), self.limits
+            (GetRemediationHistory(recorder.reading(self.reader), self.max_entries),), self.limits
         )

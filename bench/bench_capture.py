@@ -1,0 +1,78 @@
+"""What capturing investigations (`HAPI_CAPTURE_DIR`) adds to an investigation's CPU.
+
+Run: python bench/bench_capture.py [--n 1000] [--rounds 3] [--max-share 0.05]
+
+The alert storm of `bench/_storm.py` against `hapi-grpc serve` as shipped, with
+and without a capture directory, alternating (`cpu_share.added_share`). With
+capture on, every investigation is written (the writer's queue holds the whole
+storm, so none is dropped and the figure is the cost of writing each one), and
+the server's CPU is read only once the writer has written every case of the
+storm: the work the writer does after the last answer is counted. Exits 1 when
+the added share is above `--max-share` (5%) or a case was not written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_share import added_share
+
+SETTLE_SECONDS = 120.0
+
+
+def _written_since(case: Path, since: float) -> bool:
+    """A case written since `since` (a case being replaced may be gone for a moment)."""
+    try:
+        return not case.name.startswith(".") and case.stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--turn-seconds", type=float, default=2.0)
+    parser.add_argument("--max-share", type=float, default=0.05)
+    args = parser.parse_args()
+    missing: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="hapi-capture-bench-") as tmp:
+        root = Path(tmp)
+
+        def settle(started: float) -> None:
+            """Until every case of this storm is written (written after it started)."""
+            since = time.time() - (time.perf_counter() - started)
+            deadline = time.monotonic() + SETTLE_SECONDS
+            written = 0
+            while time.monotonic() < deadline:
+                written = sum(1 for d in root.iterdir() if _written_since(d, since))
+                if written >= args.n:
+                    return
+                time.sleep(0.05)
+            missing.append(args.n - written)
+
+        share = added_share(
+            {"HAPI_CAPTURE_DIR": str(root), "HAPI_CAPTURE_QUEUE_SIZE": str(args.n)},
+            label="capture",
+            n=args.n,
+            turn_seconds=args.turn_seconds,
+            rounds=args.rounds,
+            settle=settle,
+        )
+        cases = sum(1 for d in root.iterdir() if not d.name.startswith("."))
+    print(f"load average {os.getloadavg()[0]:.2f}; cases in the directory: {cases}")
+    print(share.line(args.max_share))
+    if missing:
+        print(f"NOT all cases written: {missing} missing after {SETTLE_SECONDS:.0f} s")
+        return 1
+    return 0 if share.met(args.max_share) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""`Capture`: each finished investigation written as an evaluation case.
+
+`Application` asks for a recorder per investigation (`recorder`), hands it to
+the engine (which hands it to the toolsets it opens), and calls `finished`
+with the result once the answer is ready; `outcome` follows a reported
+outcome. Neither waits for anything: the workflows the searches returned are
+fetched from the catalog in a task of their own, and everything else happens
+on the `CaseWriter` thread.
+
+A case directory is `<remediation id>-<digest>`, the digest of the id within
+its tenant (`Tenant.key`, and the recovery attempt): another tenant's id is
+another directory, and an outcome reaches only its own tenant's case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from hapi_grpc import __version__
+from hapi_grpc.capture import case_files
+from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.capture.request_json import request_json
+from hapi_grpc.capture.writer import COUNTS, CaseWriter, Files
+from hapi_grpc.domain import result as r
+from hapi_grpc.domain.catalog import Workflow, WorkflowCatalog
+from hapi_grpc.domain.deadline import detached_context
+from hapi_grpc.domain.history import OutcomeReport
+from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.tenancy import Caller, Tenant
+
+__all__ = ["Capture", "case_name", "harness_labels"]
+
+log = logging.getLogger(__name__)
+
+MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
+WORKFLOW_SECONDS = 2.0  # the longest one catalog fetch may take
+# Of the decision kept in case.yaml: the tool calls' output is what the case's files
+# replay, and the turns and attempts are measurements of the run.
+_CATALOGS_KEPT = 64
+_NOT_KEPT = ("toolCalls", "llmTurns", "validationAttempts", "tokenUsage", "durationSeconds")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def case_name(tenant: Tenant, remediation_id: str, recovery_attempt: int = 0) -> str:
+    """The directory of a remediation's case: readable, and unique per tenant."""
+    key = tenant.key(remediation_id) + (f"#recovery-{recovery_attempt}" if recovery_attempt else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{_UNSAFE.sub('_', remediation_id)[:80]}-{digest}"
+
+
+def harness_labels() -> ModuleType:
+    """`evals.harness.labels` (the captured-case format), from the source checkout
+    next to the package; ImportError when there is none."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "evals" / "harness").is_dir() and str(root) not in sys.path:
+        sys.path.append(str(root))
+    import importlib
+
+    return importlib.import_module("evals.harness.labels")
+
+
+def _yaml(value: Any) -> bytes:
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True).encode()
+
+
+class Capture:
+    """Writes cases through `writer`; `catalog` gives the workflows searched whole."""
+
+    def __init__(
+        self, writer: CaseWriter, catalog: WorkflowCatalog, provider: str, model: str
+    ) -> None:
+        self.writer = writer
+        self._catalog = catalog
+        self._provider = provider
+        self._model = model
+        self._labels = harness_labels()
+        self._pending: set[asyncio.Task[None]] = set()
+        # Catalog files rendered (writer thread only): a storm searches the same workflows.
+        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
+
+    def recorder(self) -> CaseRecorder:
+        return CaseRecorder()
+
+    def finished(
+        self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
+    ) -> None:
+        """Capture the investigation; returns at once."""
+        task = asyncio.create_task(
+            self._finish(incident, caller, result, recorder), context=detached_context()
+        )
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def outcome(self, report: OutcomeReport) -> None:
+        """The reported outcome joins its tenant's case, when there is one."""
+        name = case_name(report.tenant, report.remediation_id, max(report.attempt - 1, 0))
+        directory = self.writer.root / name
+        body = _outcome_json(report)
+        at = datetime.now(UTC)
+        labels = self._labels
+
+        def update() -> None:
+            if (directory / "case.yaml").exists():
+                labels.record_outcome(directory, body, at)
+                COUNTS["outcome"].inc()
+
+        self.writer.offer(update)
+
+    async def close(self) -> None:
+        """Finish what was captured (briefly: the server is shutting down)."""
+        if self._pending:
+            await asyncio.wait(list(self._pending), timeout=WORKFLOW_SECONDS)
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.to_thread(self.writer.close, 3.0)
+
+    async def _finish(
+        self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
+    ) -> None:
+        workflows = await self._workflows(list(recorder.workflow_ids)[:MAX_WORKFLOWS])
+        attempt = incident.recovery.attempt_number if incident.recovery else 0
+        tenant = caller.tenant(incident.signal.namespace)
+        name = case_name(tenant, incident.remediation_id, attempt)
+        at = time.time()
+
+        def render() -> Files:
+            return self._render(incident, result, recorder, workflows, at)
+
+        self.writer.offer((name, render))
+
+    async def _workflows(self, ids: list[str]) -> list[Workflow]:
+        found = []
+        for workflow_id in ids:
+            try:
+                async with asyncio.timeout(WORKFLOW_SECONDS):
+                    found.append(await self._catalog.get_workflow(workflow_id))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the case is written without it
+                log.info("workflow not captured", extra={"error": type(exc).__name__})
+        return found
+
+    def _catalog_file(self, workflows: list[Workflow]) -> bytes:
+        """The workflows in the catalog file format; the same ones are rendered once."""
+        key = tuple((w.workflow_id, w.version) for w in workflows)
+        found = self._catalogs.get(key)
+        if found is None or found[0] != workflows:
+            dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
+            found = (workflows, _yaml({"workflows": case_files.redacted(dumped)}))
+            if len(self._catalogs) >= _CATALOGS_KEPT:
+                self._catalogs.clear()
+            self._catalogs[key] = found
+        return found[1]
+
+    def _render(
+        self,
+        incident: Incident,
+        result: r.AnalysisResult,
+        recorder: CaseRecorder,
+        workflows: list[Workflow],
+        at: float,
+    ) -> Files:
+        from hapi_grpc.transport.converters import result_to_proto
+
+        files: Files = {
+            "request.json": json.dumps(
+                case_files.redacted(request_json(incident)), indent=2
+            ).encode(),
+            "cluster.yaml": case_files.cluster_yaml(recorder).encode(),
+        }
+        files |= {path: text.encode() for path, text in case_files.log_files(recorder).items()}
+        for node, summary in recorder.node_stats.items():
+            files[f"node_stats/{node}.json"] = json.dumps(case_files.redacted(summary)).encode()
+        metrics, unnamed = case_files.metrics_om(recorder, at)
+        optional = {
+            "metrics.om": metrics,
+            "alerts.yaml": case_files.alerts_yaml(recorder),
+            "history.yaml": case_files.history_yaml(recorder, at),
+        }
+        files |= {path: text.encode() for path, text in optional.items() if text}
+        if workflows:
+            files["catalog.yaml"] = self._catalog_file(workflows)
+        from google.protobuf import json_format
+
+        # Converted without the tool calls (typed arguments are slow to convert).
+        bare = dataclasses.replace(result, tool_calls=[], validation_attempts=[])
+        decision = json_format.MessageToDict(result_to_proto(bare))
+        for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
+            decision.pop(bulky, None)
+        provenance = self._labels.Provenance(
+            at=datetime.fromtimestamp(at, UTC),
+            remediation_id=incident.remediation_id,
+            service_version=__version__,
+            provider=self._provider,
+            model=self._model,
+            prompt_hash=_prompt_hash(),
+            decision=case_files.redacted(decision),
+        )
+        signal = incident.signal
+        description = (
+            f"{signal.signal_type} on {signal.namespace}/{signal.resource_kind}/"
+            f"{signal.resource_name}"
+        )
+        if unnamed:
+            description += f" ({unnamed} computed series not captured)"
+        texts = self._labels.captured_texts(
+            description=case_files.redacted(description),
+            provenance=provenance,
+            # Replayed with the workflows this investigation was offered.
+            catalog="catalog.yaml" if workflows else None,
+        )
+        files |= {name: text.encode() for name, text in texts.items()}
+        return {path: body for path, body in files.items() if body}
+
+
+_PROMPT_HASH: list[str] = []
+
+
+def _prompt_hash() -> str:
+    if not _PROMPT_HASH:
+        from hapi_grpc.toolsets.registry import prompt_template_hash
+
+        _PROMPT_HASH.append(prompt_template_hash())
+    return _PROMPT_HASH[0]
+
+
+def _outcome_json(report: OutcomeReport) -> dict[str, Any]:
+    """The report as the ReportRemediationOutcomeRequest it came in (proto JSON)."""
+    target = report.target
+    body: dict[str, Any] = {
+        "remediationId": report.remediation_id,
+        "attempt": report.attempt,
+        "target": {
+            k: v
+            for k, v in {
+                "namespace": target.namespace,
+                "kind": target.kind,
+                "name": target.name,
+                "apiGroup": target.api_group,
+            }.items()
+            if v
+        },
+    }
+    if report.executed is not None:
+        body["executed"] = {
+            "workflowId": report.executed.workflow_id,
+            "version": report.executed.version,
+            "parameters": dict(report.executed.parameters),
+        }
+    if report.failure is not None:
+        body["failed"] = {"reason": report.failure.reason, "message": report.failure.message}
+    elif report.declined_reason or report.executed is None:
+        body["declined"] = {"reason": report.declined_reason}
+    else:
+        body["succeeded"] = {}
+    if report.signal_cleared is not None:
+        body["signalCleared"] = report.signal_cleared
+    return case_files.redacted(body)

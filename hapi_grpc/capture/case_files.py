@@ -1,0 +1,209 @@
+"""The files of a captured case, rendered from what an investigation read.
+
+Everything written passes the service's own redaction (`domain.sensitive`):
+every string through `redact` (registered secrets, credential shapes), every
+literal under a secret-looking key, or beside a `name` naming a secret, hidden
+(`hides_value`; the `name` and `key` that name things are kept, so objects stay
+valid for the API server). On top of that, for Kubernetes objects:
+
+- a Secret keeps its keys, never their data (each value empty);
+- `managedFields`, the server-set identity (`uid`, `resourceVersion`, ...)
+  and the `last-applied-configuration` annotation (a copy of the whole object,
+  a Secret's data included) are dropped; `status` is kept;
+- a ConfigMap is present only when a tool read it, its values redacted;
+- an Event is written in the core API's form only (events.k8s.io serves the same).
+
+Run on the capture's writer thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact
+
+__all__ = ["alerts_yaml", "cluster_yaml", "history_yaml", "log_files", "metrics_om", "redacted"]
+
+_SERVER_SET = frozenset(
+    {"managedFields", "uid", "resourceVersion", "selfLink", "generation", "creationTimestamp"}
+)
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_NAMING = frozenset({"name", "key"})
+_MAX_DEPTH = 64  # deeper than any object the API server keeps
+
+
+def redacted(value: Any, depth: int = 0) -> Any:
+    """A copy of a JSON value with the redaction above (types kept, strings redacted)."""
+    if isinstance(value, str):
+        return redact(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if depth >= _MAX_DEPTH:
+        return REDACTED
+    if isinstance(value, dict):
+        return {
+            str(k): REDACTED
+            if isinstance(v, str) and v and str(k) not in _NAMING and hides_value(value, k)
+            else redacted(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redacted(v, depth + 1) for v in value]
+    return redact(str(value))
+
+
+def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_SET}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != _LAST_APPLIED}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    if meta.get("ownerReferences"):
+        meta["ownerReferences"] = [
+            {k: v for k, v in ref.items() if k != "uid"} for ref in meta["ownerReferences"]
+        ]
+    out = {"apiVersion": obj.get("apiVersion") or api_version, "kind": kind, "metadata": meta}
+    out |= {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    if kind == "Secret":
+        keys = [*(obj.get("data") or {}), *(obj.get("stringData") or {})]
+        out.pop("stringData", None)
+        out["data"] = dict.fromkeys(keys, "")
+    for subject in ("involvedObject", "regarding"):
+        if isinstance(out.get(subject), dict):
+            out[subject] = {
+                k: v for k, v in out[subject].items() if k not in ("uid", "resourceVersion")
+            }
+    return redacted(out)
+
+
+def cluster_yaml(recorder: CaseRecorder) -> str:
+    """Every object read, once (the last answer for it), as YAML documents."""
+    found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for rtype, obj in recorder.objects:
+        if rtype.group == "events.k8s.io":
+            continue  # the same Events the core API serves: written once, in its form
+        kind = str(obj.get("kind") or rtype.kind)
+        meta = obj.get("metadata") or {}
+        key = (rtype.api_version, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+        found[key] = _object(rtype.api_version, kind, obj)
+    return yaml.safe_dump_all(found.values(), sort_keys=False, allow_unicode=True)
+
+
+def log_files(recorder: CaseRecorder) -> dict[str, str]:
+    """`logs/<namespace>/<pod>/<container>[.previous].log`: the lines read, redacted."""
+    files: dict[str, str] = {}
+    for log in recorder.logs:
+        suffix = ".previous.log" if log.previous else ".log"
+        path = f"logs/{log.namespace}/{log.pod}/{log.container}{suffix}"
+        text = "\n".join(redact(line) for line in log.text.splitlines())
+        files[path] = text + "\n" if text else ""
+    return files
+
+
+def _label_value(value: str) -> str:
+    return redact(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)).removesuffix(".0")
+
+
+def metrics_om(recorder: CaseRecorder, now: float) -> tuple[str, int]:
+    """OpenMetrics text of the named series the queries answered (timestamps in
+    seconds relative to `now`), and how many series without a metric name
+    (expressions' results, which no raw sample reproduces) were left out."""
+    families: dict[str, dict[tuple[tuple[str, str], ...], dict[float, float]]] = {}
+    unnamed = 0
+    for result in recorder.series:
+        for series in result.series:
+            name = series.labels.get("__name__")
+            if not name:
+                unnamed += 1
+                continue
+            labels = tuple(sorted((k, v) for k, v in series.labels.items() if k != "__name__"))
+            samples = families.setdefault(name, {}).setdefault(labels, {})
+            samples.update(series.samples)
+    lines = []
+    for name, by_labels in sorted(families.items()):
+        lines.append(f"# TYPE {name} gauge")
+        for labels, samples in sorted(by_labels.items()):
+            shown = ",".join(f'{k}="{_label_value(v)}"' for k, v in labels)
+            head = f"{name}{{{shown}}}" if shown else name
+            for stamp, value in sorted(samples.items()):
+                lines.append(f"{head} {_number(value)} {round(stamp - now, 3):g}")
+    if lines:
+        lines.append("# EOF")
+    return ("\n".join(lines) + "\n" if lines else ""), unnamed
+
+
+def alerts_yaml(recorder: CaseRecorder) -> str:
+    """The alerts Alertmanager answered, once each, with their labels and annotations."""
+    seen: dict[str, dict[str, Any]] = {}
+    for alert in recorder.alerts:
+        labels = alert.get("labels") or {}
+        key = str(alert.get("fingerprint") or json.dumps(labels, sort_keys=True))
+        seen[key] = {"labels": labels, "annotations": alert.get("annotations") or {}}
+    return yaml.safe_dump(redacted(list(seen.values())), sort_keys=False) if seen else ""
+
+
+_RESULTS = {"Success": "succeeded", "Failed": "failed", "Escalated": "declined"}
+
+
+def _report(target: str, entry: Any, now: float) -> dict[str, Any]:
+    namespace, _, rest = target.partition("/")
+    kind, _, name = rest.partition("/")
+    report: dict[str, Any] = {
+        "remediationId": _safe_id(entry.remediation_uid),
+        "attempt": max(int(entry.attempt), 0),
+        "target": {"namespace": namespace, "kind": kind, "name": name},
+    }
+    result = _RESULTS[str(entry.outcome)]
+    if result != "declined" and entry.workflow_id:
+        report["executed"] = {
+            "workflowId": entry.workflow_id,
+            "version": entry.workflow_version,
+            "parameters": dict(entry.parameters),
+        }
+    elif result != "declined":
+        result = "declined"  # nothing known of what ran: recorded as declined
+    if result == "failed":
+        report["failed"] = {"reason": entry.failure_reason or "Unknown"}
+    elif result == "declined":
+        report["declined"] = {"reason": entry.assessment_reason or ""}
+    else:
+        report["succeeded"] = {}
+    if entry.signal_resolved is not None:
+        report["signalCleared"] = entry.signal_resolved
+    if entry.pre_spec_hash:
+        report["preRemediationSpecHash"] = entry.pre_spec_hash
+    if entry.post_spec_hash:
+        report["postRemediationSpecHash"] = entry.post_spec_hash
+    report["minutesAgo"] = max(round((now - entry.completed_at) / 60.0, 1), 0.0)
+    return report
+
+
+def _safe_id(text: str) -> str:
+    kept = "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:200]
+    return kept if kept[:1].isalnum() else f"h{kept}"
+
+
+def history_yaml(recorder: CaseRecorder, now: float) -> str:
+    """The target histories read, as the outcome reports a replay sends first."""
+    reports: dict[str, dict[str, Any]] = {}
+    for context in recorder.history:
+        entries: Iterable[Any] = (*context.tier2, *context.tier1)
+        for entry in entries:
+            report = _report(context.target_resource, entry, now)
+            reports[f"{report['remediationId']}#{report['attempt']}"] = report
+    return yaml.safe_dump(redacted(list(reports.values())), sort_keys=False) if reports else ""

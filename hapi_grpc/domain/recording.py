@@ -1,0 +1,35 @@
+"""The seam through which an investigation's reads can be recorded.
+
+An investigation gets one `ReadRecorder`; its toolsets (and the engine, for the
+catalog and the history it reads itself) pass each port they read through
+`recorder.reading(port)` when they are opened, and read through what comes
+back. `NOT_RECORDED` hands every port back as it is, so an investigation that
+is not recorded costs nothing. What records, and how, lives outside the domain
+(`hapi_grpc.capture`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+__all__ = ["NOT_RECORDED", "ReadRecorder"]
+
+P = TypeVar("P")
+
+
+class ReadRecorder(Protocol):
+    """One investigation's recorder of what its ports answer."""
+
+    def reading(self, port: P) -> P:
+        """`port`, or a port that answers the same and records what it answered."""
+        ...
+
+
+class _NotRecorded:
+    __slots__ = ()
+
+    def reading(self, port: P) -> P:
+        return port
+
+
+NOT_RECORDED: ReadRecorder = _NotRecorded()

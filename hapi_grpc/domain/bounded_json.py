@@ -3,8 +3,10 @@
 Model replies, tool-call arguments, Data Storage and Kubernetes answers, MCP
 tool schemas: any of them can nest a thousand levels in two kilobytes, which
 the standard parser (and every recursive walk after it: pydantic, jsonschema,
-our own) answers with RecursionError. `loads` measures the nesting first, in
-linear time (RE2 skips the strings; the brackets left are counted in C), and
+our own) answers with RecursionError. `loads` parses with the C parser (which
+stops a runaway nesting with RecursionError, caught here) and then measures the
+nesting of the value without recursion, only when the text holds more brackets
+than the bound (a model reply does; a short argument object does not). It
 refuses with `JsonBoundsError`, a `json.JSONDecodeError`: every caller that
 handles malformed JSON handles it the same way (repair feedback to the model
 that wrote it, a contract error or review for a dependency that sent it).
@@ -17,7 +19,6 @@ only and keeps the rest.
 from __future__ import annotations
 
 import json
-from itertools import accumulate
 from typing import Any
 
 import re2
@@ -30,13 +31,9 @@ __all__ = [
     "holds_pruned",
     "loads",
     "loads_pruned",
-    "nesting",
 ]
 
 MAX_DEPTH = 64  # levels of arrays and objects: far past any contract's
-_STRINGS = re2.compile(r'"(?s:[^"\\]|\\.)*"')
-_NOT_BRACKETS = re2.compile(r"[^\[\]{}]+")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 # Everything up to the next bracket outside a string, and that bracket.
 _NEXT_BRACKET = re2.compile(r'(?:"(?s:[^"\\]|\\.)*"|[^"\[\]{}])*([\[\]{}])')
 
@@ -63,21 +60,45 @@ class JsonBoundsError(json.JSONDecodeError):
         return self.msg
 
 
-def nesting(text: str) -> int:
-    """How deep arrays and objects nest in `text` (strings skipped)."""
-    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
-
-
 def loads(text: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
     """`json.loads(text)` when `text` is within `max_bytes` (characters for a str)
     and nests at most `max_depth` levels; JsonBoundsError otherwise."""
     if len(text) > max_bytes:
         raise JsonBoundsError(f"JSON larger than {max_bytes} bytes")
-    scanned = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    if nesting(scanned) > max_depth:
+    value = _parsed(text, max_depth)
+    if value is _TOO_DEEP:
         raise JsonBoundsError(f"JSON nested deeper than {max_depth} levels")
-    return json.loads(text)
+    return value
+
+
+_TOO_DEEP = object()
+
+
+def _parsed(text: str | bytes, max_depth: int) -> Any:
+    """The value of `text`, or `_TOO_DEEP`. Parsing first is ~30 times cheaper than
+    scanning the text for brackets outside strings (measured on model replies);
+    the C parser's recursion guard keeps a runaway nesting from going further."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return _TOO_DEEP
+    if _brackets(text) > max_depth and _deeper(value, max_depth):
+        return _TOO_DEEP
+    return value
+
+
+def _brackets(text: str | bytes) -> int:
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{")
+    return text.count("[") + text.count("{")
+
+
+def _deeper(value: Any, max_depth: int) -> bool:
+    try:
+        check_depth(value, max_depth)
+    except ValueError:
+        return True
+    return False
 
 
 def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
@@ -100,8 +121,9 @@ def loads_pruned(text: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPT
     if len(text) > max_bytes:
         raise JsonBoundsError(f"JSON larger than {max_bytes} bytes")
     scanned = text.decode("utf-8") if isinstance(text, bytes) else text
-    if nesting(scanned) <= max_depth:
-        return json.loads(scanned)
+    value = _parsed(scanned, max_depth)
+    if value is not _TOO_DEEP:
+        return value
     parts: list[str] = []
     depth = kept = 0
     cut = -1

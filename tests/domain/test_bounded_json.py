@@ -13,7 +13,6 @@ from hapi_grpc.domain.bounded_json import (
     holds_pruned,
     loads,
     loads_pruned,
-    nesting,
 )
 
 
@@ -29,11 +28,13 @@ from hapi_grpc.domain.bounded_json import (
     ],
 )
 def test_nesting_skips_strings(text: str, depth: int) -> None:
-    assert nesting(text) == depth
     assert loads(text, max_bytes=100, max_depth=depth) == json.loads(text)
+    if depth:
+        with pytest.raises(JsonBoundsError, match=f"nested deeper than {depth - 1} levels"):
+            loads(text, max_bytes=100, max_depth=depth - 1)
 
 
-def test_past_the_bounds_is_a_json_error_before_parsing() -> None:
+def test_past_the_bounds_is_a_json_error() -> None:
     with pytest.raises(json.JSONDecodeError, match="nested deeper than 64 levels"):
         loads("[" * 65 + "]" * 65, max_bytes=1000)
     with pytest.raises(JsonBoundsError, match="larger than 10 bytes"):

@@ -55,9 +55,6 @@ class _NoopSpan:
     def set_attribute(self, key: str, value: Any) -> None:
         pass
 
-    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        pass
-
     def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
         pass
 

@@ -16,7 +16,6 @@ evidence is there and that every value comes from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,6 +71,3 @@ def target_values(kind: str, namespace: str) -> Values:
     if namespace:
         values["namespace"] = namespace
     return values
-
-
-ValueFunction = Callable[[Situation], Values | Objection]

@@ -36,12 +36,12 @@ from datetime import UTC, datetime
 from hapi_grpc.domain.catalog import SearchHit
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
-from hapi_grpc.domain.history.port import RemediationHistory
-from hapi_grpc.domain.history.records import (
+from hapi_grpc.domain.history import (
     HashMatch,
     HistoryContext,
     HistoryEntry,
     Outcome,
+    RemediationHistory,
     Windows,
     target_key,
 )

@@ -200,12 +200,6 @@ class PremiseBook:
             name: (_declared(name, p.preconditions), _declared(name, p.invariants))
             for name, p in self._packs.items()
         }
-        self._precondition_texts = tuple(
-            text
-            for pre, _ in self._declared.values()
-            for d in pre
-            for text in (d.expression, d.show)
-        )
         # One workflow resolves the same way for the same inputs: the search, the
         # validation and the final check of every investigation ask again.
         self._resolved: dict[tuple[Any, ...], Premises] = {}

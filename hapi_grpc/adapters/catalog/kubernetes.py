@@ -114,18 +114,7 @@ class CatalogView:
             self._workflows[resource.name] = resource.workflow
             self._labels[resource.name] = resource.labels
             indexed.append(resource.indexed)
-        self._schemas = {
-            workflow_id: WorkflowSchema(
-                workflow_id=workflow_id,
-                version=wf.version,
-                parameters=wf.parameters,
-                preconditions=wf.preconditions,
-                invariants=wf.invariants,
-                read_only=wf.read_only,
-                action_type=wf.action_type,
-            )
-            for workflow_id, wf in self._workflows.items()
-        }
+        self._schemas = {name: wf.schema() for name, wf in self._workflows.items()}
         self._index = SearchIndex(indexed, admit=self._admit)
         self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 

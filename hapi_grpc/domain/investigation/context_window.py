@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from hapi_grpc.domain.errors import ContextOverflowError
 from hapi_grpc.domain.llm import ChatMessage, ToolDefinition, ToolListMemo
 
-__all__ = ["ContextWindow", "estimate_tokens"]
+__all__ = ["ContextWindow"]
 
 DEFAULT_BYTES_PER_TOKEN = 3.0
 # Role markers and separators each chat template wraps around a message.
@@ -41,15 +41,6 @@ _MIN_TOOL_OUTPUT_CHARS = 512
 # The newest messages (the last exchange) are never trimmed.
 _KEEP_NEWEST = 2
 _TRIMMED_MARK = "[trimmed to fit the model's context window"
-
-
-def estimate_tokens(
-    messages: Sequence[ChatMessage],
-    tools: Sequence[ToolDefinition],
-    bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN,
-) -> int:
-    """The estimated prompt tokens of a request (see module docstring)."""
-    return _estimate(messages, _tools_bytes(tools), bytes_per_token)
 
 
 def _estimate(messages: Sequence[ChatMessage], tools_bytes: int, bytes_per_token: float) -> int:

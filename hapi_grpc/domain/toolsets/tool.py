@@ -36,7 +36,6 @@ __all__ = [
     "ToolArgs",
     "ToolContext",
     "ToolResult",
-    "argument_hint",
     "describe_validation_error",
     "metric_label",
     "refused",
@@ -210,11 +209,6 @@ def _clean_schema(node: Any) -> Any:
             if node.get("default", 0) is None:
                 node.pop("default")
     return {key: _clean_schema(value) for key, value in node.items()}
-
-
-def argument_hint(model: type[BaseModel]) -> str:
-    """One line naming each argument with its type and bounds, for error answers."""
-    return _schema_hint(tool_json_schema(model))
 
 
 def _schema_hint(schema: dict[str, Any]) -> str:

@@ -10,9 +10,9 @@ tried again until the file changes once more.
 
 Bounds: only a regular file is read (a FIFO or a device is refused without
 waiting on it), at most `MAX_POLICY_BYTES`; YAML aliases are refused (an alias
-bomb expands nowhere). A reload reads in a daemon thread and a decision waits
-for it at most `RELOAD_WAIT` seconds, so neither the event loop nor shutdown
-ever waits on the file.
+bomb expands nowhere) and nesting is bounded (`domain.bounded_yaml`). A reload
+reads in a daemon thread and a decision waits for it at most `RELOAD_WAIT`
+seconds, so neither the event loop nor shutdown ever waits on the file.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import yaml
 
+from hapi_grpc.domain import bounded_yaml
 from hapi_grpc.domain.policy.rules import Policy, PolicyError, parse_policy
 
 __all__ = ["PolicyFile", "read_policy"]
@@ -37,19 +37,6 @@ logger = logging.getLogger(__name__)
 MAX_POLICY_BYTES = 1 << 20
 RELOAD_WAIT = 0.5  # seconds a decision waits for a reload it started
 _Signature = tuple[int, int, int, int] | None  # None: the file could not be read
-
-
-class _NoAliases(yaml.SafeLoader):
-    """YAML without aliases: a policy has no use for them, and an alias bomb
-    (a few hundred bytes naming each other) would expand wherever it is shown."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases are not allowed", event.start_mark
-            )
-        return super().compose_node(parent, index)
 
 
 def _read(path: str) -> bytes:
@@ -79,7 +66,7 @@ def read_policy(path: str) -> Policy:
     if len(raw) > MAX_POLICY_BYTES:
         raise PolicyError(f"{path} is larger than {MAX_POLICY_BYTES} bytes")
     try:
-        document = yaml.load(raw.decode("utf-8"), Loader=_NoAliases)  # a SafeLoader
+        document = bounded_yaml.load(raw.decode("utf-8"), aliases=False)
     except UnicodeDecodeError:
         raise PolicyError(f"{path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
@@ -87,6 +74,8 @@ def read_policy(path: str) -> Policy:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         if "aliases are not allowed" in str(exc):
             raise PolicyError(f"{path}: YAML aliases are not allowed{where}") from None
+        if "nested deeper" in str(exc):
+            raise PolicyError(f"{path}: YAML {exc.problem}{where}") from None
         raise PolicyError(f"{path} is not valid YAML{where}") from None
     return parse_policy(document)
 

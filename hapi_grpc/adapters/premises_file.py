@@ -1,6 +1,7 @@
 """The operator's premises file (`HAPI_PREMISES_FILE`): read and checked at start.
 
-`read_premises` reads the YAML (at most 1 MiB), parses every pack and workflow entry,
+`read_premises` reads the YAML (at most 1 MiB, nesting and aliases bounded by
+`domain.bounded_yaml`), parses every pack and workflow entry,
 compiles and type-checks every condition, and builds the book it makes with the
 shipped packs, so a mistake raises `PackError` with one line naming the entry and the
 server does not start (`hapi-grpc premises check` runs the same code).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import yaml
 
+from hapi_grpc.domain import bounded_yaml
 from hapi_grpc.domain.premises import PackError, PremiseBook, bundled_book, parse_operator
 from hapi_grpc.domain.premises.bundled import role_table
 
@@ -28,11 +30,13 @@ def read_premises(path: str) -> PremiseBook:
     if len(raw) > MAX_PREMISES_BYTES:
         raise PackError(f"{path} is larger than {MAX_PREMISES_BYTES} bytes")
     try:
-        document = yaml.safe_load(raw.decode("utf-8"))
+        document = bounded_yaml.load(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise PackError(f"{path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise PackError(f"{path} is not valid YAML{where}") from None
+        problem = getattr(exc, "problem", None)
+        what = f" ({problem})" if problem else ""
+        raise PackError(f"{path} is not valid YAML{where}{what}") from None
     return bundled_book(parse_operator(document, path, role_table()))

@@ -8,7 +8,10 @@ linear time (RE2 skips the strings; the brackets left are counted in C), and
 refuses with `JsonBoundsError`, a `json.JSONDecodeError`: every caller that
 handles malformed JSON handles it the same way (repair feedback to the model
 that wrote it, a contract error or review for a dependency that sent it).
-`check_depth` bounds a value another library already parsed.
+`check_depth` bounds a value another library already parsed. `loads_pruned` is
+for a collection of objects from one source (a Kubernetes list or watch): what
+nests too deep is replaced by `PRUNED`, so the reader leaves out that object
+only and keeps the rest.
 """
 
 from __future__ import annotations
@@ -19,12 +22,35 @@ from typing import Any
 
 import re2
 
-__all__ = ["MAX_DEPTH", "JsonBoundsError", "check_depth", "loads", "nesting"]
+__all__ = [
+    "MAX_DEPTH",
+    "PRUNED",
+    "JsonBoundsError",
+    "check_depth",
+    "holds_pruned",
+    "loads",
+    "loads_pruned",
+    "nesting",
+]
 
 MAX_DEPTH = 64  # levels of arrays and objects: far past any contract's
 _STRINGS = re2.compile(r'"(?s:[^"\\]|\\.)*"')
 _NOT_BRACKETS = re2.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# Everything up to the next bracket outside a string, and that bracket.
+_NEXT_BRACKET = re2.compile(r'(?:"(?s:[^"\\]|\\.)*"|[^"\[\]{}])*([\[\]{}])')
+
+
+class _Pruned:
+    """Stands for an array or object nested past the bound, left unparsed."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<nested too deep>"
+
+
+PRUNED = _Pruned()
 
 
 class JsonBoundsError(json.JSONDecodeError):
@@ -64,3 +90,44 @@ def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
                 raise ValueError(f"nested deeper than {max_depth} levels")
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
+
+
+def loads_pruned(text: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads(text)` within `max_bytes`, each array or object deeper than
+    `max_depth` replaced by `PRUNED` (so is a bare NaN or Infinity, which JSON has
+    not). Linear (about a second for a megabyte of brackets: run it off the event
+    loop for large texts): the deep parts are cut out before the text is parsed."""
+    if len(text) > max_bytes:
+        raise JsonBoundsError(f"JSON larger than {max_bytes} bytes")
+    scanned = text.decode("utf-8") if isinstance(text, bytes) else text
+    if nesting(scanned) <= max_depth:
+        return json.loads(scanned)
+    parts: list[str] = []
+    depth = kept = 0
+    cut = -1
+    for token in _NEXT_BRACKET.finditer(scanned):
+        if token.group(1) in "[{":
+            depth += 1
+            if depth == max_depth + 1:
+                cut = token.start(1)
+        else:
+            if depth == max_depth + 1 and cut >= 0:
+                parts += [scanned[kept:cut], "NaN"]
+                kept, cut = token.end(), -1
+            depth -= 1
+    parts.append(scanned[kept:])
+    return json.loads("".join(parts), parse_constant=lambda _: PRUNED)
+
+
+def holds_pruned(value: Any) -> bool:
+    """Whether `PRUNED` is anywhere in `value` (from `loads_pruned`)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is PRUNED:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

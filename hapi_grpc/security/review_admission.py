@@ -11,12 +11,16 @@ tokens are valid:
 - other tokens pass `UnknownGate`: at most `per_peer` reviews in flight per
   caller address and `total` in all; a peer with `queue` calls already waiting
   is refused at once (the call ends UNAVAILABLE), so a flood from one address
-  holds a few slots while other addresses are reviewed as usual.
+  holds a few slots while other addresses are reviewed as usual. A free slot
+  goes to the waiting review whose address had the fewest tokens refused in
+  the last `memory` seconds (then the earliest): a flood of random tokens from
+  many addresses waits behind a caller whose tokens have not been refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -89,11 +93,37 @@ class Known:
 class UnknownGate:
     """Admission of reviews for tokens not known to be valid (see module docstring)."""
 
-    def __init__(self, total: int = 8, per_peer: int = 2, queue: int = 16) -> None:
-        self._total = asyncio.Semaphore(total)
+    def __init__(
+        self,
+        total: int = 8,
+        per_peer: int = 2,
+        queue: int = 16,
+        *,
+        memory: float = 60.0,
+        peers_remembered: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._free = total
         self._per_peer = per_peer
         self._queue = queue
         self._peers: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+        self._waiting: list[tuple[int, str, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._memory = memory
+        self._remembered = peers_remembered
+        self._clock = clock
+        self._refused: OrderedDict[str, tuple[int, float]] = OrderedDict()  # count, last
+
+    def refused(self, peer: str) -> None:
+        """A token from `peer` was refused: its next reviews wait behind others'."""
+        count, _ = self._refused.pop(peer, (0, 0.0))
+        self._refused[peer] = (count + 1, self._clock())
+        while len(self._refused) > self._remembered:
+            self._refused.popitem(last=False)
+
+    def _rank(self, peer: str) -> int:
+        count, last = self._refused.get(peer, (0, 0.0))
+        return count if self._clock() - last < self._memory else 0
 
     async def run(self, peer: str, work: Callable[[], Awaitable[T]]) -> T:
         entry = self._peers.get(peer)
@@ -105,9 +135,37 @@ class UnknownGate:
             raise LaneFull(peer)
         calls[0] += 1
         try:
-            async with own, self._total:
-                return await work()
+            async with own:
+                await self._acquire(peer)
+                try:
+                    return await work()
+                finally:
+                    self._release()
         finally:
             calls[0] -= 1
             if calls[0] == 0:
                 self._peers.pop(peer, None)
+
+    async def _acquire(self, peer: str) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((next(self._order), peer, granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._release()  # granted as this call gave up: pass the slot on
+            raise
+
+    def _release(self) -> None:
+        """The slot to the waiting review ranked first now (refusals count as they
+        come in, also for reviews that were already waiting)."""
+        self._waiting = [w for w in self._waiting if not w[2].done()]
+        if not self._waiting:
+            self._free += 1
+            return
+        first = min(self._waiting, key=lambda w: (self._rank(w[1]), w[0]))
+        self._waiting.remove(first)
+        first[2].set_result(None)

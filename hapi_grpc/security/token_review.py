@@ -81,7 +81,7 @@ class TokenReviewAuthenticator:
         self._cache: dict[bytes, _CacheEntry] = {}
         self._flights: Flights[Identity | None] = Flights()
         self._known = Known(size=max_cache_entries, clock=clock)
-        self._unknown = UnknownGate()
+        self._unknown = UnknownGate(clock=clock)
 
     @classmethod
     def in_cluster(
@@ -130,6 +130,8 @@ class TokenReviewAuthenticator:
                 extra={"error_type": type(exc).__name__},
             )
             raise AuthenticationUnavailable("TokenReview did not answer") from None
+        if identity is None:
+            self._unknown.refused(peer_host(peer))
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
         self._remember(key, _CacheEntry(self._clock() + ttl, identity))
         if identity is not None:

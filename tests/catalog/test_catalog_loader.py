@@ -16,6 +16,7 @@ from hapi_grpc.adapters.catalog.loader import (
     load_catalog_file,
 )
 from hapi_grpc.domain.catalog import Workflow
+from tests.fakes.serve_process import ServeProcess
 
 
 def _workflow(workflow_id: str = "scale-v1", **changes: Any) -> dict[str, Any]:
@@ -341,3 +342,44 @@ def test_pydantic_errors_are_summarised_per_entry(tmp_path: Path) -> None:
     assert "parameters.2.type" in message
     assert "parameters.3.type" not in message
     assert message.endswith("(+2 more)")
+
+
+# Nine levels of nine: 387,420,489 strings in 400 bytes, under a parameter's enum,
+# which a refusal quotes (before it was bounded: a 312 MB message, 940 MB resident).
+ALIAS_BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _bomb_catalog() -> str:
+    workflow = _workflow(parameters=[{"name": "MODE", "type": "string", "enum": "BOMB"}])
+    return ALIAS_BOMB + yaml.safe_dump({"workflows": [workflow]}).replace("BOMB", "*i")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("deep.yaml", "workflows: " + "[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),
+        ("deep.json", '{"workflows": ' + "[" * 5000 + "]" * 5000 + "}", "nested deeper than 64"),
+        ("bomb.yaml", _bomb_catalog(), "aliases expand to more than"),
+    ],
+)
+def test_serve_refuses_a_deep_or_alias_bomb_catalog_with_one_line(
+    tmp_path: Path, name: str, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    serve = ServeProcess(HAPI_CATALOG_FILE=str(path), HAPI_KUBERNETES="off")
+    assert serve.run_refused(timeout=30) == 2, serve.log()[-2000:]
+    log = serve.log().strip()
+    assert log.splitlines()[-1].startswith("hapi-grpc: HAPI_CATALOG_FILE: catalog ")
+    assert problem in log and "Traceback" not in log and len(log) < 1000
+
+
+def test_anchors_and_aliases_within_the_bound_still_load(tmp_path: Path) -> None:
+    shared = "x-params: &params\n  - {name: NAMESPACE, type: string, required: true}\n"
+    entry = _workflow(parameters="PARAMS")
+    text = shared + yaml.safe_dump({"workflows": [entry]}).replace("PARAMS", "*params")
+    (workflow,) = load_catalog_file(_write(tmp_path, text))
+    assert [p.name for p in workflow.parameters] == ["NAMESPACE"]

@@ -1,9 +1,11 @@
-"""What the cluster's catalog reads is bounded: objects kept per kind, bytes per
-object in a list and per watch event (an object that grows past the bound
-while served is dropped after a fresh list), against the real API server."""
+"""What the cluster's catalog reads is bounded: objects kept per kind, bytes and
+levels of nesting per object in a list and per watch event (an object that grows
+past a bound while served is dropped after a fresh list), against the real API
+server."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +18,7 @@ from hapi_grpc.adapters.kubernetes.informer import InformerLimits
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.domain.catalog import SearchQuery
 from hapi_grpc.observability import metrics
-from tests.fakes.kube_catalog import CatalogResources, eventually
+from tests.fakes.kube_catalog import MEMORY_PARAMETERS, CatalogResources, eventually, parameter
 
 LIMITS = InformerLimits(max_objects=3, max_object_bytes=8 * 1024, page_size=2)
 QUERY = SearchQuery(query="IncreaseMemoryLimits", top_k=10)
@@ -98,3 +100,31 @@ async def test_an_object_beyond_the_byte_bound_is_left_out_listed_or_watched(
 
 async def _ids_are(catalog: KubernetesCatalog, expected: list[str]) -> bool:
     return await ids(catalog) == expected
+
+
+def _nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+async def test_an_object_nested_past_the_bound_is_left_out_listed_or_watched(
+    resources: CatalogResources, catalog: KubernetesCatalog
+) -> None:
+    # The API server takes hundreds of levels in a field it does not type; one such
+    # workflow used to fail every list and watch, freezing or emptying the catalog.
+    deep = [*MEMORY_PARAMETERS, parameter("EXTRA", required=False, default=_nested(70))]
+    resources.action_type("increase-memory-limits", "IncreaseMemoryLimits")
+    resources.workflow("too-deep", "IncreaseMemoryLimits", parameters=deep)
+    resources.workflow("raise-memory", "IncreaseMemoryLimits")
+    await asyncio.wait_for(catalog.wait_synced(), 30)
+    assert await ids(catalog) == ["raise-memory"]
+
+    # Watched: another one nested past the bound, then one that is fine.
+    resources.workflow("too-deep-2", "IncreaseMemoryLimits", parameters=deep)
+    resources.workflow("raise-memory-2", "IncreaseMemoryLimits")
+    await eventually(lambda: _ids_are(catalog, ["raise-memory", "raise-memory-2"]))
+    # Served, then nested past the bound: dropped; the other stays.
+    resources.patch("remediationworkflows", "raise-memory", {"spec": {"parameters": deep}})
+    await eventually(lambda: _ids_are(catalog, ["raise-memory-2"]))

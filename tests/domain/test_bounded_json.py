@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from hapi_grpc.domain.bounded_json import JsonBoundsError, check_depth, loads, nesting
+from hapi_grpc.domain.bounded_json import (
+    PRUNED,
+    JsonBoundsError,
+    check_depth,
+    holds_pruned,
+    loads,
+    loads_pruned,
+    nesting,
+)
 
 
 @pytest.mark.parametrize(
@@ -40,3 +48,15 @@ def test_check_depth_bounds_parsed_values() -> None:
     with pytest.raises(ValueError, match="nested deeper than 64 levels"):
         check_depth(value)
     check_depth({"a": [{"b": 1}]})
+
+
+def test_loads_pruned_cuts_only_what_nests_too_deep() -> None:
+    deep = "[" * 5000 + "]" * 5000  # past what the standard parser survives
+    text = f'{{"items": [{{"a": "[{{\\"]"}}, {{"b": {deep}}}, {{"c": [[1]]}}], "n": NaN}}'
+    value = loads_pruned(text.encode(), max_bytes=100_000, max_depth=3)
+    first, second, third = value["items"]
+    assert first == {"a": '[{"]'} and not holds_pruned(first)
+    assert second == {"b": PRUNED} and holds_pruned(second)
+    assert third == {"c": PRUNED}
+    assert value["n"] is PRUNED  # no bare NaN in JSON: left out with the rest
+    assert loads_pruned('{"a": [1]}', max_bytes=100) == {"a": [1]}

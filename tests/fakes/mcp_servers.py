@@ -68,6 +68,11 @@ def build() -> Any:
         return "x" * size
 
     @server.tool()
+    def nested(levels: int = 3000) -> str:
+        """Return a JSON text nesting `levels` objects."""
+        return '{"a":' * levels + "1" + "}" * levels
+
+    @server.tool()
     def fail() -> str:
         """Raise inside the tool."""
         from mcp.server.mcpserver.exceptions import ToolError

@@ -67,6 +67,17 @@ class ServeProcess:
                     raise
             self._repick_ports()
 
+    def run_refused(self, timeout: float = 60.0) -> int:
+        """Runs `serve` for one that stops by itself (a setting refused): its exit status."""
+        self._spawn()
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
     def _repick_ports(self) -> None:
         self.port, self.metrics_port = free_port(), free_port()
         self.settings["HAPI_GRPC_PORT"] = str(self.port)

@@ -216,6 +216,14 @@ def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
     assert len(done.stderr) < 400  # one bounded line, nothing expanded
 
 
+def test_deep_nesting_is_refused_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: " + "[" * 5000 + "]" * 5000 + "\n")
+    done = _check_command(path)
+    assert done.returncode == 1
+    assert "nested deeper than 64 levels" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_an_unknown_action_is_quoted_bounded(tmp_path: Path) -> None:
     items = ", ".join(f"item-{i}" for i in range(20_000))
     path = tmp_path / "policy.yaml"

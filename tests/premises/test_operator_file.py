@@ -16,6 +16,7 @@ from hapi_grpc.app import build_premises
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.policy.rules import PolicyError, parse_policy
 from hapi_grpc.domain.premises import PackError
+from tests.fakes.serve_process import ServeProcess
 from tests.premises.scenes import (
     NS,
     container,
@@ -113,10 +114,17 @@ packs:
             "pack 'Foo' (packs[0]): invariants.0.expression",
         ),
         ("packs: [{action_type: foo}]", "pack 'foo' (packs[0]): action_type"),
-        ("packs: [{action_type: Foo, target: gizmo}]", "pack 'Foo': unknown role 'gizmo'"),
+        (
+            "packs: [{action_type: Foo, target: gizmo}]",
+            "pack 'Foo': target: unknown role 'gizmo'",
+        ),
+        (
+            "packs: [{action_type: Foo, roles: {gizmo: [GIZMO]}}]",
+            "pack 'Foo': roles: unknown role 'gizmo'",
+        ),
         (
             "workflows: [{workflow_id: w-v1, roles: {podd: POD}}]",
-            "workflow 'w-v1': unknown role 'podd'",
+            "workflow 'w-v1': roles: unknown role 'podd'",
         ),
         ("workflows: [{workflow_id: w-v1, typo: 1}]", "workflow 'w-v1' (workflows[0]): typo"),
     ],
@@ -144,7 +152,46 @@ def test_serve_refuses_a_bad_premises_file_with_one_line_and_status_2(tmp_path: 
     )
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("hapi-grpc: HAPI_PREMISES_FILE: ") and "unknown role 'gizmo'" in last
+    # One line naming the setting, the file, the pack and the field.
+    assert (
+        last == f"hapi-grpc: HAPI_PREMISES_FILE: {path}: pack 'Foo': target: unknown role 'gizmo'"
+    )
+
+
+# Nine levels of nine anchors as a workflow's id: a refusal that names the entry quoted
+# all 387,420,489 strings of it (a 1.2 s, 240 MB message) before aliases were bounded.
+ALIAS_BOMB_ID = (
+    "workflows:\n  - workflow_id:\n      a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + "".join(
+        f"      {name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+        for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (ALIAS_BOMB_ID, "aliases expand to more than 100000 nodes"),
+        ("workflows: " + "[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),
+    ],
+)
+def test_serve_refuses_a_deep_or_alias_bomb_premises_file_with_one_line(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    serve = ServeProcess(HAPI_PREMISES_FILE=write(tmp_path, text), HAPI_KUBERNETES="off")
+    assert serve.run_refused(timeout=30) == 2, serve.log()[-2000:]
+    log = serve.log().strip()
+    assert log.startswith("hapi-grpc: HAPI_PREMISES_FILE: ") and problem in log
+    assert len(log) < 500 and "Traceback" not in log
+
+
+@pytest.mark.parametrize("key", ["workflows: [{workflow_id: ", "packs: [{action_type: "])
+def test_a_refusal_quotes_an_entry_name_bounded(tmp_path: Path, key: str) -> None:
+    huge = "[" + ", ".join(["item"] * 100_000) + "]"  # 600 KB, no aliases
+    with pytest.raises(PackError) as refused:
+        read_premises(write(tmp_path, key + huge + ", typo: 1}]"))
+    assert len(str(refused.value)) < 300
 
 
 def test_premises_check_shows_how_each_workflow_is_judged(tmp_path: Path) -> None:

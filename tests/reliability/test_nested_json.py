@@ -2,7 +2,8 @@
 
 About 6 KB nesting 3,000 levels, from each party that sends JSON: the model
 (its HTTP body, a tool call's arguments, a parameter object sent as text), an
-MCP tool server's `format: regex` argument check (SDK-written server), and a
+MCP tool server's `format: regex` argument check and its tool's result text
+(SDK-written server), and a
 Data Storage answer. What the model wrote comes back to it as repair feedback;
 what a dependency sent ends the way that dependency failing does.
 """
@@ -89,6 +90,19 @@ async def test_a_regex_argument_nested_past_the_bound_is_refused_before_the_call
     assert refused.status == INVALID
     assert f"is not a valid regex (groups nested deeper than {MAX_DEPTH} levels)" in refused.result
     assert called.status == tools_pb2.TOOL_CALL_STATUS_SUCCESS
+
+
+async def test_a_deep_mcp_tool_result_is_read_as_text_not_internal(tmp_path: Path) -> None:
+    config = write_mcp_config(
+        tmp_path / "mcp.json",
+        {"ops": stdio_config(allowedTools=["nested"], timeoutSeconds=5)},
+    )
+    script = [Step.tool_calls([("ops__nested", {"levels": 3000})]), final_answer()]
+    async with serving(script, mcp_config=config) as served:
+        result = (await served.stub.AnalyzeIncident(request(), timeout=60)).result
+    (called,) = result.tool_calls
+    assert called.status == tools_pb2.TOOL_CALL_STATUS_SUCCESS
+    assert '"content":"{\\"a\\":{\\"a\\":' in called.result  # data, as text
 
 
 class DeepDataStorage(FakeDataStorage):

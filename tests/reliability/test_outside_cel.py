@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from aiohttp import web
 
 from hapi.v1 import analysis_pb2
@@ -35,6 +36,11 @@ REPLACE_CHAIN = '"aaaa"' + '.replace("a", "aaaa")' * 12 + ' != ""'
 ONE_HUNDRED = "[" + ",".join(["0"] * 100) + "]"
 TWO_HUNDRED = "[" + ",".join(["0"] * 200) + "]"
 # 20,000 iterations: past the runtime's budget of 10,000 per evaluation.
+# Ten thousand splits of a 1,200-character constant into as many strings: about a
+# second on the event loop per evaluation before `split` was costed per piece.
+SPLIT_IN_LOOPS = (
+    f'{ONE_HUNDRED}.exists(i, {ONE_HUNDRED}.exists(j, "{"a" * 1200}".split("a").size() == 0))'
+)
 PAST_THE_BUDGET = f"{ONE_HUNDRED}.all(x, {TWO_HUNDRED}.all(y, y == 0))"
 
 
@@ -112,15 +118,16 @@ class Heartbeat:
 
 
 def _search_results(llm_server: ScriptedLLMServer) -> str:
-    return "\n".join(
-        str(m.get("content")) for r in llm_server.requests for m in r.json["messages"]
-    )
+    return "\n".join(str(m.get("content")) for r in llm_server.requests for m in r.json["messages"])
 
 
-async def test_an_amplifying_precondition_is_refused_and_the_loop_never_stalls(caplog) -> None:
+@pytest.mark.parametrize("expression", [REPLACE_CHAIN, SPLIT_IN_LOOPS], ids=["replace", "split"])
+async def test_an_amplifying_precondition_is_refused_and_the_loop_never_stalls(
+    caplog, expression: str
+) -> None:
     caplog.set_level(logging.WARNING)
     hostile = "amplifier-v1"
-    workflows = [_workflow(hostile, REPLACE_CHAIN), _workflow(OOM_ID)]
+    workflows = [_workflow(hostile, expression), _workflow(OOM_ID)]
     script = [search(), validate(GOOD, hostile), answer(hostile), answer(hostile)]
     async with served(workflows, script) as (srv, llm_server), Heartbeat() as beat:
         results = [await analyze(srv) for _ in range(3)]

@@ -26,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from hapi_grpc.adapters.catalog.scoring import version_key
+from hapi_grpc.domain import bounded_json, bounded_yaml
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, is_valid_workflow_id
 from hapi_grpc.domain.parameters import MAX_PATTERN_LENGTH
 
@@ -93,7 +94,10 @@ def load_bundled_catalog() -> list[Workflow]:
 def parse_catalog_text(text: str, source: str, fmt: str) -> list[Workflow]:
     """Parse catalog `text` in `fmt` ('yaml' or 'json'); `source` names it in errors."""
     try:
-        document = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        if fmt == "json":
+            document = bounded_json.loads(text, max_bytes=MAX_CATALOG_BYTES)
+        else:
+            document = bounded_yaml.load(text)
     except json.JSONDecodeError as exc:
         raise CatalogFileError(
             source, [f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]

@@ -10,8 +10,10 @@ reached, the copy is kept as it was and the informer retries with backoff.
 Everything read is bounded: objects per collection (`max_objects`; beyond,
 new objects are left out and a warning says so), bytes per object and per
 watch event (`max_object_bytes`: an object larger is left out of a list, an
-event larger ends the watch and the next list leaves that object out), and
-each request's time. Each object kept is what `parse` makes of it, so the
+event larger ends the watch and the next list leaves that object out), levels
+of nesting per object (`bounded_json.MAX_DEPTH`, the same way: one object
+nested deeper is left out, never the whole list or watch), and each request's
+time. Each object kept is what `parse` makes of it, so the
 copy holds only the fields its user reads.
 """
 
@@ -32,6 +34,7 @@ from hapi_grpc.adapters.kubernetes.reader import (
     KubeFailureKind,
     ResourceType,
 )
+from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.sensitive import clip, redact
 
 __all__ = ["Informer", "InformerLimits", "ObjectKey"]
@@ -133,12 +136,17 @@ class Informer(Generic[T]):
                 limits.request_timeout,
                 limit=limits.page_size,
                 continue_token=token,
+                prune=True,
             )
             self._contact()
             for item in page.get("items") or []:
                 if not isinstance(item, dict):
                     continue
-                if len(found) >= limits.max_objects or _size(item) > limits.max_object_bytes:
+                if (
+                    len(found) >= limits.max_objects
+                    or bounded_json.holds_pruned(item)
+                    or _size(item) > limits.max_object_bytes
+                ):
                     left_out += 1
                     continue
                 found[_key(item)] = self._parse(item)
@@ -154,10 +162,11 @@ class Informer(Generic[T]):
         if left_out:
             log.warning(
                 "kubernetes catalog: objects left out of the %s list for the bounds"
-                " (%d objects, %d bytes each at most)",
+                " (%d objects, %d bytes and %d levels each at most)",
                 self.name,
                 limits.max_objects,
                 limits.max_object_bytes,
+                bounded_json.MAX_DEPTH,
                 extra={"left_out": left_out},
             )
         self.objects = found
@@ -203,6 +212,11 @@ class Informer(Generic[T]):
             self.resource_version = version or self.resource_version
             return
         key = _key(obj)
+        if kind != "DELETED" and bounded_json.holds_pruned(obj):
+            raise KubeFailure(  # as for an event too large: the next list leaves it out
+                KubeFailureKind.TOO_LARGE,
+                f"{key[0]}/{key[1]} nests deeper than {bounded_json.MAX_DEPTH} levels",
+            )
         if kind == "DELETED":
             self.objects.pop(key, None)
         elif kind in ("ADDED", "MODIFIED"):

@@ -12,6 +12,7 @@ gives no usable answer raises `KubeFailure`, its kind telling why.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -144,8 +145,11 @@ class ApiServerReader:
         field_selector: str = "",
         limit: int = 50,
         continue_token: str = "",
+        prune: bool = False,
     ) -> dict[str, Any]:
-        """A list object (`items`, `metadata.continue` when there are more)."""
+        """One page of a list. `prune`: an object nested past `bounded_json.MAX_DEPTH`
+        holds `bounded_json.PRUNED` instead of failing the page (the informer leaves
+        that object out); the page is then parsed off the event loop."""
         params: dict[str, str] = {"limit": str(max(1, limit))}
         if continue_token:
             params["continue"] = continue_token
@@ -153,9 +157,26 @@ class ApiServerReader:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
-        return await self._get_json(
-            self._collection(rtype, namespace), params, timeout, MAX_LIST_BYTES
-        )
+        path = self._collection(rtype, namespace)
+        if not prune:
+            return await self._get_json(path, params, timeout, MAX_LIST_BYTES)
+        body, _ = await self._get(path, params, timeout, MAX_LIST_BYTES, accept="application/json")
+        try:  # an object's own levels below the list's two (the list, its items)
+            value = await asyncio.to_thread(
+                bounded_json.loads_pruned,
+                body,
+                max_bytes=MAX_LIST_BYTES,
+                max_depth=bounded_json.MAX_DEPTH + 2,
+            )
+        except ValueError:
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE, "the API server answered non-JSON"
+            ) from None
+        if not isinstance(value, dict):
+            raise KubeFailure(
+                KubeFailureKind.UNAVAILABLE, "the API server answered non-object JSON"
+            )
+        return value
 
     async def pod_log(
         self,
@@ -200,7 +221,8 @@ class ApiServerReader:
         """The events of a watch from `resource_version`, bookmarks included, until
         the server ends it (after `timeout_seconds`). An event longer than
         `max_event_bytes` is a `TOO_LARGE` failure; silence longer than the
-        watch's own timeout (plus a margin) is a `TIMEOUT`: the connection is dead."""
+        watch's own timeout (plus a margin) is a `TIMEOUT`: the connection is dead.
+        An object nested past `bounded_json.MAX_DEPTH` holds `bounded_json.PRUNED`."""
         params = {
             "watch": "true",
             "resourceVersion": resource_version,
@@ -223,7 +245,9 @@ class ApiServerReader:
                 on_open()
                 async for line in lines(response.chunks(), max_event_bytes):
                     try:
-                        event = bounded_json.loads(line, max_bytes=max_event_bytes)
+                        event = bounded_json.loads_pruned(
+                            line, max_bytes=max_event_bytes, max_depth=bounded_json.MAX_DEPTH + 1
+                        )
                     except ValueError:
                         raise KubeFailure(
                             KubeFailureKind.UNAVAILABLE, "the API server sent a non-JSON event"

@@ -88,7 +88,8 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
     if not isinstance(items, list) or len(items) > MAX_PACKS:
         raise PackError(f"{source}: 'workflows' must be a list of at most {MAX_PACKS}")
     for index, item in enumerate(items):
-        name = item.get("workflow_id", "?") if isinstance(item, dict) else "?"
+        name = item.get("workflow_id") if isinstance(item, dict) else None
+        name = name[:80] if isinstance(name, str) else "?"  # a refusal quotes it
         try:
             entry = WorkflowPremises.model_validate(item)
         except ValidationError as exc:
@@ -106,14 +107,22 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
 def _check_roles(operator: OperatorPremises, table: RoleTable, source: str) -> None:
     import re
 
+    # The line names the field too (`target` or `roles`), as a schema error does.
     for pack in operator.packs.values():
-        for role in (*pack.roles, *([pack.target] if pack.target else [])):
+        fields = [("roles", role) for role in pack.roles]
+        if pack.target:
+            fields.append(("target", pack.target))
+        for key, role in fields:
             if role not in table.roles:
-                raise PackError(f"{source}: pack {pack.action_type!r}: unknown role {role!r}")
+                raise PackError(
+                    f"{source}: pack {pack.action_type!r}: {key}: unknown role {role!r}"
+                )
     for wf in operator.workflows.values():
         for role in wf.roles:
             if not re.match(ROLE_NAME, role) or role not in table.roles:
-                raise PackError(f"{source}: workflow {wf.workflow_id!r}: unknown role {role!r}")
+                raise PackError(
+                    f"{source}: workflow {wf.workflow_id!r}: roles: unknown role {role!r}"
+                )
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,7 +135,8 @@ def parse_packs(document: Any, source: str, *, outside: bool = False) -> dict[st
         raise PackError(f"{source}: more than {MAX_PACKS} packs")
     packs: dict[str, Pack] = {}
     for index, entry in enumerate(entries):
-        name = entry.get("action_type", "?") if isinstance(entry, dict) else "?"
+        name = entry.get("action_type") if isinstance(entry, dict) else None
+        name = name[:80] if isinstance(name, str) else "?"  # a refusal quotes it
         try:
             pack = Pack.model_validate(_sourced(entry, outside))
             for kind in ("preconditions", "invariants"):

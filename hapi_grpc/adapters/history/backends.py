@@ -1,28 +1,6 @@
 """Where the embedded history keeps its records, and the rules that bound it.
 
-Two backends, this process's memory (`memory.py`) and Redis shared by every
-replica (`redis_store.py`), keep the same records under the same rules, none
-of which a caller can drive:
-
-- Records expire after `ttl`.
-- An outcome is written only if its key `(tenant, remediation_id, attempt)`
-  is absent, atomically, so two replicas receiving the same report agree on
-  which one was first, and no tenant can take another's key.
-- A target's outcomes are kept in lanes, one per reporting caller and per
-  kind (failures apart from successes and declines); each lane keeps its
-  newest `max_per_target` by the time the server recorded them (never the
-  caller's `completed_at`). A flood of declines cannot push a failure out,
-  nor one caller's reports another's.
-- In all at most `max_total` outcomes and `max_bytes` bytes: over either,
-  the tenant (namespace and caller) holding the most bytes gives up its
-  oldest record, successes and declines before failures. A tenant that
-  floods the store evicts its own records, not another's.
-- Decisions: at most `max_total` and `max_decision_bytes`, the oldest first
-  (a decision only lends its confidence to the report that follows it).
-
-Records are kept as versioned ASCII JSON (`encode_entry`, `encode_decision`).
-A record's bytes are its encoded size plus `RECORD_OVERHEAD` (what this
-process spends to keep and index it), so the bounds hold in memory.
+Design notes: docs/internals.md (`adapters/history/backends.py`).
 """
 
 from __future__ import annotations

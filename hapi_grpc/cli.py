@@ -238,7 +238,7 @@ def _premises_check(args: argparse.Namespace) -> int:
     from hapi_grpc.adapters.catalog.loader import CatalogFileError, load_catalog_file
     from hapi_grpc.adapters.premises_file import read_premises
     from hapi_grpc.domain.premises import PackError, bundled_book
-    from hapi_grpc.domain.premises.report import describe_workflow
+    from hapi_grpc.domain.premises.book import describe_workflow
 
     try:
         book = read_premises(args.file) if args.file else bundled_book()

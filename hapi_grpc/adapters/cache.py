@@ -1,18 +1,6 @@
 """Cache of catalog answers (BR-HAPI-047: 1 h TTL), built on aiocache.
 
-Backends: an in-process memory cache (default) with a size bound that
-aiocache's own memory backend lacks, or Redis (`redis://host:port/db`,
-`rediss://` for TLS) shared by every replica.
-
-Values are stored as JSON text and parsed afresh on every read, so a caller
-can never change what another caller (or the cache) sees. Concurrent misses
-for one key in this process share a single fetch. The cache is an
-optimisation, never a dependency: backend errors and timeouts degrade to
-"no cache" and are counted and logged, never raised.
-
-Only successful answers are cached. Errors, including `WorkflowNotFoundError`,
-are not: a workflow added to the catalog must be found on the next call, not
-an hour later.
+Design notes: docs/internals.md (`adapters/cache.py`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """A failure-rate circuit breaker for downstream services (BR-HAPI-047).
 
-Policy (from the seed): the breaker opens when, within a sliding window of
-`window_seconds` (5 minutes), at least `min_calls` logical calls finished and
-at least `failure_ratio` (50 %) of them failed. While open it
-fails fast without touching the network. After `recovery_timeout` seconds it
-goes half-open and admits at most `half_open_max_calls` concurrent probes
-(other callers fail fast); a successful probe closes it with an empty window,
-a failed probe re-opens it.
-
-Why purgatory is not used as-is: `purgatory` counts *consecutive* failures,
-treats excluded exceptions as successes (a cancelled probe would close the
-breaker), lets every concurrent caller through when half-open, and reads the
-wall clock itself. So this module keeps the window, the probe limit, the
-clock and the decision of what counts as a failure, and uses purgatory for
-what it does well: the closed / open / half-open state objects and their
-transitions (its threshold is 1, so one *reported* failure opens it, and only
-the policy's verdicts are reported) and its event bus, whose synchronous
-listener exports every state change to logs and Prometheus.
+Design notes: docs/internals.md (`adapters/circuit_breaker.py`).
 """
 
 from __future__ import annotations

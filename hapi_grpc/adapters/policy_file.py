@@ -1,18 +1,6 @@
 """The operator's policy file (`HAPI_POLICY_FILE`): loaded at start, reloaded on change.
 
-`PolicyFile.load` reads and checks the file; a mistake raises `PolicyError`
-with one line naming the rule, and the server does not start. Afterwards
-`current()` looks at the file's identity (inode, size, modification time) at
-most once per `check_interval` seconds, which also follows a Kubernetes
-ConfigMap's atomic symlink swap, and loads it again when it changed. A change
-that does not load keeps the last good policy and logs one line; it is not
-tried again until the file changes once more.
-
-Bounds: only a regular file is read (a FIFO or a device is refused without
-waiting on it), at most `MAX_POLICY_BYTES`; YAML aliases are refused (an alias
-bomb expands nowhere) and nesting is bounded (`domain.bounded_yaml`). A reload
-reads in a daemon thread and a decision waits for it at most `RELOAD_WAIT`
-seconds, so neither the event loop nor shutdown ever waits on the file.
+Design notes: docs/internals.md (`adapters/policy_file.py`).
 """
 
 from __future__ import annotations

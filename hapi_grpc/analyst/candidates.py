@@ -1,19 +1,6 @@
 """The catalog's candidates, one after the other: read, fill, validate, or pass over.
 
-For each workflow the search returned, in its order:
-
-1. passed over at once when a recovery or the target's history says it must not
-   run again, or when it changes the cluster and nothing was read from the cluster;
-2. its action type's module (`actions`) names the reads its premises need; the
-   reads of every candidate still in the running are made together, one turn;
-3. the module gives the parameter values by role, or why the evidence gives none;
-   a workflow of a type the analyst has no module for is not proposed unless it
-   declares itself read-only;
-4. the parameters are filled by role (`parameters`) and validated: the service
-   evaluates the type's premise pack and the workflow's own declarations on what
-   was read, and a refusal passes the candidate over with its reason.
-
-The first candidate validated and not refused is selected.
+Design notes: docs/internals.md (`analyst/candidates.py`).
 """
 
 from __future__ import annotations
@@ -70,7 +57,7 @@ def next_step(
     passed_over: Callable[[dict[str, Any]], str | None],
     validations_left: bool,
 ) -> Outcome:
-    """The next step over `hits` (see the module docstring)."""
+    """The next step over `hits` (docs/internals.md)."""
     outcome = Outcome()
     running: list[tuple[dict[str, Any], ActionEvidence]] = []
     for hit in hits:

@@ -1,20 +1,7 @@
 """The general reads: from the reported resource to the Pod, container and Node that show
 the failure, and the resource to remediate.
 
-Used when the `kubernetes` tools are offered. `plan` looks at the reads so far and
-returns the reads still needed (several at once when they do not depend on each
-other, so a turn carries them all) or the `Findings`:
-
-- a Node: the Node itself;
-- a workload: the workload (its selector), its Pods, then for the worst Pod its
-  owner chain (which reads the Node too), its events and its crashed container's
-  previous log, in one turn;
-- a Pod: its owner chain, then its events and previous log;
-- any other kind: the object and its owner chain.
-
-The resource to remediate is the top of the owner chain, or the Pod's Node when
-the Node is not Ready or evicted the Pod under pressure (then the Node is the cause,
-not the Pod).
+Design notes: docs/internals.md (`analyst/evidence.py`).
 """
 
 from __future__ import annotations

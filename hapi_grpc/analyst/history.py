@@ -1,19 +1,6 @@
 """The target's remediation history, as the analyst reads it.
 
-When `get_remediation_history` is offered, the analyst reads the history of the
-remediation target once, after the general reads name it (the Deployment of a Pod)
-and before it searches the catalog. From the answer:
-
-- a workflow that failed on this target inside the window, with a failure a repeat
-  would not fix (`domain.recovery.failures`), is passed over, and so is any workflow
-  of the same action type (a history entry may name only the type);
-- when the same state-changing workflow already succeeded on this target at least
-  twice in the window for this signal, or the current spec is one a successful
-  remediation replaced (the fix was undone), no state-changing workflow is taken:
-  the recurrence is a pattern for a human.
-
-The service's own history check (`domain.history.gate`) enforces the same whatever
-the decider does; this makes the analyst's answer say why.
+Design notes: docs/internals.md (`analyst/history.py`).
 """
 
 from __future__ import annotations

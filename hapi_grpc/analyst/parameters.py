@@ -1,18 +1,6 @@
 """A workflow's parameters filled from the evidence, by role.
 
-Each parameter plays the role the premise pack binds it to (the namespace, the
-workload, the container, the new memory limit, the revision, the node...), as the
-catalog search shows it (`role`, bound by `domain.premises` from the workflow's
-declaration, the operator's mapping or the names workflows in this ecosystem use);
-its value is the one the evidence gave that role, written in the form the
-parameter's schema asks for (a quantity in the notation its pattern accepts, a number
-of the type it declares).
-
-A required parameter the evidence gives no value for leaves the workflow unfilled:
-no schema default, no example and no alert text stands in for evidence. An optional
-one is left out, so the workflow's own default applies when it runs. After a failed
-validation only a respelling the validator suggests is taken ("did you mean");
-a value the evidence determined is never clamped into a bound to fit.
+Design notes: docs/internals.md (`analyst/parameters.py`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """`BuiltinAnalyst`: the `LLMProvider` that drives the investigation loop by rules.
 
-The engine gives it each investigation's `Incident` and observed record
-(`investigating`); it never reads the prompt. Each call looks at the reads so far
-and takes the next step, issuing every read that does not wait on another in the
-same turn:
-
-1. the general reads (`evidence`): the reported resource, its Pods, owners, Node,
-   events and logs, which name the resource to remediate and the failure shown;
-2. the target's remediation history, once (`history`);
-3. the catalog search for the failure the cluster shows (`Findings.cause`), not
-   only the one reported;
-4. the candidates (`candidates`): per action type the reads its premises need,
-   parameters from the evidence, validation (where the service checks the premise
-   packs), the first one not refused;
-5. a recovery with every candidate passed over searches once more for a read-only
-   workflow (`recovery`);
-6. the answer (`answer`).
-
-With `tool_choice="none"` (the last turn) it answers with what it has.
+Design notes: docs/internals.md (`analyst/provider.py`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """What the kubelet and the container runtimes say when an image or a container fails.
 
-Texts as they reach an Event or a container state, whichever runtime wrote them:
-
-- image pulls, kubelet `Failed to pull image "<ref>": <runtime error>`. containerd:
-  `rpc error: code = NotFound desc = failed to pull and unpack image "<ref>": failed to
-  resolve reference "<ref>": <ref>: not found`; its auth failures `failed to authorize:
-  failed to fetch anonymous token: unexpected status ...: 401 Unauthorized` or
-  `pulling from host <host> failed with status code [manifests <tag>]: 403 Forbidden`.
-  CRI-O (containers/image): `initializing source docker://<ref>: reading manifest <tag>
-  in <repo>: manifest unknown` (or `name unknown`), and `...: unauthorized:
-  authentication required` / `requested access to the resource is denied`;
-- container creation, kubelet `Error: configmap "<name>" not found`, `couldn't find key
-  <key> in ConfigMap <ns>/<name>` (CreateContainerConfigError) and the runtime's
-  `exec: "<cmd>": executable file not found in $PATH` (CreateContainerError,
-  RunContainerError, StartError).
-
-An Event's message is cut at 1024 characters (`NoteLengthLimit`, ` ...` appended),
-and the tools cut it shorter still: a long image reference can push the status code
-off the end. So a text is classified only by what it shows; a cut text that shows
-nothing decisive is `UNKNOWN`, never the class its missing end might have named.
-Every pattern is RE2 over at most `NOTE_LENGTH_LIMIT` characters.
+Design notes: docs/internals.md (`analyst/runtime_errors.py`).
 """
 
 from __future__ import annotations

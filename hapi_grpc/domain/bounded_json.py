@@ -1,19 +1,6 @@
-"""JSON from outside, bounded in size and depth before it is parsed.
+"""JSON from outside, bounded in size and depth.
 
-Model replies, tool-call arguments, Data Storage and Kubernetes answers, MCP
-tool schemas: any of them can nest a thousand levels in two kilobytes, which
-the standard parser (and every recursive walk after it: pydantic, jsonschema,
-our own) answers with RecursionError. `loads` parses with the C parser (which
-stops a runaway nesting with RecursionError, caught here) and then measures the
-nesting of the value without recursion, only when the text holds more brackets
-than the bound (a model reply does; a short argument object does not). It
-refuses with `JsonBoundsError`, a `json.JSONDecodeError`: every caller that
-handles malformed JSON handles it the same way (repair feedback to the model
-that wrote it, a contract error or review for a dependency that sent it).
-`check_depth` bounds a value another library already parsed. `loads_pruned` is
-for a collection of objects from one source (a Kubernetes list or watch): what
-nests too deep is replaced by `PRUNED`, so the reader leaves out that object
-only and keeps the rest.
+Design notes: docs/internals.md (`domain/bounded_json.py`).
 """
 
 from __future__ import annotations

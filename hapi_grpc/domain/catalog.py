@@ -156,6 +156,18 @@ class Workflow(Declarations):
     def _none_is_empty(cls, value: Any) -> Any:
         return () if value is None else value
 
+    def schema(self) -> WorkflowSchema:
+        """This workflow's parameter schema and declarations."""
+        return WorkflowSchema(
+            workflow_id=self.workflow_id,
+            version=self.version,
+            parameters=self.parameters,
+            preconditions=self.preconditions,
+            invariants=self.invariants,
+            read_only=self.read_only,
+            action_type=self.action_type,
+        )
+
 
 class WorkflowSchema(Declarations):
     """A workflow's parameter schema (`GET /api/v1/workflows/{id}/schema`)."""

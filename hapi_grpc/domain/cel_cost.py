@@ -1,24 +1,6 @@
 """Cost bounds for CEL that comes from outside the service.
 
-Catalog entries from Data Storage, an operator's catalog or policy file, and
-custom resources are written by someone else; one expression is evaluated on
-every analysis that meets it, on the event loop. Kubernetes bounds CEL in CRD
-validation with an estimated cost at compile time and an actual cost at run
-time. Google's C++ runtime (`cel-expr-python`) tracks no cost; what it does
-bound is comprehension iterations (10,000 per evaluation, an error past it).
-The rest is bounded here, where an expression from outside is compiled:
-
-- size: at most `max_chars` characters and `max_nodes` syntax nodes;
-- estimated cost: the checked tree walked with the worst-case sizes of its
-  inputs (`input_chars` per string, `input_items` per list or map) and the
-  sizes every function can produce (`replace`, `join`, `format` grow strings:
-  a chain of `replace` multiplies its estimate and is refused; `split` makes a
-  string per piece, each costed as an allocation); in units close
-  to Kubernetes' (one per node, 0.1 per character traversed);
-- at run time (`preconditions`): inputs larger than the estimate assumed make
-  the expression unknown instead of being evaluated, so the estimate bounds
-  the actual cost; an evaluation error (the iteration budget included) is
-  unknown, which counts as not holding.
+Design notes: docs/internals.md (`domain/cel_cost.py`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Time budgets that follow an investigation through every await.
 
-The transport layer opens a `Budget` from the caller's gRPC deadline (the
-engine narrows it to the investigation's). The budget travels one way only: in
-a ContextVar (`budget_scope`), so concurrent investigations never share one.
-It is never passed as a parameter: timeouts passed down (a toolset's per-call
-timeout, an HTTP client's request timeout) are settings, and the one place
-either meets the budget is `request_timeout()`, which every request asks for
-its timeout just before it is sent.
-
-Why the ContextVar rather than explicit timeouts: the budget must reach every
-await under an RPC, through ports and retry loops that have no reason to carry
-it (the catalog and model clients, the policy counter, a wait on a shared
-investigation), and a value passed down is stale by the time a retry uses it;
-read at the moment of sending, it is exact, and it cannot be forgotten by a
-new adapter's signature.
+Design notes: docs/internals.md (`domain/deadline.py`).
 """
 
 from __future__ import annotations

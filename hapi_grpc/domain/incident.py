@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hapi_grpc.domain.levels import RiskLevel, Severity
-from hapi_grpc.domain.recovery.context import RecoveryContext
+from hapi_grpc.domain.recovery import RecoveryContext
 
 
 @dataclass(frozen=True, slots=True)

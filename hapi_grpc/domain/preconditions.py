@@ -1,30 +1,6 @@
 """Catalog preconditions and parameter invariants: CEL over what the service observed.
 
-A workflow declares, as CEL expressions (the language of Kubernetes admission
-policies and CRD validation rules), the premises it needs (`preconditions`)
-and the relations its parameters must keep (`invariants`). Expressions see
-three variables: `incident` (the request's facts), `observed` (the record the
-tools filled, `hapi_grpc.domain.observed`) and `params` (the proposed
-parameters), and one function, `quantity(string) -> double`, the Kubernetes
-quantity parser. Each is compiled and type-checked once, when the catalog
-entry is parsed; a bad expression fails the load.
-
-An expression that cannot be evaluated (a field that was not observed, a
-quantity that does not parse, the runtime's iteration budget spent) is
-*unknown*, and unknown counts as not holding: a premise nobody saw is no
-premise.
-
-An expression from outside the service (a catalog from Data Storage or an
-operator's file) is compiled under `cel_cost.OUTSIDE`: size and estimated
-cost bounds at compile time; at run time its inputs must be within the sizes
-the estimate assumed, else it is unknown (`Declared.limits`).
-
-On an empty record (nothing read: every investigation without a cluster) an
-expression that names neither `incident` nor `params` has one value, computed
-once per process; the others are evaluated as always.
-
-Runtime: Google's CEL C++ runtime through `cel-expr-python` (measured against
-`cel-python` and `common-expression-language`; see docs/policy.md).
+Design notes: docs/internals.md (`domain/preconditions.py`).
 """
 
 from __future__ import annotations

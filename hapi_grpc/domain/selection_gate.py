@@ -1,26 +1,6 @@
 """The gate every selection passes before it may be automated.
 
-A selection whose parameters are valid is automated only when the gate lets
-it through. The gate runs, in order:
-
-1. the workflow's premise (`domain.premises`): the pack of its action type,
-   its roles bound to the parameters, then its own declared preconditions and
-   invariants (`domain.preconditions`), on what this investigation observed.
-   For a workflow that changes the cluster, a condition that is unknown (not
-   observed) counts as not holding; a `read_only` workflow is stopped only by
-   a condition that is observed to be false. A state-changing workflow whose
-   premise nothing states (no pack for its type, no declaration) is not
-   automated either, unless the operator's policy allows it unverified;
-2. every extra `SelectionCheck` the service was composed with (`app.py`), in
-   order: any check over (incident, observed state, selected workflow,
-   parameters) that may veto automation with a reason and a message, e.g. an
-   operator policy.
-
-The first veto wins. Vetoes are kept (`vetoes`) so the result names them,
-and so are the preconditions a search result was already seen to fail
-(`refutations`), for a decider that stood down without validating.
-Extra checks may run more than once per investigation (the validation tool,
-then the final check): they must not change anything when they run.
+Design notes: docs/internals.md (`domain/selection_gate.py`).
 """
 
 from __future__ import annotations
@@ -90,7 +70,7 @@ def unverified(premises: Premises) -> str:
 
 @dataclass(slots=True)
 class SelectionGate:
-    """One investigation's gate (see module docstring)."""
+    """One investigation's gate (docs/internals.md)."""
 
     incident: Incident
     observed: Observed

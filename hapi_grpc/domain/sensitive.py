@@ -1,26 +1,6 @@
 """What counts as secret, how it is hidden, and how long untrusted text may be.
 
-One vocabulary for every place text leaves the process: log records, stream
-events, responses, errors from HTTP clients and messages of the parameter
-validator. Nothing here imports beyond the standard library and RE2, so the
-domain, the adapters and observability can all use it.
-
-- `is_secret_name(name)`: a parameter, header or field name whose value is a
-  credential. Over-matching (MONKEY) only costs a less helpful message;
-  under-matching leaks.
-- `redact(text)`: registered secrets (API keys, tokens read from files) and
-  anything shaped like a credential become `REDACTED`: bearer tokens, `sk-`
-  keys, cloud access keys, JWTs, PEM private keys, credentials in URLs and
-  assignments such as `GIT_PASSWORD=...` or `"api_key": "..."`.
-- `hides_value(mapping, key)`: the one rule for which value of a JSON object is
-  never shown, whatever the kind: one under a secret-looking key, or the value
-  of an entry naming a secret (`{"name": "DB_PASSWORD", "value": ...}`).
-- `redact_mapping(value)`: a copy of a JSON-like value in which those values
-  are hidden and every string is passed through `redact`.
-- `redact_head(text, limit)`: the redacted start of a long text, reading only
-  about `limit` characters of it.
-- `clip(text, limit)`: caller- or model-controlled text cut to `limit`
-  characters with a marker saying how much was cut.
+Design notes: docs/internals.md (`domain/sensitive.py`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Who asks, and whose a remediation is: the namespace it acts in and the caller.
 
-A remediation id is chosen by the caller, so two tenants may send the same
-one (by accident, or to reach the other's remediation). Everything kept per
-remediation id (kept results, locks, recorded decisions, reported outcomes)
-is therefore kept under the id *within its tenant*: another tenant's id is
-another remediation, never the same one. Nothing a caller sends can read,
-replace or block another tenant's records, and the answer is the same
-whether or not another tenant used the id.
-
-A `Caller` travels explicitly with each request, from the servicer down to the
-toolsets an investigation opens: who it is, the one namespace its
-investigations may read once authorized, and what of the tools' output it
-may see.
+Design notes: docs/internals.md (`domain/tenancy.py`).
 """
 
 from __future__ import annotations

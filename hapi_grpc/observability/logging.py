@@ -1,17 +1,6 @@
 """Structured logging with investigation context and secret redaction.
 
-`configure_logging()` installs one handler on the root logger that writes one
-JSON object per line (or a readable line for local development). Every record
-carries the `remediation_id`, `incident_id` and `trace_id` bound with
-`log_context()`; the values live in a ContextVar, so they follow an
-investigation through every await and into the tasks it starts (asyncio copies
-the context into new tasks).
-
-Redaction happens in the formatter, the last step before bytes leave the
-process, so it covers records from any library: `domain.sensitive` hides
-registered secrets (the LLM API key, auth tokens) and credential-shaped text
-in the message, the arguments, the `extra=` fields (secret-named keys lose
-their values) and the exception text.
+Design notes: docs/internals.md (`observability/logging.py`).
 """
 
 from __future__ import annotations

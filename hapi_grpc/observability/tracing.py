@@ -1,21 +1,6 @@
 """OpenTelemetry tracing that costs nothing when it is off.
 
-The OpenTelemetry packages are an optional extra (`hapi-grpc[tracing]`). This
-module imports them only inside `setup_tracing(enabled=True)`; until then, or
-when they are not installed, `span()` hands out one shared no-op context
-manager and nothing else happens.
-
-Spans come from a provider owned by this module (not the process-global one),
-so setting tracing up again, for instance in tests, replaces it cleanly.
-
-Usage in the engine and adapters::
-
-    with span("llm.complete", provider="openai", model=model) as s:
-        response = await ...
-        s.set_attribute("llm.completion_tokens", response.usage.completion_tokens)
-
-`TracingInterceptor` opens one server span per RPC as a child of the W3C trace
-context in the incoming metadata and binds the trace id into the log context.
+Design notes: docs/internals.md (`observability/tracing.py`).
 """
 
 from __future__ import annotations
@@ -53,9 +38,6 @@ class _NoopSpan:
     __slots__ = ()
 
     def set_attribute(self, key: str, value: Any) -> None:
-        pass
-
-    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         pass
 
     def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:

@@ -1,18 +1,6 @@
 """Bearer-token authentication for every RPC except health checks and reflection.
 
-`AuthInterceptor` reads `authorization: Bearer <token>` from the call metadata
-and asks an `Authenticator`. A call without a valid token ends with
-UNAUTHENTICATED and a fixed message; the token itself is never logged, echoed
-or kept in clear (caches key on its SHA-256). An accepted call's handler is
-handed the caller's identity with the call's context (`AuthenticatedContext`,
-read with `identity_of`): nothing carries it implicitly.
-
-Two authenticators:
-- `StaticTokenAuthenticator`: tokens listed in a mounted file, reloaded when
-  the file changes (Kubernetes updates mounted Secrets in place).
-- `TokenReviewAuthenticator` (in `hapi_grpc.security.token_review`): asks
-  the Kubernetes API (TokenReview) whether a service-account token is valid;
-  caches answers briefly; fails closed.
+Design notes: docs/internals.md (`security/auth.py`).
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """Which namespaces an authenticated caller may investigate, and the `Caller` it is.
 
-An investigation reads the cluster with the server's own service account, so
-without this check any caller could read any namespace through the service
-(a confused deputy). `CallerPolicy` makes each request's `Caller` (who, the
-namespace its investigation may read, its exposure) once the caller is
-authorized. Two authorizers:
-
-- `SubjectAccessReviewAuthorizer`: asks the Kubernetes API whether the
-  caller (user, groups, uid and extra from its TokenReview) may, by default,
-  `get pods` in the incident's namespace. Answers are cached briefly in a
-  bounded cache; concurrent questions share one request; errors are raised as
-  `AuthorizationUnavailable` and never cached (the call fails closed).
-- `StaticNamespaceAuthorizer`: an explicit allow-list (shell patterns with
-  `*`) for static-token callers.
-
-An incident without a namespace (a cluster-scoped resource such as a Node)
-needs the permission in every namespace (a SubjectAccessReview without a
-namespace), or `*` in the static allow-list.
-
-ReportRemediationOutcome writes history that gates later decisions, so it
-needs a permission of its own in the namespace of the remediated target
-(`HAPI_AUTHZ_REPORT_VERB` on `HAPI_AUTHZ_REPORT_RESOURCE`, or
-`HAPI_AUTH_STATIC_REPORT_NAMESPACES`), stricter by default than reading: a
-caller allowed to investigate a namespace cannot write its history unless it
-is also granted that. The check runs before the report is looked at, so a
-refusal says nothing of the remediation id. ValidateWorkflowParameters is not
-checked per namespace: it reads nothing of the cluster, only the workflow
-catalog's schema, and its parameters are the caller's own proposal.
+Design notes: docs/internals.md (`security/authorization.py`).
 """
 
 from __future__ import annotations

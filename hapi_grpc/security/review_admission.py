@@ -1,20 +1,6 @@
 """Who may ask the API server about a token, and when: coalescing and fair lanes.
 
-A TokenReview takes the API server's time; an unauthenticated caller can send
-any number of random tokens. Three rules keep that from starving callers whose
-tokens are valid:
-
-- one review per token at a time: concurrent calls with the same token share
-  it (`Flights`); the review is cancelled only when every caller gave up;
-- tokens the API server accepted before (`Known`, kept an hour after their
-  last acceptance) are reviewed in a lane of their own, never behind others;
-- other tokens pass `UnknownGate`: at most `per_peer` reviews in flight per
-  caller address and `total` in all; a peer with `queue` calls already waiting
-  is refused at once (the call ends UNAVAILABLE), so a flood from one address
-  holds a few slots while other addresses are reviewed as usual. A free slot
-  goes to the waiting review whose address had the fewest tokens refused in
-  the last `memory` seconds (then the earliest): a flood of random tokens from
-  many addresses waits behind a caller whose tokens have not been refused.
+Design notes: docs/internals.md (`security/review_admission.py`).
 """
 
 from __future__ import annotations
@@ -91,7 +77,7 @@ class Known:
 
 
 class UnknownGate:
-    """Admission of reviews for tokens not known to be valid (see module docstring)."""
+    """Admission of reviews for tokens not known to be valid (docs/internals.md)."""
 
     def __init__(
         self,

@@ -20,9 +20,8 @@ from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
-from hapi_grpc.transport.json_values import json_safe
 from hapi_grpc.transport.recovery_converters import recovery_from_proto
-from hapi_grpc.transport.tool_arguments import typed_arguments, typed_tool
+from hapi_grpc.transport.tool_arguments import json_safe, typed_arguments, typed_tool
 
 # The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
 _SEVERITY_TO_DOMAIN = {

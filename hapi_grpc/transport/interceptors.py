@@ -1,23 +1,6 @@
 """The server's per-RPC policies for hapi.v1 methods, in one interceptor.
 
-Every hapi.v1 call goes through these steps, outermost first:
-
-1. metrics: in-flight gauge, latency histogram, handled counter by final code;
-2. shutdown: UNAVAILABLE once the server is shutting down (see `shutdown_gate`);
-3. undecodable bytes: INVALID_ARGUMENT with a fixed message (see `undecodable`);
-4. concurrency cap: RESOURCE_EXHAUSTED with RetryInfo beyond the configured
-   number of calls; the slot is held by a context manager for the whole call;
-5. request validation: the size rules declared in the proto checked cheaply
-   first (`request_limits`), then the protovalidate rules; INVALID_ARGUMENT;
-6. error mapping: a domain error becomes its status code, anything else INTERNAL.
-
-They run inside one wrapper per method rather than one interceptor each:
-every interceptor layer costs a coroutine per call, and on a cheap RPC such
-as ValidateWorkflowParameters four layers were a fifth of the server's time.
-A grpc.aio interceptor only sees `HandlerCallDetails`; to see requests and
-outcomes it wraps the method handler it gets from `continuation`, keeping
-the original (de)serializers. Health and reflection are left untouched, so
-probes work under any load.
+Design notes: docs/internals.md (`transport/interceptors.py`).
 """
 
 from __future__ import annotations

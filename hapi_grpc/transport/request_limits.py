@@ -1,22 +1,6 @@
 """Cheap structural checks that run before the protovalidate rules.
 
-protovalidate's CEL rules walk every element of a map or list, and give up
-with an `EvaluationError` ("Iteration budget exceeded") on a map of 10,000
-entries, or spend seconds converting a few million JSON values, before the
-`map.max_pairs` rule next to them says no. The sizes are checked here first,
-in Python, from the very rules declared in the proto (`buf.validate` field
-options read from the descriptors, so a new rule needs no code):
-
-- `string.max_len` / `bytes.max_len` of a field,
-- `map.max_pairs` and `repeated.max_items`,
-- a `google.protobuf.Timestamp`'s nanos (outside [0, 1e9) no rule can express
-  it, and `Timestamp.ToDatetime` raises on it),
-- at most `MAX_JSON_VALUES` JSON values (Struct / ListValue / Value) in the
-  validated fields of a request, since no declared rule bounds a ListValue.
-
-A violation found here is reported as protovalidate reports it (field path,
-message, rule id) and the CEL rules are skipped: the request is refused anyway.
-Fields marked `IGNORE_ALWAYS` are left alone, as protovalidate leaves them.
+Design notes: docs/internals.md (`transport/request_limits.py`).
 """
 
 from __future__ import annotations

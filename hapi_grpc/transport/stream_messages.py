@@ -1,18 +1,7 @@
 """An analysis's events and result as `AnalyzeIncidentStreamResponse` messages,
 and what of them a caller may see.
 
-`StreamMessages` is the `MessageCodec` the application layer keeps and streams
-results with. Its `shown` is where responses are shaped to a caller's exposure
-(HAPI_TOOL_OUTPUT_EXPOSURE), message by message as they go out, so it covers
-live events, replays and results kept from earlier calls alike:
-
-- `full`: everything, as the tools returned it (after redaction);
-- `summary`: tool-call records keep their name, arguments, status and
-  duration; the raw output in `result` is replaced by a short JSON note with
-  its size;
-- `none`: no tool-call records at all (in the result or the stream) and no
-  model text (which may quote what the tools read); the decision, its
-  validation attempts and the names of the tools each turn asked for remain.
+Design notes: docs/internals.md (`transport/stream_messages.py`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ a convenience for callers, filled when the arguments fit it (best effort).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format
@@ -16,9 +18,8 @@ from google.protobuf.message import Message
 
 from hapi.v1 import tools_pb2
 from hapi_grpc.domain.toolsets.jsontext import canonical_json
-from hapi_grpc.transport.json_values import json_safe
 
-__all__ = ["typed_arguments", "typed_tool"]
+__all__ = ["json_safe", "typed_arguments", "typed_tool"]
 
 
 def _typed_fields() -> dict[str, type[Message]]:
@@ -67,3 +68,17 @@ def typed_arguments(name: str, arguments: dict[str, Any]) -> Message | None:
             del _TYPED_ARGUMENTS[next(iter(_TYPED_ARGUMENTS))]  # the oldest
         _TYPED_ARGUMENTS[key] = args
     return args
+
+
+def json_safe(value: Any) -> Any:
+    """Struct cannot hold NaN/inf or non-JSON types; make every value JSON."""
+    # Scalars first: they are nearly every value, and the Mapping check is slow.
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return str(value)

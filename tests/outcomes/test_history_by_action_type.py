@@ -22,7 +22,7 @@ import pytest
 
 from hapi.v1 import analysis_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
-from hapi_grpc.adapters.history.codec import decode_entry
+from hapi_grpc.adapters.history.backends import decode_entry
 from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
 from hapi_grpc.adapters.history.memory import MemoryHistoryBackend

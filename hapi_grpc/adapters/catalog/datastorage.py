@@ -1,22 +1,6 @@
 """`WorkflowCatalog` over the Data Storage REST API (BR-HAPI-047).
 
-One logical call = cache lookup, then (on a miss, shared by concurrent
-callers) the Data Storage client's call: its circuit breaker, then the
-attempts of its retry policy (`adapters/datastorage`). Cancelling the caller
-(with a cache: the last caller waiting for a shared fetch) aborts the request
-at once.
-
-Error mapping:
-- 404 on schema/workflow -> `WorkflowNotFoundError` (the service is healthy);
-- timeouts, connection errors, truncated bodies, 5xx and 429 -> retried with
-  exponential backoff and full jitter (never sooner than `Retry-After`), then
-  `CatalogUnavailableError` naming the endpoint and the last cause;
-- other non-2xx -> `DataStorageHTTPError` (a `CatalogUnavailableError`) with
-  the status and the problem's title/detail, not retried;
-- a 2xx that breaks the contract -> `CatalogContractError` naming the problem;
-- our own deadline running out -> `BudgetExhaustedError`.
-The breaker counts every outcome except success, not-found, refused ids, our
-own deadline and cancellation as a failure of the one logical call.
+Design notes: docs/internals.md (`adapters/catalog/datastorage.py`).
 """
 
 from __future__ import annotations

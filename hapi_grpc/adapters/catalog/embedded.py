@@ -53,18 +53,7 @@ class EmbeddedCatalog:
                 latest[workflow.workflow_id] = workflow
         self._all: tuple[Workflow, ...] = tuple(workflows)
         self._latest = latest
-        self._schemas = {
-            workflow_id: WorkflowSchema(
-                workflow_id=workflow_id,
-                version=wf.version,
-                parameters=wf.parameters,
-                preconditions=wf.preconditions,
-                invariants=wf.invariants,
-                read_only=wf.read_only,
-                action_type=wf.action_type,
-            )
-            for workflow_id, wf in latest.items()
-        }
+        self._schemas = {workflow_id: wf.schema() for workflow_id, wf in latest.items()}
         self._index = SearchIndex(latest.values())
         self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 

@@ -1,21 +1,6 @@
 """`WorkflowCatalog` read from the cluster: RemediationWorkflow and ActionType resources.
 
-Two informers (`adapters.kubernetes.informer`: list + watch, bounded) keep a
-copy of both kinds, in one namespace or all, with the credentials the
-Kubernetes toolset uses. After a change (coalesced over `rebuild_delay`) the
-catalog offered is rebuilt: the workflows whose `status.catalogStatus` is
-`Active` and whose action type has ActionType resources that are all
-`Active`. A workflow id (resource name) found in two namespaces is offered
-from neither. Searches use the embedded catalog's scoring
-(`scoring.SearchIndex`) over each workflow's search view
-(`workflow_resources.search_view`); hits, schemas and records are the
-workflows as read.
-
-Until both kinds were listed once the catalog is unavailable (and the
-server's readiness waits on `wait_synced`). Afterwards, when the API server
-cannot be reached, the catalog last built keeps being served: a warning is
-logged and `hapi_catalog_kubernetes_connected` drops to 0 until the watch is
-back.
+Design notes: docs/internals.md (`adapters/catalog/kubernetes.py`).
 """
 
 from __future__ import annotations
@@ -114,18 +99,7 @@ class CatalogView:
             self._workflows[resource.name] = resource.workflow
             self._labels[resource.name] = resource.labels
             indexed.append(resource.indexed)
-        self._schemas = {
-            workflow_id: WorkflowSchema(
-                workflow_id=workflow_id,
-                version=wf.version,
-                parameters=wf.parameters,
-                preconditions=wf.preconditions,
-                invariants=wf.invariants,
-                read_only=wf.read_only,
-                action_type=wf.action_type,
-            )
-            for workflow_id, wf in self._workflows.items()
-        }
+        self._schemas = {name: wf.schema() for name, wf in self._workflows.items()}
         self._index = SearchIndex(indexed, admit=self._admit)
         self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 
@@ -174,7 +148,7 @@ class CatalogView:
 
 
 class KubernetesCatalog:
-    """The `WorkflowCatalog` port over the cluster's resources (module docstring).
+    """The `WorkflowCatalog` port over the cluster's resources (docs/internals.md).
 
     `connect` makes the reader (loading credentials; ValueError when they
     cannot be used). `start` is called by `wait_synced` and by the first

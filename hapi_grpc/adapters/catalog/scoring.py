@@ -1,34 +1,6 @@
 """Workflow search semantics shared by the embedded catalog and the REST server.
 
-A search runs in three steps:
-
-1. Hard label filters. A filter value given in `SearchFilters` must equal the
-   workflow's label (case-insensitive) unless that label is `*`. Absent, empty
-   or `*` filter values do not filter.
-2. Text relevance between the query and the workflow, in [0, 0.95]:
-
-   - the query names the workflow's signal type (a whole query word equal to
-     it, case-insensitive): 0.85 plus up to 0.10 for how well the remaining
-     words match the workflow's text;
-   - the query names a signal type of another catalog entry: at most 0.45,
-     so related-but-different remediations stay below the default
-     `min_score` (0.70) even with every label boost;
-   - the query names no known signal type: at most 0.80 for pure text match.
-
-   Words are lowercased and lightly stemmed; CamelCase words are kept whole
-   ('oomkilled') and also split ('oom', 'killed') for partial credit. Words of
-   the severity, environment and priority vocabularies are context rather
-   than evidence: they cost nothing when the workflow's label is `*` or equal,
-   and count as a miss when the label says otherwise.
-3. Ranking boosts from the incident's labels (DD-HAPI-001): a custom label key
-   whose filter values include one of the workflow's values +0.15, a workflow
-   wildcard value `*` +0.075, capped at 0.15 in total; detected labels alike
-   with +0.05 / +0.025, capped at 0.05.
-
-`confidence` is the sum, capped at 1.0 and rounded to 4 decimals. Hits are
-sorted by confidence (desc), then by the uncapped score (so label boosts still
-order workflows that both reach the cap), then workflow_id (asc), then version
-(newest first).
+Design notes: docs/internals.md (`adapters/catalog/scoring.py`).
 """
 
 from __future__ import annotations
@@ -302,7 +274,7 @@ def _coverage(entry: IndexedWorkflow, words: Iterable[QueryWord]) -> tuple[float
 def text_relevance(
     entry: IndexedWorkflow, words: Sequence[QueryWord], known_signals: frozenset[str]
 ) -> float:
-    """How well the query describes this workflow, in [0, 0.95] (see module doc)."""
+    """How well the query describes this workflow, in [0, 0.95] (docs/internals.md)."""
     if any(word.lower in entry.signals for word in words):
         others = [word for word in words if word.lower not in entry.signals]
         coverage, counted = _coverage(entry, others)
@@ -356,7 +328,7 @@ class SearchIndex:
         self.admit = admit
 
     def search(self, query: SearchQuery) -> SearchResult:
-        """Filter, score, threshold, sort and truncate (see module doc)."""
+        """Filter, score, threshold, sort and truncate (docs/internals.md)."""
         words = query_words(query.query)
         filters = query.filters
         scored: list[_Scored] = []

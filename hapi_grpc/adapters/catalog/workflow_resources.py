@@ -1,20 +1,6 @@
 """RemediationWorkflow and ActionType resources (`kubernaut.ai/v1alpha1`) as catalog entries.
 
-`read_workflow` and `read_action_type` take one object as the API server
-sends it and keep what the catalog uses, bounded: a field beyond its bound,
-or a workflow the catalog file loader would refuse (`loader.catalog_problems`:
-unsafe id, bad parameter names, patterns RE2 cannot compile, defaults their
-own spec refuses), leaves the object out with the problem named. The
-resource's name is the workflow id; `spec.parameters[]` map to
-`ParameterSpec`; `spec.description` {what, whenToUse, whenNotToUse,
-preconditions} becomes the title (what) and the description the model reads.
-
-Search sees the workflow through `search_view`: what it does and when to use
-it (title-weight words), its action type as the category a query can name
-(as a signal type names a workflow of the bundled catalog), and its
-components; "when not to use" is shown to the model, never matched as a
-reason to return the workflow. Labels hold lists (`severity[]`,
-`environment[]`, `component[]`): `LabelSets.admit` is the search's hard filter.
+Design notes: docs/internals.md (`adapters/catalog/workflow_resources.py`).
 """
 
 from __future__ import annotations
@@ -303,7 +289,7 @@ def _one(values: list[str]) -> str:
 
 
 def search_view(workflow: Workflow, spec: _WorkflowSpec) -> Workflow:
-    """What the search scores (see module docstring); hits show `workflow` itself."""
+    """What the search scores (docs/internals.md); hits show `workflow` itself."""
     description = spec.description
     title = " ".join(
         (description.what, description.when_to_use, *spec.labels.component, spec.action_type)

@@ -1,29 +1,6 @@
 """`DataStorageClient`: the Data Storage REST contract, for the catalog and the history.
 
-Catalog: `search`, a workflow and its schema (`workflow_part`); history:
-`history_context` and `effectiveness`. The catalog port (`DataStorageCatalog`,
-with its cache) and the history (`DataStorageHistory`, with the records kept
-here) each hold one client with a breaker of its own.
-
-One logical call = the circuit breaker, then the attempts of the retry policy
-(`datastorage_retry_policy`) through the shared `HttpClient`: each attempt's
-timeout clipped to the caller's budget, so no request outlives the caller's
-deadline, and cancelling the caller aborts the request at once. The pool holds
-`max_connections` connections (HAPI_DATA_STORAGE_MAX_CONNECTIONS); waiting
-for one counts against the attempt's timeout.
-
-How answers are read:
-- 2xx: the body into its model, or a contract error naming the problem (not
-  retried: a broken answer is usually a version mismatch that repeats);
-- 404 where the contract says "none" (a workflow, an effectiveness record);
-- timeouts, dropped connections, truncated bodies, 429 and 5xx: retried with
-  exponential backoff and full jitter (never sooner than `Retry-After`), then
-  the caller's unavailable error naming the endpoint and the last cause;
-- other statuses: at once, with the problem's title and detail;
-- our own deadline running out: `BudgetExhaustedError`.
-Every attempt is counted on the Data Storage metrics by endpoint and outcome.
-Messages never carry the base URL (it may hold credentials) or whole bodies;
-problem texts pass through `redact`.
+Design notes: docs/internals.md (`adapters/datastorage/client.py`).
 """
 
 from __future__ import annotations
@@ -162,7 +139,7 @@ def _observer(endpoint: str) -> Callable[[Response | None, BaseException | None,
 
 
 class DataStorageClient:
-    """One Data Storage (see module docstring); `breaker` guards every logical call
+    """One Data Storage (docs/internals.md); `breaker` guards every logical call
     (None: none), `log` is the user's logger, `transport` replaces the network in tests."""
 
     def __init__(

@@ -1,33 +1,17 @@
 """Where the embedded history keeps its records, and the rules that bound it.
 
-Two backends, this process's memory (`memory.py`) and Redis shared by every
-replica (`redis_store.py`), keep the same records under the same rules, none
-of which a caller can drive:
-
-- Records expire after `ttl`.
-- An outcome is written only if its key `(tenant, remediation_id, attempt)`
-  is absent, atomically, so two replicas receiving the same report agree on
-  which one was first, and no tenant can take another's key.
-- A target's outcomes are kept in lanes, one per reporting caller and per
-  kind (failures apart from successes and declines); each lane keeps its
-  newest `max_per_target` by the time the server recorded them (never the
-  caller's `completed_at`). A flood of declines cannot push a failure out,
-  nor one caller's reports another's.
-- In all at most `max_total` outcomes and `max_bytes` bytes: over either,
-  the tenant (namespace and caller) holding the most bytes gives up its
-  oldest record, successes and declines before failures. A tenant that
-  floods the store evicts its own records, not another's.
-- Decisions: at most `max_total` and `max_decision_bytes`, the oldest first
-  (a decision only lends its confidence to the report that follows it).
-
-A record's bytes are its encoded size plus `RECORD_OVERHEAD` (what this
-process spends to keep and index it), so the bounds hold in memory.
+Design notes: docs/internals.md (`adapters/history/backends.py`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from hapi_grpc.domain.history import Decision, HashMatch, HistoryEntry, Outcome
+from hapi_grpc.domain.result import TargetResource
 
 __all__ = [
     "DECISION_OVERHEAD",
@@ -37,6 +21,10 @@ __all__ = [
     "Limits",
     "OutcomeRecord",
     "decision_cost",
+    "decode_decision",
+    "decode_entry",
+    "encode_decision",
+    "encode_entry",
 ]
 
 MAX_ATTEMPTS = 100  # the request's `attempt` bound
@@ -105,3 +93,70 @@ class HistoryBackend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+# Bump when the shape changes, so replicas of another version ignore a record.
+VERSION = 1
+
+
+def encode_decision(decision: Decision) -> str:
+    return json.dumps({"v": VERSION, **dataclasses.asdict(decision)}, separators=(",", ":"))
+
+
+def decode_decision(text: str | bytes | None) -> Decision | None:
+    data = _load(text)
+    if data is None:
+        return None
+    try:
+        return Decision(
+            remediation_id=str(data["remediation_id"]),
+            target=TargetResource(**data["target"]),
+            signal_type=str(data["signal_type"]),
+            signal_fingerprint=str(data["signal_fingerprint"]),
+            workflow_id=data["workflow_id"],
+            workflow_version=str(data["workflow_version"]),
+            confidence=data["confidence"],
+            automated=bool(data["automated"]),
+            decided_at=float(data["decided_at"]),
+            recovery_attempt=int(data.get("recovery_attempt", 0)),  # absent before it was kept
+            caller=str(data.get("caller", "")),
+            action_type=str(data.get("action_type") or ""),  # absent before it was kept
+        )
+    except (KeyError, TypeError, ValueError):
+        return None  # another version's record: treated as absent
+
+
+def encode_entry(entry: HistoryEntry, **extra: Any) -> str:
+    """The entry with `extra` keys beside it (the report's fingerprint, the ack)."""
+    return json.dumps(
+        {"v": VERSION, "entry": dataclasses.asdict(entry), **extra}, separators=(",", ":")
+    )
+
+
+def decode_entry(text: str | bytes | None) -> tuple[HistoryEntry, dict[str, Any]] | None:
+    """The entry and the extra keys stored with it; None for another version's record."""
+    data = _load(text)
+    if data is None:
+        return None
+    try:
+        fields = dict(data.pop("entry"))
+        if "workflow_id" not in fields:
+            # Kept before entries had both: its `action_type` held the workflow id.
+            fields["workflow_id"] = fields.pop("action_type", None)
+        fields["outcome"] = Outcome(fields["outcome"])
+        fields["hash_match"] = HashMatch(fields.get("hash_match", "none"))
+        return HistoryEntry(**fields), data
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _load(text: str | bytes | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("v") != VERSION:
+        return None
+    return data

@@ -15,8 +15,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from hapi_grpc.adapters.history.backends import HistoryBackend, Limits, OutcomeRecord
-from hapi_grpc.adapters.history.codec import (
+from hapi_grpc.adapters.history.backends import (
+    HistoryBackend,
+    Limits,
+    OutcomeRecord,
     decode_decision,
     decode_entry,
     encode_decision,

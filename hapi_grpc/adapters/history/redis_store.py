@@ -1,22 +1,6 @@
 """The embedded history in Redis, shared by every replica.
 
-The rules are `backends`', kept here by Lua scripts (each one atomic), as
-`memory.MemoryHistoryBackend` keeps them in this process. Keys, under
-`<ns>:history:`:
-
-- `outcome:<tenant key>:<attempt>`, `decision:<tenant key>`: the records (JSON,
-  expiring after the TTL);
-- `lane:<target>#<tenant>#f|o` and `lanes:<target>`: a target's lanes (sorted
-  sets of index members by the server's time) and the set of their names;
-- `tenant:<tenant>#f|o`, `tenants`, `totals`: each tenant's records by time,
-  the bytes each tenant holds, and the records and bytes in all;
-- `decisions`, `decision-costs`: decision keys by time, and their bytes.
-
-An index member is `<bytes> <tenant> <outcome key> <lane>`, so whichever index
-a record leaves from, the others are found from it.
-
-`target:<target>` is the sorted set of outcome keys of the layout before
-tenants; it is still read, and expires with its records.
+Design notes: docs/internals.md (`adapters/history/redis_store.py`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """`HttpClient`: every HTTP request the service sends goes through one of these.
 
-One client per remote base URL (a path prefix is kept). It owns what every
-outgoing request shares: the transport (`AiohttpTransport`: one pooled
-session, the CA bundle, no cookies, no redirects), the credentials (a bearer
-token file re-read when it changes, or an `auth` source of the header),
-default headers, the timeout of one attempt clipped to the caller's budget
-(`domain.deadline.request_timeout`), the retry policy and circuit breaker of a
-logical call, and bounded bodies (`limit`, `error_limit`).
-
-`send` is one exchange, timed as a whole (connect, answer, body) and never
-retried; `call` is one logical call: the breaker, then the policy's attempts,
-each answer handed to the caller's `read`, which returns the result or raises
-`TransientError` for an answer worth another attempt; `stream` reads an answer
-as it arrives (a watch). A failed connection is `HttpUnavailable`, whose
-message names the remote (`name`) and the cause's type, never the URL (it may
-hold credentials, which are registered as secrets besides).
+Design notes: docs/internals.md (`adapters/http/client.py`).
 """
 
 from __future__ import annotations
@@ -105,7 +91,7 @@ class TokenFile:
 
 
 class HttpClient:
-    """Requests to one remote (see the module docstring).
+    """Requests to one remote (docs/internals.md).
 
     `timeout` is one attempt's (or one exchange's) time, clipped to the budget;
     `connect_timeout` (default: `timeout`) fails fast on an unreachable host.

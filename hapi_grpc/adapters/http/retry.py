@@ -1,31 +1,6 @@
 """One policy for retrying outgoing HTTP: per-attempt budgets, backoff, Retry-After, slots.
 
-`HttpClient.call` runs every retried request (the language models, Data
-Storage) through `run_attempts` with the `RetryPolicy` its adapter passes;
-whatever differs between adapters is a field of the policy, not a second loop.
-The runner:
-
-- never starts an attempt that would get less than `min_attempt_seconds`
-  before the caller's deadline (`domain.deadline.current_budget()`): a first
-  attempt raises `BudgetExhaustedError`; a retry whose wait would leave less
-  gives up at once with the adapter's own error and the last cause (the
-  dependency, not the deadline, is what failed; sleeping into the deadline
-  would only hide it);
-- clips each attempt's timeout to the remaining budget, and tells a timeout
-  the budget caused (`BudgetExhaustedError`) from one the dependency caused
-  (retried; with `retry_timeouts_in_full`, only while the budget still holds a
-  whole `attempt_timeout` after the wait: a slow dependency that used up one
-  full attempt would not finish a shorter one);
-- waits between attempts with exponential backoff and full jitter, or the
-  server's `Retry-After` when that is longer, and gives up at once on a
-  `Retry-After` beyond `retry_after_cap`;
-- optionally takes a `RequestSlots` slot per attempt (waiting for one inside
-  the deadline, `ResourceExhaustedError` when none frees up in time);
-- lets `CancelledError` through untouched, so cancelling the caller aborts
-  the request in flight.
-
-The backoff arithmetic is a few lines (`full_jitter`, `parse_retry_after`);
-retry libraries do not know the caller's deadline budget, so the loop stays here.
+Design notes: docs/internals.md (`adapters/http/retry.py`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """A list + watch copy of one collection of the API server, bounded.
 
-`Informer.run` lists the collection (in pages) and then watches it from the
-list's resourceVersion, as Kubernetes clients do: every event is applied to
-the copy, bookmarks move the resourceVersion on, a watch the server ends is
-resumed from the last resourceVersion seen, and a 410 Gone (the version was
-compacted away) starts over with a fresh list. When the API server cannot be
-reached, the copy is kept as it was and the informer retries with backoff.
-
-Everything read is bounded: objects per collection (`max_objects`; beyond,
-new objects are left out and a warning says so), bytes per object and per
-watch event (`max_object_bytes`: an object larger is left out of a list, an
-event larger ends the watch and the next list leaves that object out), levels
-of nesting per object (`bounded_json.MAX_DEPTH`, the same way: one object
-nested deeper is left out, never the whole list or watch), and each request's
-time. Each object kept is what `parse` makes of it, so the
-copy holds only the fields its user reads.
+Design notes: docs/internals.md (`adapters/kubernetes/informer.py`).
 """
 
 from __future__ import annotations
@@ -57,7 +43,7 @@ class InformerLimits:
 
 
 class Informer(Generic[T]):
-    """The objects of one collection as `parse` reads them (see module docstring).
+    """The objects of one collection as `parse` reads them (docs/internals.md).
 
     `on_change` is called (synchronously) after each change to `objects`;
     `on_state` after each change of `connected`. Run it as a task; cancel

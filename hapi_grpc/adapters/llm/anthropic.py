@@ -1,17 +1,6 @@
 """`LLMProvider` for the Anthropic Messages API (`POST /v1/messages`).
 
-ADR-038 names Claude Haiku 4.5 as the model used in testing, hence the default.
-
-Translation from the provider-neutral conversation:
-
-- system messages (wherever they appear) are joined into the top-level `system`;
-- assistant tool calls become `tool_use` blocks whose `input` must be an
-  object: arguments that do not parse to one are sent as `{}` so the call and
-  its `tool_result` still pair up (the tool result tells the model what was
-  wrong with what it sent);
-- tool results become `tool_result` blocks of a user message, and consecutive
-  messages of the same role are merged, since the API wants user and assistant
-  turns to alternate.
+Design notes: docs/internals.md (`adapters/llm/anthropic.py`).
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """HTTP plumbing shared by the language-model adapters.
 
-`LLMHttpClient` POSTs one JSON completion request with everything a provider
-adapter would otherwise repeat: one lazily created aiohttp session whose pool
-matches the request-slot limit, the shared retry policy
-(`hapi_grpc.adapters.http.retry`: per-attempt timeouts clipped to the
-caller's budget, backoff with jitter, `Retry-After`), error mapping to domain
-errors, metrics, and secret redaction (`hapi_grpc.domain.sensitive`).
-
-Failure policy:
-
-- Transient: timeouts, connection errors, HTTP 408, 429 and 5xx (Anthropic's
-  529 "overloaded" included). Retried at most `max_retries` times.
-- Anything else that is not 2xx (400/401/403/404/422, redirects) fails at once.
-- `LLMUnavailableError` when the provider cannot answer. Its message names the
-  provider, the HTTP status and the provider's own error message, redacted.
-- `ContextOverflowError` when the provider says the conversation does not fit
-  the model's context (`is_context_overflow`), whatever the status: llama.cpp
-  answers it with a 500, which would otherwise look transient. Never retried.
-- `LLMResponseError` when a 2xx body is not a valid completion. Not retried:
-  the same request would most likely get the same answer.
-- `BudgetExhaustedError` when the caller's deadline leaves no time for an
-  attempt, or ends one (a timeout that the budget shortened).
-- `ResourceExhaustedError` (with a retry hint) when all `max_concurrent_requests`
-  slots stay busy until the caller's deadline: requests wait for a slot inside
-  their budget, so the provider never sees more than that many at once.
-- If a retry wait (backoff or `Retry-After`) would not leave time for another
-  attempt within the budget, the call fails at once with `LLMUnavailableError`
-  carrying the provider's last error.
+Design notes: docs/internals.md (`adapters/llm/http.py`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """`LLMProvider` for the OpenAI Chat Completions protocol.
 
-One adapter serves every server that speaks `POST {base_url}/chat/completions`
-with function tools: OpenAI (`https://api.openai.com/v1`), vLLM, Ollama
-(`http://host:11434/v1`), the llama.cpp server, a LiteLLM proxy, and Azure
-OpenAI.
-
-Azure OpenAI differs in three places, all covered by constructor arguments::
-
-    OpenAICompatibleProvider(
-        base_url="https://<resource>.openai.azure.com/openai/deployments/<deployment>",
-        model="<deployment>",
-        api_key=key,
-        auth_style="api-key",                        # header `api-key: <key>`
-        extra_query={"api-version": "2024-10-21"},   # required by Azure
-    )
-
-Newer OpenAI reasoning models reject `temperature` and `max_tokens`; pass
-`temperature=None, max_tokens=None` to leave them out of the request.
+Design notes: docs/internals.md (`adapters/llm/openai_compat.py`).
 """
 
 from __future__ import annotations

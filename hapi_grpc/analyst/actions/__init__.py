@@ -62,8 +62,3 @@ _BY_TYPE: dict[str, ActionEvidence] = {
 def evidence_for(action_type: str) -> ActionEvidence | None:
     """The module for `action_type`; None for a type the analyst knows nothing of."""
     return _BY_TYPE.get(action_type)
-
-
-def read_only_evidence() -> ActionEvidence:
-    """For a workflow that declares it changes nothing: no reads, no evidence needed."""
-    return _NOTHING

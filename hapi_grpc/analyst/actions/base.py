@@ -1,22 +1,10 @@
 """What every action type's evidence module shares: the situation it reads and what it gives.
 
-An action type's module knows two things, from Kubernetes' semantics of the change
-the type makes:
-
-- `reads(situation)`: the reads its premises need that were not made yet (the
-  ReplicaSets of a rollback, the memory series of a limit increase, ...);
-- `values(situation)`: the parameter values by role that the evidence gives (the
-  revision whose template differs, the new limit from the current one and the peak),
-  or an `Objection` saying why the evidence gives none.
-
-Whether the premise holds is the premise pack's verdict, evaluated by the service on
-what was read when the analyst validates its proposal; the module's job is that the
-evidence is there and that every value comes from it.
+Design notes: docs/internals.md (`analyst/actions/base.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,7 +46,7 @@ Values = dict[str, Any]
 
 
 class ActionEvidence(Protocol):
-    """One action type's reads and parameter values (see the module docstring)."""
+    """One action type's reads and parameter values (docs/internals.md)."""
 
     def reads(self, situation: Situation) -> list[Step]: ...
 
@@ -72,6 +60,3 @@ def target_values(kind: str, namespace: str) -> Values:
     if namespace:
         values["namespace"] = namespace
     return values
-
-
-ValueFunction = Callable[[Situation], Values | Objection]

@@ -1,16 +1,6 @@
 """IncreaseMemoryLimits: a container killed at its memory limit by a stable usage pattern.
 
-Reads: the killed container's working set over hours (every replica), and every
-gauge about the workload's Pods (heap, goroutines, resident memory...): a limit
-raised for usage that grows without bound only delays the next kill.
-
-A LimitRange of the namespace whose container maximum the new limit would pass means
-the change would not be admitted: none is proposed.
-
-Values: the killed container; its new limit from the current one (the higher of the
-Pod's and the template's: a newer revision may have raised it already) and the
-peak read (`amounts.memory_after_oom`); the same increase as a percentage for
-workflows that take a relative one.
+Design notes: docs/internals.md (`analyst/actions/memory.py`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Node actions: restart the kubelet, reboot, drain, cordon, clean up the disk.
 
-All take the Node the findings name (the reported Node, or the NotReady Node of the
-Pod reported). What each reads for its premises:
-
-- RestartKubelet, RebootNode: the Node's Lease in `kube-node-lease` (a kubelet that
-  still renews it is alive: the machine is not unresponsive);
-- DrainNode, CordonDrainNode, CordonNode: the Pods on the Node in the namespaces the
-  incident names (its own, an alert storm's, the Pods read: several workloads
-  affected, or one Pod), their
-  PodDisruptionBudgets, and every Node (can the others absorb the Pods);
-- CleanupNode: what fills the Node's disk, from its kubelet's stats summary
-  (`kubernetes_node_stats`): a clean-up reclaims images and logs, never the
-  workloads' node-local volumes.
+Design notes: docs/internals.md (`analyst/actions/nodes.py`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 import re2
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.restarts import RestartWorkload
 from hapi_grpc.analyst.conversation import GET, Step
 
 __all__ = ["Certificate", "PullSecret", "RevertConfiguration"]
@@ -41,11 +42,9 @@ class RevertConfiguration:
         return needed
 
     def values(self, situation: Situation) -> Values | Objection:
-        workload = situation.findings.workload or {}
-        if not workload:
-            return Objection("no workload was read")
-        values = target_values(str(workload["kind"]), workload["namespace"])
-        values["workload"] = workload["name"]
+        values = RestartWorkload().values(situation)
+        if isinstance(values, Objection):
+            return values
         maps = [r["name"] for r in self._refs(situation) if r["kind"] == "ConfigMap"]
         if len(maps) == 1:
             values["configmap"] = maps[0]

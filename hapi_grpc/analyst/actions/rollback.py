@@ -1,21 +1,6 @@
 """RollbackDeployment: return a Deployment to an earlier revision of its pod template.
 
-Reads: the Deployment's ReplicaSets (each is one revision of the template, numbered
-by `deployment.kubernetes.io/revision`).
-
-Values: the newest earlier revision whose pod template differs from the current one.
-`kubectl rollout restart` makes a revision whose template differs only by an
-annotation: rolling back to it redeploys the same containers, so it is passed over
-(templates are compared by the record's `template_hash`, which leaves the restart
-stamp and the ReplicaSet's own label out).
-
-A rollback reverts the template and nothing else. When the crashed container's log
-blames its configuration and the revision returned to references the same
-ConfigMaps and Secrets, the cause is outside the template: no rollback is proposed.
-Nor when a container waits on an object that does not exist (no revision creates it),
-nor for an image that cannot be pulled unless the runtime says the reference itself
-is wrong (a missing tag or name): refused credentials, an unreachable registry or a
-message cut before its cause are not fixed by pulling another tag the same way.
+Design notes: docs/internals.md (`analyst/actions/rollback.py`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """ScaleReplicas and PatchHPA: more replicas for legitimate load.
 
-ScaleReplicas reads the CPU the workload's Pods use over the last hours. The load
-rose with the exhaustion when the last reading is well above the window's lowest;
-the replica count that brings each replica back to the load it carried before is
-`ceil(replicas * now / before)`, the autoscaler's own rule with the earlier load
-per replica as its target. A scale-down has no such evidence and is not proposed,
-nor a scale-out whose Pods a ResourceQuota of the namespace would refuse.
-
-PatchHPA reads the autoscaler (its spec and status as the tool shows them), the
-workload it scales, that workload's Pods and ReplicaSets (a failing workload burns
-CPU without serving: its load is not legitimate), and applies the HorizontalPodAutoscaler
-algorithm to each metric it reports: `desired = ceil(currentReplicas * current /
-target)`. The new maximum is the largest desired count, when it exceeds the present
-maximum.
+Design notes: docs/internals.md (`analyst/actions/scaling.py`).
 """
 
 from __future__ import annotations

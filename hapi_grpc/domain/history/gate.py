@@ -1,30 +1,6 @@
 """The selection check over a target's remediation history (`HistoryCheck`).
 
-Safety that does not depend on the decider reading the history: the service
-reads the history of the incident's resource, and of the owners this
-investigation saw it has (the Deployment of a Pod), itself, once per target
-and investigation, and refuses to automate a state-changing workflow when:
-
-- the same remediation FAILED on that target inside the tier-1 window, with
-  a failure a repeat would not fix (`recovery.failures`: a runner that never
-  started does not count), whatever its parameters → REPEATS_FAILED_REMEDIATION;
-- the same remediation SUCCEEDED on that target at least `RECURRENCE` times
-  inside the window for the same signal, and the signal is back →
-  RECURRING_REMEDIATION (the third memory increase in a day is a leak, not a
-  sizing);
-- a successful remediation's pre-remediation spec is the current spec (the
-  fix was undone) → RECURRING_REMEDIATION.
-
-"The same remediation" is an entry of the same workflow id, where the entry
-names one (this service's own records), or of the same action type, where
-both know it (`HistoryEntry.same_remediation`): Data Storage's entries name
-only the action type (`IncreaseMemoryLimits`), and another workflow of the
-type that failed is the same remediation tried again.
-
-A read-only workflow is never refused here. History that cannot be read
-blocks nothing: the check notes a warning (`notes`) and lets the selection
-through, since only history that says something against automation is a
-reason for review.
+Design notes: docs/internals.md (`domain/history/gate.py`).
 """
 
 from __future__ import annotations
@@ -36,12 +12,12 @@ from datetime import UTC, datetime
 from hapi_grpc.domain.catalog import SearchHit
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import BudgetExhaustedError, HistoryUnavailableError
-from hapi_grpc.domain.history.port import RemediationHistory
-from hapi_grpc.domain.history.records import (
+from hapi_grpc.domain.history import (
     HashMatch,
     HistoryContext,
     HistoryEntry,
     Outcome,
+    RemediationHistory,
     Windows,
     target_key,
 )
@@ -95,7 +71,7 @@ def history_veto(
     context: HistoryContext, workflow_id: str, signal_type: str, action_type: str = ""
 ) -> Veto | None:
     """What `context` says against automating `workflow_id` of type `action_type`
-    (see module docstring)."""
+    (docs/internals.md)."""
     target = context.target_resource
     what = _what(workflow_id, action_type)
     for entry in reversed(context.tier1):

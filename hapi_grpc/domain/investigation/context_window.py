@@ -1,23 +1,6 @@
 """Keeping the conversation inside the model's context window.
 
-The size of a request is estimated without a tokenizer: one token per
-`bytes_per_token` (3) bytes of UTF-8 text, plus `_MESSAGE_OVERHEAD` tokens of
-framing per message; the tool definitions count as their JSON text. Real
-tokenizers give about 4 bytes per token for English prose and 2.5-3.5 for
-JSON, identifiers and Kubernetes names, so 3 errs on the safe side for what an
-investigation sends. Tokenizers are model-specific (llama.cpp, vLLM and
-Anthropic models each have their own), so a tokenizer package would fit only
-some providers; instead, when a provider reports more prompt tokens than
-estimated, the ratio is tightened for the rest of the investigation (never
-loosened).
-
-When the estimate exceeds the prompt budget (the context less the tokens
-kept for the answer), the oldest tool results are replaced first by a note
-that says what was removed, then the oldest rejected answers; the system
-prompt, the incident and the newest exchange are never removed. If the
-conversation still does not fit, `ContextOverflowError` ends the
-investigation. Tool results are also cut to a share of the budget as they
-arrive, so one large output cannot fill the window alone.
+Design notes: docs/internals.md (`domain/investigation/context_window.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +13,7 @@ from collections.abc import Sequence
 from hapi_grpc.domain.errors import ContextOverflowError
 from hapi_grpc.domain.llm import ChatMessage, ToolDefinition, ToolListMemo
 
-__all__ = ["ContextWindow", "estimate_tokens"]
+__all__ = ["ContextWindow"]
 
 DEFAULT_BYTES_PER_TOKEN = 3.0
 # Role markers and separators each chat template wraps around a message.
@@ -41,15 +24,6 @@ _MIN_TOOL_OUTPUT_CHARS = 512
 # The newest messages (the last exchange) are never trimmed.
 _KEEP_NEWEST = 2
 _TRIMMED_MARK = "[trimmed to fit the model's context window"
-
-
-def estimate_tokens(
-    messages: Sequence[ChatMessage],
-    tools: Sequence[ToolDefinition],
-    bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN,
-) -> int:
-    """The estimated prompt tokens of a request (see module docstring)."""
-    return _estimate(messages, _tools_bytes(tools), bytes_per_token)
 
 
 def _estimate(messages: Sequence[ChatMessage], tools_bytes: int, bytes_per_token: float) -> int:
@@ -66,7 +40,7 @@ _tools_bytes = ToolListMemo(_encoded_tools_bytes)
 
 
 class ContextWindow:
-    """One investigation's view of the model's context (see module docstring)."""
+    """One investigation's view of the model's context (docs/internals.md)."""
 
     __slots__ = (
         "bytes_per_token",

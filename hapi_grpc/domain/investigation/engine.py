@@ -183,7 +183,7 @@ class InvestigationEngine:
             outcome = "cancelled"
             raise
         finally:
-            searched = any(r.name == SEARCH_TOOL for r in state.tools.summary().records)
+            searched = any(r.name == SEARCH_TOOL for r in state.tools.records())
             self._observer.investigation_finished(
                 InvestigationFinished(outcome, reason, time.perf_counter() - started, searched)
             )

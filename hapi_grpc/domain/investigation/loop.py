@@ -1,23 +1,6 @@
 """The conversation loop: ask the model, run its tool calls, check its answer.
 
-    for each turn, while turns and time remain:
-        fit the conversation into the model's context (`context_window.py`)
-        ask the model (bounded by the budget; on the last turn with
-            tool_choice "none", so it must answer)
-        if it called tools (and this is not the last turn): run them, give it
-            the results (each cut to a share of the context), next turn
-        else: check its final answer; accepted or terminal: done;
-              otherwise tell it what to correct, next turn
-    out of turns: the best partial result
-
-A provider's context-overflow refusal is never retried as such: the older
-half of what can be trimmed goes, and the request is sent once more (at most
-`_OVERFLOW_RECOVERIES` times per investigation); after that the
-investigation ends with CONTEXT_WINDOW_EXCEEDED.
-
-Every model text that leaves the process (stream events, logs) is redacted
-here, where the turn is recorded. `ResourceExhaustedError` (no model-request
-slot in time) propagates to the caller; it is not an investigation result.
+Design notes: docs/internals.md (`domain/investigation/loop.py`).
 """
 
 from __future__ import annotations
@@ -53,7 +36,7 @@ _OVERFLOW_RECOVERIES = 2
 
 
 async def converse(state: InvestigationState, llm: LLMProvider) -> AnalysisResult:
-    """Run the investigation's conversation to its result (see module docstring)."""
+    """Run the investigation's conversation to its result (docs/internals.md)."""
     messages = build_messages(
         state.incident,
         max_attempts=state.settings.max_validation_attempts,

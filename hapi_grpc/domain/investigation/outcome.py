@@ -151,7 +151,7 @@ def _result_from_answer(state: InvestigationState, answer: FinalAnswer | None) -
         remediation_id=state.incident.remediation_id,
         incident_id=state.incident.incident_id,
         validation_attempts=list(state.ledger.attempts),
-        tool_calls=list(state.tools.summary().records),
+        tool_calls=list(state.tools.records()),
         model=state.model,
         language_model_used=state.language_model_used,
         prompt_tokens=state.usage.prompt_tokens,

@@ -1,16 +1,6 @@
 """What a policy rule sees: the decision as four CEL variables.
 
-`incident`  the request's facts: namespace, signal_type, severity, alert_name,
-            component, resource_kind, resource_name, environment, priority,
-            business_category, risk_tolerance, cluster, labels (the signal's),
-            custom_labels (name -> list), detected_labels, is_duplicate,
-            occurrence_count, is_storm
-`workflow`  the selection: id, version, risk_level (the catalog's estimate,
-            else the model's), confidence, and read_only (the catalog's
-            field; false for a workflow the search did not return)
-`params`    the validated parameters, by name
-`target`    namespace, kind, name, api_group: the answer's target resource,
-            else the incident's resource
+Design notes: docs/internals.md (`domain/policy/decision.py`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Applying the operator's policy to a finished decision.
 
-`DecisionPolicy.apply` runs once per investigation, after the final check,
-on a result that selects a workflow:
-
-- a `forbid` rule that fires removes the selection (kept as an alternative
-  for humans) and flags review;
-- a `require_review` rule that fires flags review;
-- `rate_limit` rules count the decision only when it is still automated:
-  each admits at most `limit` decisions per key within its window, counted
-  in the `RemediationCounter` (this process, or Redis shared by every
-  replica) under all of them or none. Over a limit, or when the counter
-  cannot answer in time, the decision goes to review: a rate limit that
-  cannot be checked does not pass.
-
-Every rule that fires is named in a warning. A result already flagged for
-review keeps its reason; the policy adds its warnings (and still removes a
-forbidden selection).
+Design notes: docs/internals.md (`domain/policy/enforce.py`).
 """
 
 from __future__ import annotations
@@ -112,7 +97,7 @@ class DecisionPolicy:
     async def apply(
         self, incident: Incident, result: AnalysisResult, hit: SearchHit | None = None
     ) -> None:
-        """Apply the policy to `result` in place (see module docstring)."""
+        """Apply the policy to `result` in place (docs/internals.md)."""
         if result.selected_workflow is None:
             return
         policy = await self._source.current()

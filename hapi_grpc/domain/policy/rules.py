@@ -1,21 +1,6 @@
 """An operator policy: named CEL rules, parsed and checked once, evaluated per decision.
 
-    rules:
-      - name: production-needs-review      # names the rule in warnings and logs
-        action: require_review              # require_review | forbid | rate_limit
-        when: incident.environment == "production"   # CEL; absent: every decision
-        message: changes in production are approved by the on-call   # optional
-      - name: restarts-per-target
-        action: rate_limit
-        when: workflow.risk_level != "low"
-        limit: 3                            # automated decisions at most ...
-        window: 1h                          # ... per this window (s, m, h, d)
-        key: params.NAMESPACE + "/" + params.DEPLOYMENT_NAME   # optional; default: target
-
-`parse_policy` raises `PolicyError` with one line naming the rule.
-`Policy.evaluate` says which rules fire on a decision; a rule whose
-expression fails on it (a missing field, a wrong type) counts as firing,
-with the reason, since a safety rule that cannot be read must not pass.
+Design notes: docs/internals.md (`domain/policy/rules.py`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Premises by action type: what must hold before a workflow is automated.
 
-A workflow inherits the premise pack of its action type (`packs`, shipped in
-`hapi_grpc/data/premises/`), bound to its parameters through roles (`roles`); its
-own declarations add to it; the operator's premises file adds, extends or replaces
-packs and maps roles (`book`). `evaluate` runs them on the observed record. A
-state-changing workflow with no pack and no declaration is *unverified*
-(`Premises.unverified`): the selection gate sends it to review.
-
-The API others build on:
-
-    from hapi_grpc.domain.premises import bundled_book, bound_over, evaluate_premises
-
-    book = bundled_book()                       # or the one `app.build_premises` made
-    premises = book.premises(workflow_id, hit, parameters=names)
-    results = evaluate_premises(premises, bound_over(incident, observed), params)
+Design notes: docs/internals.md (`domain/premises/__init__.py`).
 """
 
 from hapi_grpc.domain.premises.book import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hapi_grpc.domain.catalog import Condition, Declarations
+from hapi_grpc.domain.catalog import Condition, Declarations, Workflow
 from hapi_grpc.domain.cel_cost import OUTSIDE
 from hapi_grpc.domain.preconditions import Declared, observed_fields
 from hapi_grpc.domain.premises.packs import (
@@ -32,7 +32,14 @@ from hapi_grpc.domain.premises.packs import (
 )
 from hapi_grpc.domain.premises.roles import ROLE_NAME, RoleBinding, RoleTable, bind_roles
 
-__all__ = ["OperatorPremises", "PremiseBook", "Premises", "WorkflowPremises", "parse_operator"]
+__all__ = [
+    "OperatorPremises",
+    "PremiseBook",
+    "Premises",
+    "WorkflowPremises",
+    "describe_workflow",
+    "parse_operator",
+]
 
 _RESOLVED = 4096  # resolutions kept (a catalog's workflows, each with its parameter names)
 
@@ -209,12 +216,6 @@ class PremiseBook:
             name: (_declared(name, p.preconditions), _declared(name, p.invariants))
             for name, p in self._packs.items()
         }
-        self._precondition_texts = tuple(
-            text
-            for pre, _ in self._declared.values()
-            for d in pre
-            for text in (d.expression, d.show)
-        )
         # One workflow resolves the same way for the same inputs: the search, the
         # validation and the final check of every investigation ask again.
         self._resolved: dict[tuple[Any, ...], Premises] = {}
@@ -308,3 +309,30 @@ class PremiseBook:
                 tuple(t for d in before for t in (d.expression, d.show))
             ),
         )
+
+
+def describe_workflow(book: PremiseBook, workflow: Workflow) -> str:
+    """`<id>: <type> -> pack <type> (roles ...) + N own conditions`, or why it is unverified."""
+    specs = workflow.parameters
+    premises = book.premises(
+        workflow.workflow_id,
+        workflow,
+        parameters=[s.name for s in specs],
+        declared_roles={s.name: s.role for s in specs if s.role},
+        detected_labels=workflow.labels.detected_labels,
+    )
+    kind = repr(premises.action_type) if premises.action_type else "no action type"
+    own = len(premises.own_preconditions) + len(premises.own_invariants)
+    if premises.read_only:
+        judged = "read-only"
+    elif premises.unverified:
+        known = "unknown action type" if premises.action_type else "no action type"
+        judged = f"UNVERIFIED ({known}: no premise pack, nothing declared): review"
+    elif premises.pack is None:
+        judged = f"no pack; {own} own condition(s)"
+    else:
+        count = len(premises.pack_preconditions) + len(premises.pack_invariants)
+        judged = f"pack {premises.pack} ({count} conditions; roles {premises.binding.describe()})"
+        if own:
+            judged += f" + {own} own condition(s)"
+    return f"{workflow.workflow_id}: {kind}: {judged}"

@@ -1,24 +1,6 @@
 """Premise packs: what must hold before a workflow of one action type is automated.
 
-A pack is data (`hapi_grpc/data/premises/*.yaml`, or the operator's premises file):
-
-    packs:
-      - action_type: IncreaseMemoryLimits   # PascalCase, as the taxonomy spells it
-        description: ...                    # what the premise is, in one sentence
-        target: workload                    # the role TARGET_RESOURCE_NAME binds
-        extends: DrainNode                  # optional: that pack's conditions first
-        roles: {memory_limit: [NEW_LIMIT]}  # optional: more names for a role
-        preconditions: [...]                # CEL over incident, observed (no params)
-        invariants: [...]                   # CEL over incident, observed, params, workflow
-
-Conditions have the catalog's fields (name, message, expression, show) and are
-compiled and type-checked when the pack is parsed. The shipped packs are the
-service's own, compiled without the bounds `cel_cost.OUTSIDE` puts on CEL from
-elsewhere; an operator's are bounded like a catalog's (`parse_packs(outside=True)`).
-In a pack, `params` holds the *roles* (`params.namespace`, `params.memory_limit`),
-bound from the workflow's parameters by `roles.bind_roles`; `workflow` holds `id`,
-`action_type` and `gitops` (the workflow declares it changes its target through
-GitOps).
+Design notes: docs/internals.md (`domain/premises/packs.py`).
 """
 
 from __future__ import annotations
@@ -74,7 +56,7 @@ class PackCondition(BaseModel):
 
 
 class Pack(BaseModel):
-    """The premise of one action type (see module docstring)."""
+    """The premise of one action type (docs/internals.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

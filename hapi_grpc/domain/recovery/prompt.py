@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
+from hapi_grpc.domain.recovery import PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.sensitive import redact_head, redact_mapping
 

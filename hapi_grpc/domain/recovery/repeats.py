@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hapi_grpc.domain.quantity import QuantityError, parse_quantity
-from hapi_grpc.domain.recovery.context import PreviousExecution, RecoveryContext
+from hapi_grpc.domain.recovery import PreviousExecution, RecoveryContext
 from hapi_grpc.domain.recovery.failures import classify
 from hapi_grpc.domain.result import HumanReviewReason
 from hapi_grpc.domain.selection_gate import Candidate, Veto

@@ -49,7 +49,7 @@ from hapi_grpc.domain.toolsets.tool import (
 )
 from hapi_grpc.domain.toolsets.toolset import Toolset
 
-__all__ = ["UNKNOWN_TOOL_LABEL", "DispatchSummary", "ToolDispatcher"]
+__all__ = ["UNKNOWN_TOOL_LABEL", "ToolDispatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,15 +72,6 @@ _SHARED_OUTPUTS = SharedTexts()
 _DETERMINISTIC = frozenset(
     {ToolCallStatus.SUCCESS, ToolCallStatus.INVALID_ARGUMENTS, ToolCallStatus.UNKNOWN_TOOL}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchSummary:
-    """What the investigation reads back about its tool calls."""
-
-    records: tuple[ToolCallRecord, ...]
-    calls_counted: int
-    calls_by_toolset: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +131,9 @@ class ToolDispatcher:
             self._definitions = [d for toolset in self._toolsets for d in toolset.definitions()]
         return self._definitions
 
-    def summary(self) -> DispatchSummary:
-        return DispatchSummary(tuple(self._records), self._calls, dict(self._calls_by_toolset))
+    def records(self) -> tuple[ToolCallRecord, ...]:
+        """The investigation's tool calls so far, in order."""
+        return tuple(self._records)
 
     async def run(self, call: ToolCall) -> DispatchedCall:
         """Answer one tool call; never raises for anything the model did."""

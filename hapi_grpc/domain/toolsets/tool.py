@@ -1,18 +1,6 @@
 """One tool: a name, a description, an argument model and `run`.
 
-The pydantic argument model produces the JSON Schema the model is shown and
-validates what the model sends; for a tool with typed arguments it is
-generated from its tools.proto message (`arguments_gen`). `run` receives
-validated arguments and a `ToolContext`, and returns a `ToolResult`; the
-dispatcher does everything tools have in common.
-A tool whose schema is written by someone else (an MCP server's tool) has no
-argument model: it brings its own `json_schema` and `parse` (`OwnSchema`).
-
-A reader's failures (a request refused, a source that cannot answer now) come
-back to the model as a `ToolResult` it can act on, never as an exception that
-fails the investigation: `FailureAnswers` applies that mapping to a tool's
-`run`; `refused` and `unavailable` spell the two answers the toolsets share.
-Anything else (the investigation's own deadline, cancellation) propagates.
+Design notes: docs/internals.md (`domain/toolsets/tool.py`).
 """
 
 from __future__ import annotations
@@ -36,7 +24,6 @@ __all__ = [
     "ToolArgs",
     "ToolContext",
     "ToolResult",
-    "argument_hint",
     "describe_validation_error",
     "metric_label",
     "refused",
@@ -210,11 +197,6 @@ def _clean_schema(node: Any) -> Any:
             if node.get("default", 0) is None:
                 node.pop("default")
     return {key: _clean_schema(value) for key, value in node.items()}
-
-
-def argument_hint(model: type[BaseModel]) -> str:
-    """One line naming each argument with its type and bounds, for error answers."""
-    return _schema_hint(tool_json_schema(model))
 
 
 def _schema_hint(schema: dict[str, Any]) -> str:

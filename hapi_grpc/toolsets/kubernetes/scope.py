@@ -15,7 +15,6 @@ from hapi_grpc.adapters.kubernetes.reader import ResourceType
 __all__ = [
     "KubernetesScope",
     "ScopeRefusal",
-    "is_secret_kind",
     "kind_key",
 ]
 
@@ -50,10 +49,6 @@ def kind_key(kind: str) -> str:
     elif text.endswith("s") and not text.endswith("ss"):
         text = text[:-1]
     return text
-
-
-def is_secret_kind(kind: str) -> bool:
-    return kind_key(kind) in _ALWAYS_REFUSED
 
 
 @dataclass(frozen=True)

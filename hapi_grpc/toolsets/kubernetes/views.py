@@ -1,17 +1,6 @@
 """Views of Kubernetes objects written for a model to read, not raw dumps.
 
-A Pod shows phase, conditions, each container's state, last termination,
-restarts, requests/limits, image and node; a Node its conditions, taints,
-allocatable and pressure; a workload its replicas, conditions, strategy and
-selector. Everything else keeps spec and status with the noise removed
-(managedFields, last-applied-configuration, uids, resource versions).
-
-No secret value leaves here: env vars sourced from a Secret show the
-reference, literal values under secret-looking names are redacted by one rule
-for every kind (`sensitive.hides_value`: a secret-named key, or a `name`/`key` entry
-naming a secret beside its `value`, as env vars and many custom resources
-write them), every string passes through `sensitive.redact`, and ConfigMaps
-show keys only.
+Design notes: docs/internals.md (`toolsets/kubernetes/views.py`).
 """
 
 from __future__ import annotations
@@ -371,7 +360,7 @@ def _generic(obj: dict[str, Any], out: dict[str, Any]) -> None:
 
 
 def object_view(obj: dict[str, Any]) -> dict[str, Any]:
-    """The model's view of one object (see module docstring)."""
+    """The model's view of one object (docs/internals.md)."""
     kind = str(obj.get("kind", ""))
     out: dict[str, Any] = {"kind": kind, **_metadata(obj)}
     if kind == "Pod":

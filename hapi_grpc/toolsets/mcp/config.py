@@ -1,21 +1,6 @@
 """The MCP server configuration file (`HAPI_MCP_CONFIG`).
 
-The `mcpServers` convention other MCP clients read, so operators can reuse
-what they wrote:
-
-    {"mcpServers": {
-        "runbooks": {"command": "runbook-mcp", "args": ["--readonly"], "env": {"LOG": "warn"}},
-        "tickets":  {"url": "https://mcp.example.internal/mcp", "headers": {"X-Team": "sre"},
-                     "tokenFile": "/var/run/secrets/tickets/token",
-                     "allowedTools": ["search_tickets"], "maxCalls": 5, "timeoutSeconds": 20}}}
-
-Our keys per server: `allowedTools` (when present, only these are offered),
-`deniedTools`, `maxCalls` (per investigation), `timeoutSeconds` (per call,
-always clipped to the caller's deadline), `tokenFile` (HTTP servers: sent as
-`Authorization: Bearer`, re-read when the file changes), `maxOutputChars`
-and `maxTools`. `type` and `disabled` from other clients' files are
-understood; any other key is an error, so a misspelt `allowedTools` never
-silently offers every tool.
+Design notes: docs/internals.md (`toolsets/mcp/config.py`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """The MCP servers of a deployment, their tools, and calls to them.
 
-At `start()` and every `refresh_interval` seconds each enabled server is
-(re)connected if needed and its tools listed; the tools its `allowedTools`
-and `deniedTools` let through are exposed as `<server>__<tool>` with the
-server's JSON Schema. `call()`:
-1. refuses unknown tools, arguments that do not fit the tool's schema
-   (checked here with jsonschema, so the server never sees them) and calls
-   beyond the server's `maxCalls` for this investigation: `McpToolError`,
-   with a message the model can act on;
-2. goes through the server's circuit breaker, so a server that keeps
-   failing is not called at all for a while: `McpUnavailableError`;
-3. calls with a timeout of `timeoutSeconds` clipped to the caller's budget;
-   a timeout, a dead connection or an open breaker is `McpUnavailableError`
-   (the connection is reopened at the next refresh), our own deadline is
-   `BudgetExhaustedError`;
-4. returns the text (or JSON) content capped at `maxOutputChars` and passed
-   through `redact`; a tool-level error (`isError`) is a result, not a failure
-   of the server.
-Nothing here raises out of `start()` or `refresh()`: a server that cannot be
-reached is reported unavailable and retried later, and readiness never
-depends on it.
+Design notes: docs/internals.md (`toolsets/mcp/manager.py`).
 """
 
 from __future__ import annotations
@@ -281,7 +262,7 @@ class McpManager:
         calls: CallCounter | None = None,
         timeout: float | None = None,
     ) -> McpCallResult:
-        """Call the exposed tool `name` with `arguments` (see the module docstring).
+        """Call the exposed tool `name` with `arguments` (docs/internals.md).
 
         `timeout` (a toolset's per-call timeout) lowers the server's
         `timeoutSeconds` for this call; the caller's budget always does.

@@ -1,22 +1,6 @@
 """Async client for the Prometheus HTTP query API.
 
-Speaks the API as served by Prometheus, Thanos, Mimir and VictoriaMetrics:
-`/api/v1/query`, `/api/v1/query_range`, `/api/v1/label/<name>/values` and
-`/api/v1/series` under a base URL that may carry a path prefix (Mimir's
-`/prometheus`). Tenancy headers such as `X-Scope-OrgID` come from the
-settings.
-
-Every request is bounded before it is sent: range queries by a maximum
-window and a maximum number of points per series (refused with the numbers
-that would work, never clipped silently), queries by length, lookups by a
-maximum number of returned items (the rest counted). The query `timeout`
-parameter tells the server to give up slightly before our own client
-timeout, which is `request_timeout` clipped to the caller's budget, so a
-slow query comes back as the server's own "query timed out" error.
-
-PromQL errors (HTTP 400/422, or a server-side timeout, with `errorType` and
-`error`) raise `MetricsQueryError` carrying the server's message; outages
-raise `MetricsUnavailableError` (`source`).
+Design notes: docs/internals.md (`toolsets/prometheus/client.py`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """A metrics source over HTTP (Prometheus or Alertmanager), and its failures.
 
-One GET per call, never retried (the model decides whether to ask again),
-through the service's `HttpClient`: a timeout of the source's per-call
-setting clipped to the caller's budget around the whole exchange, a cap on
-the body, no redirects, the bearer token file re-read when it changes. Error
-messages never carry the base URL (it may hold credentials) or whole bodies.
-
-A toolset shows `MetricsQueryError` to the model as an actionable tool error
-(the server's own message: fix the query and try again) and
-`MetricsUnavailableError` as "this source cannot answer now". Neither fails
-the investigation; `BudgetExhaustedError` (the investigation's own deadline)
-is neither and propagates.
+Design notes: docs/internals.md (`toolsets/prometheus/source.py`).
 """
 
 from __future__ import annotations

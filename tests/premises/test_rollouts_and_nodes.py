@@ -109,6 +109,17 @@ def test_a_failure_older_revisions_share_did_not_begin_with_the_rollout() -> Non
     assert veto is not None and "failure_began_with_latest_rollout" in veto.message
 
 
+def test_a_helm_release_is_not_rolled_back_behind_helms_back() -> None:
+    observed = release(
+        PANIC, replica_set("web", "a1", 4, GOOD), replica_set("web", "b2", 5, BAD), current=BAD
+    )
+    managed = deployment("web", 5, BAD, labels={"app.kubernetes.io/managed-by": "Helm"})
+    managed["metadata"]["annotations"]["meta.helm.sh/release-name"] = "web"
+    record_object(observed, managed)
+    veto = verdict(observed, ROLLBACK, PARAMS)
+    assert veto is not None and "not_a_helm_release" in veto.message
+
+
 def test_without_the_revision_history_read_a_rollback_is_unverified() -> None:
     observed = record(
         deployment("web", 5, BAD), replica_set("web", "b2", 5, BAD), failing_pod("web-b2")

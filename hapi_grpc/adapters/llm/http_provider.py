@@ -5,24 +5,31 @@
 keywords, runs `complete` and closes the client. A provider adds only its
 wire format: headers, `_body` and `_parse`. `tools_json` and `encode_body`
 build that body without encoding the same tool list on every turn;
-`token_count` and `usage_of` read the usage a response reports.
+`token_usage` reads the usage a response reports.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import aiohttp
 
 from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolChoice, ToolDefinition, ToolListMemo
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolChoice,
+    ToolDefinition,
+    ToolListMemo,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["HttpOptions", "HttpProvider", "encode_body", "token_count", "tools_json", "usage_of"]
+__all__ = ["HttpOptions", "HttpProvider", "encode_body", "token_usage", "tools_json"]
 
 
 class HttpOptions(TypedDict, total=False):
@@ -127,14 +134,16 @@ def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
     return text.encode()
 
 
-def usage_of(data: dict[str, Any]) -> dict[str, Any]:
-    """The response's `usage` object, empty when it has none."""
+def token_usage(data: dict[str, Any], prompt: Sequence[str], completion: str) -> TokenUsage:
+    """The usage the response reports: the sum of its `prompt` counts and its `completion`
+    count, in its `usage` object; a count that is not a positive integer is 0."""
     usage = data.get("usage")
-    return usage if isinstance(usage, dict) else {}
+    if not isinstance(usage, dict):
+        usage = {}
+    return TokenUsage(sum(_count(usage.get(key)) for key in prompt), _count(usage.get(completion)))
 
 
-def token_count(value: Any) -> int:
-    """A token count from the body; anything but a positive integer counts as 0."""
+def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
     return max(value, 0)

@@ -40,7 +40,6 @@ from hapi_grpc.transport.server import CLOSE_SECONDS, HapiServer, close_within
 from hapi_grpc.transport.stream_messages import StreamMessages
 
 if TYPE_CHECKING:
-    from hapi_grpc.adapters.datastorage.client import DataStorageClient
     from hapi_grpc.adapters.llm.http_provider import HttpOptions
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
     from hapi_grpc.domain.premises import PremiseBook
@@ -63,7 +62,7 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
         from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 
         return DataStorageCatalog(
-            data_storage_client(settings, "datastorage"),
+            settings.data_storage_client("datastorage"),
             cache=CatalogCache(
                 settings.cache_url,
                 ttl=settings.cache_ttl_seconds,
@@ -170,23 +169,9 @@ def build_history(settings: Settings) -> RemediationHistory:
     from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 
     return DataStorageHistory(
-        data_storage_client(settings, "datastorage-history"),
+        settings.data_storage_client("datastorage-history"),
         local,
         cache_ttl=settings.history_cache_seconds,
-    )
-
-
-def data_storage_client(settings: Settings, breaker: str) -> DataStorageClient:
-    """A client of HAPI_DATA_STORAGE_URL guarded by the breaker named `breaker`."""
-    from hapi_grpc.adapters.datastorage.client import DataStorageClient
-
-    assert settings.data_storage_url is not None  # checked by Settings and the callers
-    return DataStorageClient(
-        settings.data_storage_url,
-        request_timeout=settings.data_storage_timeout_seconds,
-        max_retries=settings.data_storage_max_retries,
-        max_connections=settings.data_storage_max_connections,
-        breaker=settings.breaker(breaker),
     )
 
 

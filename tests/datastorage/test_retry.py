@@ -78,7 +78,7 @@ def test_each_adapter_states_its_policy() -> None:
         retry_after_cap=30.0,
         min_attempt_seconds=0.01,
     )
-    assert llm._http.policy == RetryPolicy(
+    assert llm.policy == RetryPolicy(
         attempt_timeout=120.0,
         max_retries=2,
         backoff_base=0.5,

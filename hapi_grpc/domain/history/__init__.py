@@ -13,12 +13,13 @@ import dataclasses
 import enum
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
 from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.spec_hash import spec_hash
 from hapi_grpc.domain.tenancy import Tenant
 
 __all__ = [
@@ -277,13 +278,6 @@ def build_context(
         tier2_window=windows.tier2,
         tier2=tuple(tier2),
     )
-
-
-def spec_hash(spec: Mapping[str, Any]) -> str:
-    """SHA-256 of `spec` as canonical JSON (keys sorted at every level, no
-    insignificant whitespace, UTF-8 without escaping), as `sha256:<64 hex>`."""
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class RemediationHistory(Protocol):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hapi_grpc.domain.history import spec_hash
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import (
     ConditionFacts,
@@ -26,6 +25,7 @@ from hapi_grpc.domain.observed.facts import (
     WorkloadFacts,
 )
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.spec_hash import spec_hash
 from hapi_grpc.toolsets.kubernetes.kinds import EXTRA_KINDS, epoch, gitops_managed, integer, mapping
 
 __all__ = ["object_facts", "record_object"]

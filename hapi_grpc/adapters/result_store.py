@@ -29,7 +29,7 @@ ENVELOPE_VERSION = 2  # 2: the payload is compressed
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # What keeping one result costs besides its payload, fingerprint and id: the
 # StoredResult, the entry's tuple and its slot in the ordered dict (measured
-# with tracemalloc in tests/domain/test_idempotency_store.py).
+# with tracemalloc in tests/application/test_idempotency_store.py).
 ENTRY_OVERHEAD = 512
 
 

@@ -3,7 +3,7 @@
 No cluster is read in these tests: without evidence the analyst automates nothing that
 changes the cluster, and no parameter comes from the alert's prose or a schema
 default. Decisions on evidence are tested against the real API server
-(`tests/kubernetes/test_grpc.py`) and by the evaluation suite through the real server,
+(`tests/analyst/test_grpc.py`) and by the evaluation suite through the real server,
 API server and Prometheus (`tests/evals/test_runner.py`).
 """
 

@@ -20,11 +20,11 @@ from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.domain import sensitive
+from tests.analyst.test_grpc import request
 from tests.fakes import kube_fixtures
 from tests.fakes.kube_toolset import toolset_source
 from tests.fakes.kubelet import FakeKubelet
 from tests.helpers.grpc_server import running_server
-from tests.kubernetes.test_grpc import request
 
 REGISTERED = "registered-value-7731-do-not-leak"
 ANNOTATED = "annotated-password-do-not-leak"

@@ -1,4 +1,5 @@
-"""The deploy manifests as the tests read them: every document kustomize lists."""
+"""The deploy manifests as the tests read them: every document kustomize lists; the real
+test cluster for the shipped roles."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.adapters.catalog.kubernetes.conftest import catalog_cluster, resources
+from tests.fakes.kube_pytest import kube_api, kube_cluster, kubelet, namespace, node_name
+
+__all__ = [
+    "catalog_cluster",
+    "kube_api",
+    "kube_cluster",
+    "kubelet",
+    "namespace",
+    "node_name",
+    "resources",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

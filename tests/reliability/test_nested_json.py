@@ -22,7 +22,7 @@ from hapi.v1 import analysis_pb2, tools_pb2
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.bounded_json import MAX_DEPTH
-from tests.datastorage.conftest import FakeDataStorage, search_payload
+from tests.adapters.conftest import FakeDataStorage, search_payload
 from tests.e2e.test_analyze_e2e import OOM_ID, analyze, answer, search, stack
 from tests.fakes.mcp_servers import stdio_config
 from tests.fakes.scripted_llm import Step

@@ -25,7 +25,7 @@ from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.investigation.engine import EngineSettings
-from tests.datastorage.conftest import WORKFLOW, FakeDataStorage
+from tests.adapters.conftest import WORKFLOW, FakeDataStorage
 from tests.e2e.test_analyze_e2e import GOOD, OOM_ID, analyze, answer, search, validate
 from tests.fakes.scripted_llm import ScriptedLLMServer, StepLike
 from tests.helpers.grpc_server import running_server

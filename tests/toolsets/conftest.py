@@ -4,7 +4,7 @@
 the optional toolsets exactly as `hapi-grpc serve` does
 (`app.open_toolsets`), builds the real grpc.aio server with them and
 yields a `Served` (stub, model server, health). Prometheus and Alertmanager
-are the real ones of `tests/metrics/conftest.py` (one per session).
+are the real ones of `tests/toolsets/prometheus/conftest.py` (one per session).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hapi_grpc.client import load_analyze_request
 from hapi_grpc.config import Settings
 from hapi_grpc.toolsets.registry import open_toolsets
 from tests.fakes.scripted_llm import RecordedRequest, ScriptedLLMServer, Step
-from tests.metrics.conftest import alertmanager, prometheus  # noqa: F401
+from tests.toolsets.prometheus.conftest import alertmanager, prometheus  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

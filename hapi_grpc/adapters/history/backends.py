@@ -32,7 +32,7 @@ MIB = 1024 * 1024
 
 # Bytes this process spends per record besides its encoded text: the record
 # object, its key and lane strings, and its entries in the indexes (measured
-# with tracemalloc in tests/outcomes/test_history_bounds.py).
+# with tracemalloc in tests/adapters/history/test_history_bounds.py).
 RECORD_OVERHEAD = 1536
 DECISION_OVERHEAD = 768
 

@@ -1,0 +1,12 @@
+"""The real test cluster and a reader of it, for the premise tests through the real server."""
+
+from tests.toolsets.kubernetes.conftest import (
+    kube_api,
+    kube_cluster,
+    kubelet,
+    namespace,
+    node_name,
+    reader,
+)
+
+__all__ = ["kube_api", "kube_cluster", "kubelet", "namespace", "node_name", "reader"]

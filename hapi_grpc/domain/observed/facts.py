@@ -307,6 +307,7 @@ class NodeStatsFacts(TypedDict):
     logs_bytes: int
     rootfs_bytes: int
     volumes_bytes: int
+    unattributed_bytes: int  # used, but in no pod's stats: hostPath data, host files
     reclaimable_bytes: int  # logs, and images when on the node filesystem
     workload_bytes: int  # node-local volumes and writable layers
     largest_volumes: list[VolumeUse]

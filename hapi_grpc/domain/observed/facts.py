@@ -61,6 +61,7 @@ class ConditionFacts(TypedDict):
     reason: str
     message: str
     changed_at: float  # its last transition
+    updated_at: float  # its last update (lastUpdateTime), else its last transition
 
 
 class ObjectFacts(TypedDict):

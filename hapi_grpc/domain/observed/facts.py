@@ -40,6 +40,7 @@ __all__ = [
     "QuotaFacts",
     "Ref",
     "Replicas",
+    "ScalingMetric",
     "SeriesFacts",
     "SeriesSubject",
     "StorageClassFacts",
@@ -169,11 +170,23 @@ class WorkloadFacts(ObjectFacts):
     claim_templates: list[str]
 
 
+class ScalingMetric(TypedDict):
+    """One metric an autoscaler scales on, its target and its current value."""
+
+    type: str  # Resource, ContainerResource, Pods, Object, External
+    name: str  # cpu, memory, or the metric's name
+    target_utilization: int  # percent of the Pods' requests; -1 when not a utilization
+    current_utilization: int  # -1 when not reported
+    target_average: str  # a quantity per Pod; "" when none
+    current_average: str
+
+
 class AutoscalerFacts(ObjectFacts):
     min_replicas: int
     max_replicas: int
     current_replicas: int
     target: Ref
+    metrics: list[ScalingMetric]
 
 
 class ClaimFacts(ObjectFacts):

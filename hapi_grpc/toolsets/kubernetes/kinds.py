@@ -25,6 +25,7 @@ from hapi_grpc.domain.observed.facts import (
     NetworkPolicyFacts,
     ObjectFacts,
     QuotaFacts,
+    ScalingMetric,
     StorageClassFacts,
 )
 
@@ -34,6 +35,7 @@ __all__ = ["EXTRA_KINDS", "epoch", "gitops_managed", "integer", "mapping", "stri
 # `app.kubernetes.io/managed-by` they set: an object they reconcile gets a direct
 # change reverted at the next sync.
 _GITOPS_DOMAINS = ("argoproj.io/", "fluxcd.io/")
+_METRICS = 10
 _GITOPS_MANAGERS = frozenset(
     {"argocd", "argo-cd", "flux", "fluxcd", "kustomize-controller", "helm-controller"}
 )
@@ -181,7 +183,42 @@ def _autoscaler(obj: dict[str, Any], out: ObjectFacts) -> AutoscalerFacts:
         max_replicas=int(spec.get("maxReplicas") or 0),
         current_replicas=int(status.get("currentReplicas") or 0),
         target={"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))},
+        metrics=_scaling_metrics(spec.get("metrics"), status.get("currentMetrics")),
     )
+
+
+def _metric_key(entry: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(type, name, body) of an autoscaling/v2 metric entry, spec or status."""
+    kind = str(entry.get("type") or "")
+    body = mapping(entry, kind[:1].lower() + kind[1:]) if kind else {}
+    name = body.get("name") or mapping(body, "metric").get("name") or ""
+    return kind, str(name), body
+
+
+def _scaling_metrics(specs: Any, currents: Any) -> list[ScalingMetric]:
+    """The metrics an autoscaler scales on, each with its current value when reported."""
+    now = {}
+    for entry in (currents or [])[:_METRICS] if isinstance(currents, list) else []:
+        if isinstance(entry, dict):
+            kind, name, body = _metric_key(entry)
+            now[(kind, name)] = mapping(body, "current")
+    out: list[ScalingMetric] = []
+    for entry in (specs or [])[:_METRICS] if isinstance(specs, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        kind, name, body = _metric_key(entry)
+        target, current = mapping(body, "target"), now.get((kind, name), {})
+        out.append(
+            ScalingMetric(
+                type=kind,
+                name=name,
+                target_utilization=integer(target.get("averageUtilization"), -1),
+                current_utilization=integer(current.get("averageUtilization"), -1),
+                target_average=str(target.get("averageValue") or ""),
+                current_average=str(current.get("averageValue") or ""),
+            )
+        )
+    return out
 
 
 def _claim(obj: dict[str, Any], out: ObjectFacts) -> ClaimFacts:

@@ -15,6 +15,7 @@ from typing import TypedDict
 
 __all__ = [
     "AccessPolicyFacts",
+    "AcmeFacts",
     "AlertFacts",
     "AutoscalerFacts",
     "CertificateFacts",
@@ -249,6 +250,17 @@ class IssuerFacts(ObjectFacts):
 
 class CertificateFacts(ObjectFacts):
     secret_name: str
+    issuer: Ref
+    failed_issuance_attempts: int  # cert-manager's count of failed issuances in a row
+    last_failure_at: float  # epoch seconds of the last; 0.0 when none
+
+
+class AcmeFacts(ObjectFacts):
+    """A cert-manager ACME Order or Challenge: one attempt to prove a domain."""
+
+    acme_state: str  # pending, ready, valid, invalid, errored, ...
+    acme_reason: str  # why it is in that state (a failing self-check says so)
+    presented: bool  # a Challenge's solver was presented
     issuer: Ref
 
 

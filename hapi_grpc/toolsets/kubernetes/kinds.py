@@ -15,6 +15,7 @@ from typing import Any
 
 from hapi_grpc.domain.observed.facts import (
     AccessPolicyFacts,
+    AcmeFacts,
     AutoscalerFacts,
     CertificateFacts,
     ClaimFacts,
@@ -36,6 +37,7 @@ __all__ = ["EXTRA_KINDS", "epoch", "gitops_managed", "integer", "mapping", "stri
 # change reverted at the next sync.
 _GITOPS_DOMAINS = ("argoproj.io/", "fluxcd.io/")
 _METRICS = 10
+_REASON = 1024
 _GITOPS_MANAGERS = frozenset(
     {"argocd", "argo-cd", "flux", "fluxcd", "kustomize-controller", "helm-controller"}
 )
@@ -167,9 +169,28 @@ def _issuer(obj: dict[str, Any], out: ObjectFacts) -> IssuerFacts:
 def _certificate(obj: dict[str, Any], out: ObjectFacts) -> CertificateFacts:
     spec = mapping(obj, "spec")
     ref = mapping(spec, "issuerRef")
+    status = mapping(obj, "status")
     return CertificateFacts(
         **out,
         secret_name=str(spec.get("secretName") or ""),
+        issuer={"kind": str(ref.get("kind") or "Issuer"), "name": str(ref.get("name") or "")},
+        failed_issuance_attempts=integer(status.get("failedIssuanceAttempts")),
+        last_failure_at=epoch(status.get("lastFailureTime")),
+    )
+
+
+def _acme(obj: dict[str, Any], out: ObjectFacts) -> ObjectFacts:
+    """An Order or Challenge of cert-manager's ACME group; another group's kind of
+    the same name keeps only the common facts."""
+    if not str(obj.get("apiVersion") or "").startswith("acme.cert-manager.io/"):
+        return out
+    spec, status = mapping(obj, "spec"), mapping(obj, "status")
+    ref = mapping(spec, "issuerRef")
+    return AcmeFacts(
+        **out,
+        acme_state=str(status.get("state") or ""),
+        acme_reason=str(status.get("reason") or "")[:_REASON],
+        presented=status.get("presented") is True,
         issuer={"kind": str(ref.get("kind") or "Issuer"), "name": str(ref.get("name") or "")},
     )
 
@@ -247,4 +268,6 @@ EXTRA_KINDS: dict[str, Callable[[dict[str, Any], ObjectFacts], ObjectFacts]] = {
     "Issuer": _issuer,
     "ClusterIssuer": _issuer,
     "Certificate": _certificate,
+    "Order": _acme,
+    "Challenge": _acme,
 }

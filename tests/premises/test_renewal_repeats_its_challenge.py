@@ -67,7 +67,7 @@ def test_a_presented_challenge_failing_its_self_check_after_failures_is_not_rene
     assert verdict(scene(challenge, failed=0), RENEW, PARAMS) is None
 
 
-def test_another_groups_order_is_not_an_acme_attempt() -> None:
+def test_failed_issuances_with_no_acme_attempt_read_are_unverified() -> None:
     shop_order = {
         "apiVersion": "shop.example.com/v1",
         "kind": "Order",
@@ -75,4 +75,6 @@ def test_another_groups_order_is_not_an_acme_attempt() -> None:
         "spec": {"issuerRef": ISSUER_REF},
         "status": {"state": "invalid"},
     }
-    assert verdict(scene(shop_order), RENEW, PARAMS) is None
+    veto = verdict(scene(shop_order), RENEW, PARAMS)  # another group's Order says nothing
+    assert veto is not None and "last_attempt_not_refused_by_its_challenge" in veto.message
+    assert verdict(scene(shop_order, failed=0), RENEW, PARAMS) is None

@@ -110,7 +110,9 @@ class Certificate:
         namespace = None if kind == "ClusterIssuer" else certificate["namespace"]
         found = situation.reads.got(kind, namespace, str(issuer["name"]))
         needed = [found] if isinstance(found, tuple) else []
-        # The ACME attempts in flight: a challenge that failed validation fails again.
+        if not certificate.get("failed_issuance_attempts"):
+            return needed
+        # What the failed issuances tried: a challenge that failed validation fails again.
         for attempt in _ACME_ATTEMPTS:
             arguments = {"kind": attempt, "namespace": certificate["namespace"]}
             if situation.reads.returned(LIST, arguments) is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -313,4 +314,10 @@ def incident_activation(incident: Incident) -> dict[str, Any]:
         "is_duplicate": incident.deduplication.is_duplicate,
         "occurrence_count": incident.deduplication.occurrence_count,
         "is_storm": incident.storm.is_storm,
+        # Epoch seconds, as the record's times: 0.0 when the incident gives none.
+        "fired_at": _epoch(incident.error_details.firing_time),
     }
+
+
+def _epoch(moment: datetime | None) -> float:
+    return moment.timestamp() if moment is not None else 0.0

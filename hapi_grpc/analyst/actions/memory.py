@@ -11,13 +11,14 @@ from typing import Any
 from hapi_grpc.analyst.actions.admission import admission_reads, container_max
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.amounts import bytes_of, memory_after_oom
-from hapi_grpc.analyst.conversation import Step
+from hapi_grpc.analyst.conversation import EVENTS, Step
 from hapi_grpc.analyst.findings import last_termination
 from hapi_grpc.analyst.series import gauge_names, pod_selector, range_read
 
 __all__ = ["IncreaseMemory", "killed_containers", "workload_pods"]
 
 _WORKING_SET = "container_memory_working_set_bytes"
+_NODES_READ = 3
 
 
 def workload_pods(situation: Situation) -> list[dict[str, Any]]:
@@ -78,6 +79,19 @@ class IncreaseMemory:
             )
             if isinstance(read, tuple)
         ]
+        return needed + self._node_events(situation)
+
+    def _node_events(self, situation: Situation) -> list[Step]:
+        """The events of the nodes the kills happened on: the kubelet reports a kill by
+        the node's own OOM killer (SystemOOM) there, which a higher limit cannot prevent."""
+        nodes = sorted(
+            {str(p.get("node") or "") for p, _ in killed_containers(workload_pods(situation))}
+        )
+        needed: list[Step] = []
+        for node in [n for n in nodes if n][:_NODES_READ]:
+            arguments = {"kind": "Node", "name": node}
+            if situation.reads.returned(EVENTS, arguments) is None:
+                needed.append((EVENTS, {**arguments, "limit": 20}))
         return needed
 
     def _growth(self, situation: Situation, name: str) -> tuple[list[str], int | None]:

@@ -18,9 +18,11 @@ import re2
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.restarts import RestartWorkload
-from hapi_grpc.analyst.conversation import GET, Step
+from hapi_grpc.analyst.conversation import GET, LIST, Step
 
 __all__ = ["Certificate", "PullSecret", "RevertConfiguration"]
+
+_ACME_ATTEMPTS = ("acme.cert-manager.io/v1/Order", "acme.cert-manager.io/v1/Challenge")
 
 _SECRETS_NAMED = re2.compile(
     r"Unable to retrieve some image pull secrets \((?P<names>[^)]{1,600})\)"
@@ -107,7 +109,15 @@ class Certificate:
         kind = str(issuer.get("kind") or "Issuer")
         namespace = None if kind == "ClusterIssuer" else certificate["namespace"]
         found = situation.reads.got(kind, namespace, str(issuer["name"]))
-        return [found] if isinstance(found, tuple) else []
+        needed = [found] if isinstance(found, tuple) else []
+        if not certificate.get("failed_issuance_attempts"):
+            return needed
+        # What the failed issuances tried: a challenge that failed validation fails again.
+        for attempt in _ACME_ATTEMPTS:
+            arguments = {"kind": attempt, "namespace": certificate["namespace"]}
+            if situation.reads.returned(LIST, arguments) is None:
+                needed.append((LIST, {**arguments, "limit": 20}))
+        return needed
 
     def values(self, situation: Situation) -> Values | Objection:
         certificate = self._certificate(situation)

@@ -15,6 +15,7 @@ from typing import TypedDict
 
 __all__ = [
     "AccessPolicyFacts",
+    "AcmeFacts",
     "AlertFacts",
     "AutoscalerFacts",
     "CertificateFacts",
@@ -40,6 +41,7 @@ __all__ = [
     "QuotaFacts",
     "Ref",
     "Replicas",
+    "ScalingMetric",
     "SeriesFacts",
     "SeriesSubject",
     "StorageClassFacts",
@@ -61,6 +63,7 @@ class ConditionFacts(TypedDict):
     reason: str
     message: str
     changed_at: float  # its last transition
+    updated_at: float  # its last update (lastUpdateTime), else its last transition
 
 
 class ObjectFacts(TypedDict):
@@ -168,11 +171,23 @@ class WorkloadFacts(ObjectFacts):
     claim_templates: list[str]
 
 
+class ScalingMetric(TypedDict):
+    """One metric an autoscaler scales on, its target and its current value."""
+
+    type: str  # Resource, ContainerResource, Pods, Object, External
+    name: str  # cpu, memory, or the metric's name
+    target_utilization: int  # percent of the Pods' requests; -1 when not a utilization
+    current_utilization: int  # -1 when not reported
+    target_average: str  # a quantity per Pod; "" when none
+    current_average: str
+
+
 class AutoscalerFacts(ObjectFacts):
     min_replicas: int
     max_replicas: int
     current_replicas: int
     target: Ref
+    metrics: list[ScalingMetric]
 
 
 class ClaimFacts(ObjectFacts):
@@ -235,6 +250,17 @@ class IssuerFacts(ObjectFacts):
 
 class CertificateFacts(ObjectFacts):
     secret_name: str
+    issuer: Ref
+    failed_issuance_attempts: int  # cert-manager's count of failed issuances in a row
+    last_failure_at: float  # epoch seconds of the last; 0.0 when none
+
+
+class AcmeFacts(ObjectFacts):
+    """A cert-manager ACME Order or Challenge: one attempt to prove a domain."""
+
+    acme_state: str  # pending, ready, valid, invalid, errored, ...
+    acme_reason: str  # why it is in that state (a failing self-check says so)
+    presented: bool  # a Challenge's solver was presented
     issuer: Ref
 
 
@@ -307,6 +333,7 @@ class NodeStatsFacts(TypedDict):
     logs_bytes: int
     rootfs_bytes: int
     volumes_bytes: int
+    unattributed_bytes: int  # used, but in no pod's stats: hostPath data, host files
     reclaimable_bytes: int  # logs, and images when on the node filesystem
     workload_bytes: int  # node-local volumes and writable layers
     largest_volumes: list[VolumeUse]

@@ -72,6 +72,9 @@ def _conditions(items: Any) -> list[ConditionFacts]:
             reason=_text(c.get("reason", "")),
             message=_text(c.get("message", "")),
             changed_at=epoch(c.get("lastTransitionTime")),
+            # A Deployment's conditions also say when their reason last changed (a
+            # rollout completing keeps Progressing True, so only this time moves).
+            updated_at=epoch(c.get("lastUpdateTime") or c.get("lastTransitionTime")),
         )
         for c in (items or [])[:_ITEMS]
         if isinstance(c, dict)

@@ -15,6 +15,7 @@ from typing import Any
 
 from hapi_grpc.domain.observed.facts import (
     AccessPolicyFacts,
+    AcmeFacts,
     AutoscalerFacts,
     CertificateFacts,
     ClaimFacts,
@@ -25,6 +26,7 @@ from hapi_grpc.domain.observed.facts import (
     NetworkPolicyFacts,
     ObjectFacts,
     QuotaFacts,
+    ScalingMetric,
     StorageClassFacts,
 )
 
@@ -34,6 +36,8 @@ __all__ = ["EXTRA_KINDS", "epoch", "gitops_managed", "integer", "mapping", "stri
 # `app.kubernetes.io/managed-by` they set: an object they reconcile gets a direct
 # change reverted at the next sync.
 _GITOPS_DOMAINS = ("argoproj.io/", "fluxcd.io/")
+_METRICS = 10
+_REASON = 1024
 _GITOPS_MANAGERS = frozenset(
     {"argocd", "argo-cd", "flux", "fluxcd", "kustomize-controller", "helm-controller"}
 )
@@ -165,9 +169,28 @@ def _issuer(obj: dict[str, Any], out: ObjectFacts) -> IssuerFacts:
 def _certificate(obj: dict[str, Any], out: ObjectFacts) -> CertificateFacts:
     spec = mapping(obj, "spec")
     ref = mapping(spec, "issuerRef")
+    status = mapping(obj, "status")
     return CertificateFacts(
         **out,
         secret_name=str(spec.get("secretName") or ""),
+        issuer={"kind": str(ref.get("kind") or "Issuer"), "name": str(ref.get("name") or "")},
+        failed_issuance_attempts=integer(status.get("failedIssuanceAttempts")),
+        last_failure_at=epoch(status.get("lastFailureTime")),
+    )
+
+
+def _acme(obj: dict[str, Any], out: ObjectFacts) -> ObjectFacts:
+    """An Order or Challenge of cert-manager's ACME group; another group's kind of
+    the same name keeps only the common facts."""
+    if not str(obj.get("apiVersion") or "").startswith("acme.cert-manager.io/"):
+        return out
+    spec, status = mapping(obj, "spec"), mapping(obj, "status")
+    ref = mapping(spec, "issuerRef")
+    return AcmeFacts(
+        **out,
+        acme_state=str(status.get("state") or ""),
+        acme_reason=str(status.get("reason") or "")[:_REASON],
+        presented=status.get("presented") is True,
         issuer={"kind": str(ref.get("kind") or "Issuer"), "name": str(ref.get("name") or "")},
     )
 
@@ -181,7 +204,42 @@ def _autoscaler(obj: dict[str, Any], out: ObjectFacts) -> AutoscalerFacts:
         max_replicas=int(spec.get("maxReplicas") or 0),
         current_replicas=int(status.get("currentReplicas") or 0),
         target={"kind": str(target.get("kind", "")), "name": str(target.get("name", ""))},
+        metrics=_scaling_metrics(spec.get("metrics"), status.get("currentMetrics")),
     )
+
+
+def _metric_key(entry: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(type, name, body) of an autoscaling/v2 metric entry, spec or status."""
+    kind = str(entry.get("type") or "")
+    body = mapping(entry, kind[:1].lower() + kind[1:]) if kind else {}
+    name = body.get("name") or mapping(body, "metric").get("name") or ""
+    return kind, str(name), body
+
+
+def _scaling_metrics(specs: Any, currents: Any) -> list[ScalingMetric]:
+    """The metrics an autoscaler scales on, each with its current value when reported."""
+    now = {}
+    for entry in (currents or [])[:_METRICS] if isinstance(currents, list) else []:
+        if isinstance(entry, dict):
+            kind, name, body = _metric_key(entry)
+            now[(kind, name)] = mapping(body, "current")
+    out: list[ScalingMetric] = []
+    for entry in (specs or [])[:_METRICS] if isinstance(specs, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        kind, name, body = _metric_key(entry)
+        target, current = mapping(body, "target"), now.get((kind, name), {})
+        out.append(
+            ScalingMetric(
+                type=kind,
+                name=name,
+                target_utilization=integer(target.get("averageUtilization"), -1),
+                current_utilization=integer(current.get("averageUtilization"), -1),
+                target_average=str(target.get("averageValue") or ""),
+                current_average=str(current.get("averageValue") or ""),
+            )
+        )
+    return out
 
 
 def _claim(obj: dict[str, Any], out: ObjectFacts) -> ClaimFacts:
@@ -210,4 +268,6 @@ EXTRA_KINDS: dict[str, Callable[[dict[str, Any], ObjectFacts], ObjectFacts]] = {
     "Issuer": _issuer,
     "ClusterIssuer": _issuer,
     "Certificate": _certificate,
+    "Order": _acme,
+    "Challenge": _acme,
 }

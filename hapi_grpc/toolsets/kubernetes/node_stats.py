@@ -41,8 +41,10 @@ def record_node_stats(observed: Observed, node: str, summary: dict[str, Any]) ->
 def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
     """The facts of one summary: what a clean-up can reclaim (the container logs and,
     when images share the node filesystem, the image filesystem) and what it must
-    not touch (the workloads' node-local volumes and writable layers; claims are not
-    on the node's filesystem and count in neither)."""
+    not touch (the workloads' node-local volumes and writable layers, and whatever
+    the summary attributes to nobody: hostPath data and the host's own files, which
+    the kubelet neither accounts for nor garbage-collects; claims are not on the
+    node's filesystem and count in neither)."""
     stats = mapping(summary, "node")
     fs = mapping(stats, "fs")
     image_fs = mapping(mapping(stats, "runtime"), "imageFs")
@@ -73,6 +75,8 @@ def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
             )
     largest.sort(key=lambda v: -v["used_bytes"])
     image_used = _bytes(image_fs)
+    reclaimable = logs + (image_used if shared else 0)
+    unattributed = max(0, _bytes(fs) - reclaimable - rootfs - volumes)
     return {
         "node": node,
         "fs_used_bytes": _bytes(fs),
@@ -83,7 +87,8 @@ def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
         "logs_bytes": logs,
         "rootfs_bytes": rootfs,
         "volumes_bytes": volumes,
-        "reclaimable_bytes": logs + (image_used if shared else 0),
+        "unattributed_bytes": unattributed,
+        "reclaimable_bytes": reclaimable,
         "workload_bytes": volumes + rootfs,
         "largest_volumes": largest[:_TOP],
     }
@@ -100,7 +105,8 @@ class KubernetesNodeStats:
     description: str = (
         "What fills one node's disk, from its kubelet's stats summary: node and image"
         " filesystem use, container logs, containers' writable layers and node-local volumes"
-        " (emptyDir), with the largest volumes and their pods. Use it for disk pressure."
+        " (emptyDir), what no pod accounts for (hostPath data, host files), with the largest"
+        " volumes and their pods. Use it for disk pressure."
     )
     arguments: type[KubernetesNodeStatsArgs] = KubernetesNodeStatsArgs
 
@@ -128,6 +134,7 @@ def _view(facts: NodeStatsFacts) -> dict[str, Any]:
         "container_logs_gib": _gib(facts["logs_bytes"]),
         "container_writable_layers_gib": _gib(facts["rootfs_bytes"]),
         "node_local_volumes_gib": _gib(facts["volumes_bytes"]),
+        "unattributed_gib": _gib(facts["unattributed_bytes"]),
         "largest_volumes": [
             {"namespace": v["namespace"], "pod": v["pod"], "volume": v["volume"]}
             | {"used_gib": _gib(v["used_bytes"])}

@@ -109,7 +109,9 @@ class KubernetesList:
         )
         items = [i for i in found.get("items") or [] if isinstance(i, dict)]
         for item in items:
+            # A list's items carry neither kind nor apiVersion: the list's own.
             item.setdefault("kind", rtype.kind)
+            item.setdefault("apiVersion", rtype.api_version)
             if ctx.observed is not None:
                 record_object(ctx.observed, item)
         data: dict[str, Any] = {"kind": rtype.kind, "items": [list_line(i) for i in items]}

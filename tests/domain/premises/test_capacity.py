@@ -20,6 +20,11 @@ from tests.domain.premises.scenes import (
     verdict,
 )
 
+CPU_AT_70 = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+}
+
 WEB = template(container("web"))
 HPA = {
     "kind": "HorizontalPodAutoscaler",
@@ -28,8 +33,14 @@ HPA = {
         "minReplicas": 2,
         "maxReplicas": 10,
         "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+        "metrics": [CPU_AT_70],
     },
-    "status": {"currentReplicas": 10},
+    "status": {
+        "currentReplicas": 10,
+        "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 88}}}
+        ],
+    },
 }
 PATCH = schema("PatchHPA", "NAMESPACE", "HPA_NAME", "MAX_REPLICAS")
 PARAMS = {"NAMESPACE": NS, "HPA_NAME": "web", "MAX_REPLICAS": 20}

@@ -20,11 +20,8 @@ import hashlib
 import json
 import logging
 import re
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
@@ -34,6 +31,7 @@ from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
 from hapi_grpc.capture.writer import COUNTS, CaseWriter, Files
+from hapi_grpc.cases import labels
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import Workflow, WorkflowCatalog
 from hapi_grpc.domain.deadline import detached_context
@@ -41,7 +39,7 @@ from hapi_grpc.domain.history import OutcomeReport
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.tenancy import Caller, Tenant
 
-__all__ = ["Capture", "case_name", "harness_labels"]
+__all__ = ["Capture", "case_name"]
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +59,6 @@ def case_name(tenant: Tenant, remediation_id: str, recovery_attempt: int = 0) ->
     return f"{_UNSAFE.sub('_', remediation_id)[:80]}-{digest}"
 
 
-def harness_labels() -> ModuleType:
-    """`evals.harness.labels` (the captured-case format), from the source checkout
-    next to the package; ImportError when there is none."""
-    root = Path(__file__).resolve().parents[2]
-    if (root / "evals" / "harness").is_dir() and str(root) not in sys.path:
-        sys.path.append(str(root))
-    import importlib
-
-    return importlib.import_module("evals.harness.labels")
-
-
 def _yaml(value: Any) -> bytes:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True).encode()
@@ -87,7 +74,6 @@ class Capture:
         self._catalog = catalog
         self._provider = provider
         self._model = model
-        self._labels = harness_labels()
         self._pending: set[asyncio.Task[None]] = set()
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
         self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
@@ -111,7 +97,6 @@ class Capture:
         directory = self.writer.root / name
         body = _outcome_json(report)
         at = datetime.now(UTC)
-        labels = self._labels
 
         def update() -> None:
             if (directory / "case.yaml").exists():
@@ -201,7 +186,7 @@ class Capture:
         decision = json_format.MessageToDict(result_to_proto(bare))
         for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
             decision.pop(bulky, None)
-        provenance = self._labels.Provenance(
+        provenance = labels.Provenance(
             at=datetime.fromtimestamp(at, UTC),
             remediation_id=incident.remediation_id,
             service_version=__version__,
@@ -217,7 +202,7 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
-        texts = self._labels.captured_texts(
+        texts = labels.captured_texts(
             description=case_files.redacted(description),
             provenance=provenance,
             # Replayed with the workflows this investigation was offered.

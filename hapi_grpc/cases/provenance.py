@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from evals.harness.expected import Strict
+from hapi_grpc.cases.expected import Strict
 
 REASON_PREFIX = "HUMAN_REVIEW_REASON_"
 

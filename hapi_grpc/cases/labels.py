@@ -29,10 +29,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from evals.harness.cases import Case
-from evals.harness.constraints import Constraint
-from evals.harness.expected import Expected
-from evals.harness.provenance import Provenance, decision_of, outcome_of
+from hapi_grpc.cases.case import Case
+from hapi_grpc.cases.constraints import Constraint
+from hapi_grpc.cases.expected import Expected
+from hapi_grpc.cases.provenance import Provenance, decision_of, outcome_of
 
 # The fields a label sets; the others (target, severity, facts) are kept.
 DECISION_FIELDS = ("workflows", "review", "parameters", "rejected_workflows", "unreviewed", "label")

@@ -6,7 +6,7 @@ hapi-grpc validate WORKFLOW_ID PARAMS.json
 hapi-grpc datastorage serve --catalog FILE --port N
 hapi-grpc catalog check FILE          validate a catalog file and exit
 hapi-grpc eval [--repeat K] [--json PATH]   score decisions on evals/cases (source checkout)
-hapi-grpc cases review DIR            list captured evaluation cases, label them (source checkout)
+hapi-grpc cases review DIR            list captured evaluation cases, label them
 hapi-grpc calibration --metrics-url URL | --history-file FILE   success rate by confidence
 """
 
@@ -155,10 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     prem_check.add_argument("--catalog", help="catalog file whose workflows to show")
     prem_check.set_defaults(func=_premises_check)
 
-    # Their own parsers (in evals/harness/) read every argument after the command.
+    # Their own parsers read every argument after the command.
     for name, module, helptext in (
         ("eval", "evals.harness.cli", "score remediation decisions (eval --help)"),
-        ("cases", "evals.harness.review_cli", "label captured evaluation cases (cases --help)"),
+        ("cases", "hapi_grpc.cases.review", "label captured evaluation cases (cases --help)"),
     ):
         ev = sub.add_parser(name, help=helptext, add_help=False, prefix_chars="\x00")
         ev.add_argument("harness_args", nargs="*")
@@ -257,10 +257,10 @@ def _premises_check(args: argparse.Namespace) -> int:
 
 
 def _harness(args: argparse.Namespace) -> int:
-    # The cases and the runner live next to the package in a source checkout.
+    # The replay runner lives next to the package in a source checkout.
     name, module = args.harness
     root = Path(__file__).resolve().parents[1]
-    if not (root / "evals" / "harness").is_dir():
+    if module.startswith("evals.") and not (root / "evals" / "harness").is_dir():
         print(f"hapi-grpc {name}: needs a source checkout (evals/ not found)", file=sys.stderr)
         return EXIT_USAGE
     if str(root) not in sys.path:

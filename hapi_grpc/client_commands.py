@@ -114,19 +114,10 @@ def _run_rpc(run: Any) -> int:
         return EXIT_RPC_ERROR
 
 
-def _plain(value: Any) -> Any:
-    """Struct numbers are doubles on the wire; show whole numbers as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _struct_json(struct: Any) -> str:
-    return json.dumps(_plain(json_format.MessageToDict(struct)), sort_keys=True)
+    from hapi_grpc.cases.provenance import plain
+
+    return json.dumps(plain(json_format.MessageToDict(struct)), sort_keys=True)
 
 
 def _to_json(message: Any) -> str:

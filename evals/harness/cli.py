@@ -21,11 +21,12 @@ from typing import TextIO
 from evals.harness import compare as comparing
 from evals.harness import identity
 from evals.harness import report as reports
-from evals.harness.cases import CASES_DIR, Case, CaseError, load_cases
+from evals.harness.cases import CASES_DIR, load_cases
 from evals.harness.cluster_state import ClusterStateError
 from evals.harness.fixtures import FixtureError
 from evals.harness.runner import RunOptions, model_name, run_cases
 from evals.harness.scoring import RunScore
+from hapi_grpc.cases.case import Case, CaseError
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evals.harness.cases import Case
 from evals.harness.kinds import DiscoveryError, KindIndex, Served, crd_kinds, is_crd
+from hapi_grpc.cases.case import Case
 
 # The steps of the creation order (see `cases.py`); a kind not named here is
 # placed by its scope: cluster-scoped objects at 1, namespaced ones at 3.

@@ -22,10 +22,11 @@ from typing import Any
 
 from aiohttp import web
 
-from evals.harness.cases import Case, DataStorageFault, check_kinds
+from evals.harness.cases import check_kinds
 from evals.harness.cluster_state import ClusterLoader, LoadedState
 from evals.harness.identity import catalog_hash
 from evals.harness.kinds import DiscoveryError, KindIndex, kube_fetch
+from hapi_grpc.cases.case import Case, DataStorageFault
 
 PROMTOOL_TIMEOUT = 60
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.harness import identity
-from evals.harness.cases import Case
 from evals.harness.scoring import RunScore
+from hapi_grpc.cases.case import Case
 
 # 2: `configuration` (model, prompt and catalog hashes), unreviewed cases.
 REPORT_VERSION = 2

@@ -23,7 +23,6 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from evals.harness.cases import Case
 from evals.harness.fixtures import (
     Cluster,
     FixtureError,
@@ -33,6 +32,7 @@ from evals.harness.fixtures import (
     running_datastorage,
 )
 from evals.harness.scoring import RunScore, score_run
+from hapi_grpc.cases.case import Case
 
 # Settings of the user's environment the evaluated server inherits: the model
 # and the investigation bounds. Everything else (ports, catalog, cluster,

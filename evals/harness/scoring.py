@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evals.harness.cases import Case
-from evals.harness.constraints import parameter_violations
+from hapi_grpc.cases.case import Case
+from hapi_grpc.cases.constraints import parameter_violations
 
 REASON_PREFIX = "HUMAN_REVIEW_REASON_"
 SEVERITY_PREFIX = "SEVERITY_"

@@ -22,20 +22,13 @@ def build_capture(
     settings: CaptureSettings, catalog: WorkflowCatalog, provider: str, model: str
 ) -> Capture | None:
     """The capture of `settings.capture_dir`; None when it is not set. ConfigError
-    when the directory cannot be written or the case format is not at hand."""
+    when the directory cannot be written."""
     if not settings.capture_dir:
         return None
-    from hapi_grpc.capture.capture import Capture, harness_labels
+    from hapi_grpc.capture.capture import Capture
     from hapi_grpc.capture.writer import CaseWriter
     from hapi_grpc.config import ConfigError
 
-    try:
-        harness_labels()
-    except ImportError:
-        raise ConfigError(
-            "HAPI_CAPTURE_DIR: the case format (evals/harness of a source checkout) is not"
-            " installed next to the service"
-        ) from None
     try:
         writer = CaseWriter(
             Path(settings.capture_dir),

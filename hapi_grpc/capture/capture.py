@@ -20,11 +20,8 @@ import hashlib
 import json
 import logging
 import re
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
@@ -34,6 +31,8 @@ from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
 from hapi_grpc.capture.writer import COUNTS, CaseWriter, Files
+from hapi_grpc.cases import labels
+from hapi_grpc.cases.provenance import Decision, plain
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import Workflow, WorkflowCatalog
 from hapi_grpc.domain.deadline import detached_context
@@ -41,7 +40,7 @@ from hapi_grpc.domain.history import OutcomeReport
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.tenancy import Caller, Tenant
 
-__all__ = ["Capture", "case_name", "harness_labels"]
+__all__ = ["Capture", "case_name"]
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +60,6 @@ def case_name(tenant: Tenant, remediation_id: str, recovery_attempt: int = 0) ->
     return f"{_UNSAFE.sub('_', remediation_id)[:80]}-{digest}"
 
 
-def harness_labels() -> ModuleType:
-    """`evals.harness.labels` (the captured-case format), from the source checkout
-    next to the package; ImportError when there is none."""
-    root = Path(__file__).resolve().parents[2]
-    if (root / "evals" / "harness").is_dir() and str(root) not in sys.path:
-        sys.path.append(str(root))
-    import importlib
-
-    return importlib.import_module("evals.harness.labels")
-
-
 def _yaml(value: Any) -> bytes:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True).encode()
@@ -87,7 +75,6 @@ class Capture:
         self._catalog = catalog
         self._provider = provider
         self._model = model
-        self._labels = harness_labels()
         self._pending: set[asyncio.Task[None]] = set()
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
         self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
@@ -111,7 +98,6 @@ class Capture:
         directory = self.writer.root / name
         body = _outcome_json(report)
         at = datetime.now(UTC)
-        labels = self._labels
 
         def update() -> None:
             if (directory / "case.yaml").exists():
@@ -174,8 +160,6 @@ class Capture:
         workflows: list[Workflow],
         at: float,
     ) -> Files:
-        from hapi_grpc.transport.converters import result_to_proto
-
         files: Files = {
             "request.json": json.dumps(
                 case_files.redacted(request_json(incident)), indent=2
@@ -194,22 +178,7 @@ class Capture:
         files |= {path: text.encode() for path, text in optional.items() if text}
         if workflows:
             files["catalog.yaml"] = self._catalog_file(workflows)
-        from google.protobuf import json_format
-
-        # Converted without the tool calls (typed arguments are slow to convert).
-        bare = dataclasses.replace(result, tool_calls=[], validation_attempts=[])
-        decision = json_format.MessageToDict(result_to_proto(bare))
-        for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
-            decision.pop(bulky, None)
-        provenance = self._labels.Provenance(
-            at=datetime.fromtimestamp(at, UTC),
-            remediation_id=incident.remediation_id,
-            service_version=__version__,
-            provider=self._provider,
-            model=self._model,
-            prompt_hash=_prompt_hash(),
-            decision=case_files.redacted(decision),
-        )
+        captured, decision = self._provenance(incident, result, at)
         signal = incident.signal
         description = (
             f"{signal.signal_type} on {signal.namespace}/{signal.resource_kind}/"
@@ -217,14 +186,49 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
-        texts = self._labels.captured_texts(
+        stamp = datetime.fromtimestamp(at, UTC)
+        texts = labels.captured_texts(
             description=case_files.redacted(description),
-            provenance=provenance,
+            captured=captured,
+            expected=labels.derived_expected(decision, None, stamp),
             # Replayed with the workflows this investigation was offered.
             catalog="catalog.yaml" if workflows else None,
         )
         files |= {name: text.encode() for name, text in texts.items()}
         return {path: body for path, body in files.items() if body}
+
+    def _provenance(
+        self, incident: Incident, result: r.AnalysisResult, at: float
+    ) -> tuple[dict[str, Any], Decision]:
+        """The `captured` block (`Provenance`, as written: the service's own output is
+        not parsed back) and the decision it holds."""
+        from google.protobuf import json_format
+
+        from hapi_grpc.transport.converters import result_to_proto
+
+        # Converted without the tool calls (typed arguments are slow to convert).
+        bare = dataclasses.replace(result, tool_calls=[], validation_attempts=[])
+        decision = json_format.MessageToDict(result_to_proto(bare))
+        for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
+            decision.pop(bulky, None)
+        decision = case_files.redacted(decision)
+        stamp = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+        captured = {
+            "at": stamp,
+            "remediation_id": incident.remediation_id,
+            "service_version": __version__,
+            "provider": self._provider,
+            "model": self._model,
+            "prompt_hash": _prompt_hash(),
+            "decision": decision,
+        }
+        selected = decision.get("selectedWorkflow") or {}
+        if result.needs_human_review or not selected.get("workflowId"):
+            reason = result.human_review_reason
+            chosen = Decision(None, review_reason=reason.value.lower() if reason else "")
+        else:
+            chosen = Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
+        return {k: v for k, v in captured.items() if v}, chosen
 
 
 _PROMPT_HASH: list[str] = []

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from hapi_grpc.capture.recorder import CaseRecorder
-from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact
+from hapi_grpc.domain.sensitive import redact, redact_mapping
 
 __all__ = ["alerts_yaml", "cluster_yaml", "history_yaml", "log_files", "metrics_om", "redacted"]
 
@@ -34,28 +34,12 @@ _SERVER_SET = frozenset(
     {"managedFields", "uid", "resourceVersion", "selfLink", "generation", "creationTimestamp"}
 )
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_NAMING = frozenset({"name", "key"})
 _MAX_DEPTH = 64  # deeper than any object the API server keeps
 
 
-def redacted(value: Any, depth: int = 0) -> Any:
+def redacted(value: Any) -> Any:
     """A copy of a JSON value with the redaction above (types kept, strings redacted)."""
-    if isinstance(value, str):
-        return redact(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if depth >= _MAX_DEPTH:
-        return REDACTED
-    if isinstance(value, dict):
-        return {
-            str(k): REDACTED
-            if isinstance(v, str) and v and str(k) not in _NAMING and hides_value(value, k)
-            else redacted(v, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redacted(v, depth + 1) for v in value]
-    return redact(str(value))
+    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True)
 
 
 def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:

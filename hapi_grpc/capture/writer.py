@@ -46,6 +46,7 @@ class CaseWriter:
         self._jobs: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         root.mkdir(parents=True, exist_ok=True)
         self._sizes = self._scan()  # case name -> bytes, oldest first
+        self._total = sum(self._sizes.values())
         self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
         self._thread.start()
 
@@ -106,21 +107,33 @@ class CaseWriter:
             COUNTS["too_large"].inc()
             log.warning("captured case skipped: too large", extra={"bytes": size})
             return
-        self._sizes.pop(name, None)
-        while self._sizes and sum(self._sizes.values()) + size > self.max_bytes:
+        self._total -= self._sizes.pop(name, 0)
+        while self._sizes and self._total + size > self.max_bytes:
             oldest = next(iter(self._sizes))
             shutil.rmtree(self.root / oldest, ignore_errors=True)
-            del self._sizes[oldest]
+            self._total -= self._sizes.pop(oldest)
             COUNTS["evicted"].inc()
-        staging = self.root / f".{name}.{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = f"{self.root}/.{name}.{os.getpid()}"
+        try:
+            os.mkdir(staging)
+        except FileExistsError:  # left by a write cut short
+            shutil.rmtree(staging)
+            os.mkdir(staging)
+        made = {staging}
         for relative, body in files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(body)
+            path = f"{staging}/{relative}"
+            folder = os.path.dirname(path)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            with open(path, "xb") as out:
+                out.write(body)
         final = self.root / name
-        if final.exists():
+        try:
+            os.rename(staging, final)
+        except OSError:  # a case of that name already (a later investigation replaces it)
             shutil.rmtree(final)
-        staging.rename(final)
+            os.rename(staging, final)
         self._sizes[name] = size
+        self._total += size
         COUNTS["written"].inc()

@@ -244,25 +244,44 @@ def hides_value(mapping: Mapping[Any, Any], key: Any) -> bool:
 _MAX_DEPTH = 8
 
 
-def redact_mapping(value: Any, *, depth: int = 0) -> Any:
+def redact_mapping(
+    value: Any, *, depth: int = 0, max_depth: int = _MAX_DEPTH, keep_shape: bool = False
+) -> Any:
     """Redacted copy of a JSON-like value: secret-named keys lose their values,
-    strings pass through `redact`, anything nested deeper than 8 is replaced."""
+    strings pass through `redact`, anything nested deeper than `max_depth` is
+    replaced. With `keep_shape` (objects written back to an API server) only
+    non-empty strings are hidden, never a `name` or `key` that names something."""
     if isinstance(value, str):
         return redact(value)
     if value is None or isinstance(value, bool | int | float):
         return value
-    if depth >= _MAX_DEPTH:
+    if depth >= max_depth:
         return REDACTED
     if isinstance(value, Mapping):
         return {
             str(k): REDACTED
-            if is_secret_name(str(k)) or hides_value(value, k)
-            else redact_mapping(v, depth=depth + 1)
+            if _hidden(value, k, keep_shape)
+            else redact_mapping(v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
-        return [redact_mapping(v, depth=depth + 1) for v in value]
+        return [
+            redact_mapping(v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape)
+            for v in value
+        ]
     return redact(str(value))
+
+
+def _hidden(mapping: Mapping[Any, Any], key: Any, keep_shape: bool) -> bool:
+    if not keep_shape:
+        return is_secret_name(str(key)) or hides_value(mapping, key)
+    value = mapping[key]
+    return (
+        bool(value)
+        and isinstance(value, str)
+        and str(key) not in _NAMING_KEYS
+        and (hides_value(mapping, key))
+    )
 
 
 def clip(text: str, limit: int) -> str:

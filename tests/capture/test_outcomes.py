@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from google.protobuf import json_format
 
-from evals.harness.cases import load_case
 from hapi.v1 import outcome_pb2
+from hapi_grpc.cases.case import load_case
 from hapi_grpc.client import load_analyze_request
 from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog

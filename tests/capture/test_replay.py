@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from evals.harness.cases import CASES_DIR, load_case
+from evals.harness.cases import CASES_DIR
+from hapi_grpc.cases.case import load_case
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(sys.executable).with_name("hapi-grpc")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.harness.cases import CASES_DIR, CaseError, load_case
+from evals.harness.cases import CASES_DIR
 from evals.harness.runner import _group_key, _one_run, history_requests
+from hapi_grpc.cases.case import CaseError, load_case
 
 
 def test_a_case_with_history_loads_and_reports_it_per_run() -> None:

@@ -20,9 +20,10 @@ import pytest
 import yaml
 
 from evals.harness import cli
-from evals.harness.cases import CASES_DIR, CaseError, load_case, load_cases
+from evals.harness.cases import CASES_DIR, check_kinds, load_cases
 from evals.harness.cluster_state import ClusterLoader, ClusterStateError
 from evals.harness.kinds import KindIndex, kube_fetch
+from hapi_grpc.cases.case import CaseError, load_case
 from tests.fakes.kube_cluster import KubeCluster
 from tests.fakes.kube_pytest import kube_cluster, kubelet
 from tests.fakes.kubelet import FakeKubelet
@@ -203,7 +204,8 @@ def test_every_kind_loads_in_dependency_order_and_unloads(
     tmp_path: Path, kube_cluster: KubeCluster, loader: ClusterLoader, tag: str
 ) -> None:
     ns = f"e-{tag}"
-    case = load_case(write_case(tmp_path, "every-kind", every_kind(ns, tag)), loader.index)
+    case = load_case(write_case(tmp_path, "every-kind", every_kind(ns, tag)))
+    check_kinds(case, loader.index)
     state = loader.load(case)
     try:
         # Priority admission resolved the class, so it existed before the Pod.
@@ -293,7 +295,8 @@ def test_a_refused_create_names_case_object_and_message_and_leaves_nothing(
             },
         },
     ]
-    case = load_case(write_case(tmp_path, "refused", objects), loader.index)
+    case = load_case(write_case(tmp_path, "refused", objects))
+    check_kinds(case, loader.index)
     with pytest.raises(ClusterStateError) as caught:
         loader.load(case)
     message = str(caught.value)

@@ -13,8 +13,9 @@ import yaml
 
 from evals.harness import cli, compare, identity
 from evals.harness import report as reports
-from evals.harness.cases import CASES_DIR, Case, load_case
+from evals.harness.cases import CASES_DIR
 from evals.harness.scoring import RunScore, score_run
+from hapi_grpc.cases.case import Case, load_case
 
 OOM_ID = "oomkill-increase-memory-v1"
 GOOD = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}

@@ -10,8 +10,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from evals.harness.cases import CASES_DIR, DataStorageFault, load_case
+from evals.harness.cases import CASES_DIR
 from evals.harness.fixtures import absolute_openmetrics, metrics_server, running_datastorage
+from hapi_grpc.cases.case import DataStorageFault, load_case
 
 
 def test_relative_sample_times_become_absolute() -> None:

@@ -14,13 +14,15 @@ from typing import Any
 import pytest
 import yaml
 
-from evals.harness import labels, review_cli
 from evals.harness import report as reports
-from evals.harness.cases import CASES_DIR, CaseError, load_case
-from evals.harness.expected import REVIEW_REASONS
-from evals.harness.provenance import Provenance
+from evals.harness.cases import CASES_DIR
 from evals.harness.scoring import score_run
 from hapi.v1 import analysis_pb2
+from hapi_grpc.cases import labels
+from hapi_grpc.cases import review as review_cli
+from hapi_grpc.cases.case import CaseError, load_case
+from hapi_grpc.cases.expected import REVIEW_REASONS
+from hapi_grpc.cases.provenance import Provenance
 
 OOM_ID = "oomkill-increase-memory-v1"
 PARAMS = {"NAMESPACE": "payments", "DEPLOYMENT_NAME": "payment-api", "MEMORY_LIMIT_NEW": "1Gi"}

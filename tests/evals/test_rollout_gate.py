@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from evals.harness import labels
 from evals.harness.cases import CASES_DIR
-from evals.harness.provenance import Provenance
 from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
+from hapi_grpc.cases import labels
+from hapi_grpc.cases.provenance import Provenance
 from hapi_grpc.toolsets.registry import prompt_template_hash
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,10 @@ import pytest
 
 from evals.harness import compare
 from evals.harness import report as reports
-from evals.harness.cases import CASES_DIR, CaseError, load_case, load_cases
-from evals.harness.constraints import Constraint, parameter_violations, parse_quantity
+from evals.harness.cases import CASES_DIR, load_cases
 from evals.harness.scoring import score_run
+from hapi_grpc.cases.case import CaseError, load_case
+from hapi_grpc.cases.constraints import Constraint, parameter_violations, parse_quantity
 
 OOM_CASE = CASES_DIR / "oomkilled-raise-limit"
 OOM_ID = "oomkill-increase-memory-v1"

@@ -13,9 +13,8 @@ Derived from the case's provenance (`derived_expected`):
 
 An operator's label (`accept`, `reject`, `expect_review`) replaces the decision
 fields and is never overwritten by an outcome arriving later. The target,
-severity and facts already in `expected.yaml` are kept. Capturing only has to
-write `case.yaml` with its `captured` block and `derived_expected(...)`, and
-call `record_outcome` when the outcome is reported.
+severity and facts already in `expected.yaml` are kept. Capturing writes
+`captured_texts` and calls `record_outcome` when the outcome is reported.
 """
 
 from __future__ import annotations
@@ -29,10 +28,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from evals.harness.cases import Case
-from evals.harness.constraints import Constraint
-from evals.harness.expected import Expected
-from evals.harness.provenance import Provenance, decision_of, outcome_of
+from hapi_grpc.cases.case import Case
+from hapi_grpc.cases.constraints import Constraint
+from hapi_grpc.cases.expected import Expected
+from hapi_grpc.cases.provenance import Decision, Outcome, Provenance, decision_of, outcome_of
 
 # The fields a label sets; the others (target, severity, facts) are kept.
 DECISION_FIELDS = ("workflows", "review", "parameters", "rejected_workflows", "unreviewed", "label")
@@ -73,10 +72,9 @@ def _kept(current: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def derived_expected(
-    provenance: Provenance, at: datetime, current: dict[str, Any] | None = None
+    decision: Decision, outcome: Outcome | None, at: datetime, current: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The `expected.yaml` body known from the capture and its outcome."""
-    decision, outcome = decision_of(provenance), outcome_of(provenance)
+    """The `expected.yaml` body known from the captured decision and its outcome."""
     body = _kept(current)
     succeeded = outcome and outcome.result == "succeeded" and outcome.signal_cleared is not False
     if outcome and succeeded and outcome.workflow_id:
@@ -297,22 +295,22 @@ def write_expected(directory: Path, body: dict[str, Any]) -> bool:
 def captured_texts(
     *,
     description: str,
-    provenance: Provenance,
+    captured: dict[str, Any],
+    expected: dict[str, Any],
     tags: tuple[str, ...] = (),
     catalog: str | None = None,
 ) -> dict[str, str]:
-    """A new captured case's `case.yaml` and derived `expected.yaml`, as text (the
-    other files, request and what the investigation read, are the capture's to
-    write; `catalog` names its catalog file, when it brings one)."""
+    """A new captured case's `case.yaml` and `expected.yaml`, as text.
+
+    `captured` is the provenance block as written (`Provenance`'s fields, JSON
+    values), `expected` derived from it (`derived_expected`). The service writes
+    its own output unchecked; `write_captured` checks both. The other files
+    (request, what the investigation read) are the capture's to write; `catalog`
+    names the case's catalog file, when it brings one."""
     meta: dict[str, Any] = {"description": description, "tags": ["captured", *tags]}
     meta |= {"catalog": catalog} if catalog else {}
-    meta["captured"] = provenance.model_dump(mode="json", exclude_defaults=True)
-    body = derived_expected(provenance, provenance.at)
-    try:
-        Expected.model_validate(body)
-    except ValidationError as exc:
-        raise LabelError(f"no valid expected.yaml: {_problems(exc)}") from None
-    return {"case.yaml": _dump(meta), "expected.yaml": _dump(body)}
+    meta["captured"] = captured
+    return {"case.yaml": _dump(meta), "expected.yaml": _dump(expected)}
 
 
 def write_captured(
@@ -323,9 +321,18 @@ def write_captured(
     tags: tuple[str, ...] = (),
     catalog: str | None = None,
 ) -> None:
-    """`captured_texts` written into `directory`."""
+    """`captured_texts` of a checked `provenance`, written into `directory`."""
+    body = derived_expected(decision_of(provenance), outcome_of(provenance), provenance.at)
+    try:
+        Expected.model_validate(body)
+    except ValidationError as exc:
+        raise LabelError(f"no valid expected.yaml: {_problems(exc)}") from None
     texts = captured_texts(
-        description=description, provenance=provenance, tags=tags, catalog=catalog
+        description=description,
+        captured=provenance.model_dump(mode="json", exclude_defaults=True),
+        expected=body,
+        tags=tags,
+        catalog=catalog,
     )
     for name, text in texts.items():
         _write_atomically(directory / name, text)
@@ -350,4 +357,5 @@ def record_outcome(directory: Path, outcome: dict[str, Any], at: datetime) -> bo
     current = current if isinstance(current, dict) else None
     if current and (current.get("label") or {}).get("source") == "operator":
         return False
-    return write_expected(directory, derived_expected(provenance, at, current))
+    derived = derived_expected(decision_of(provenance), outcome_of(provenance), at, current)
+    return write_expected(directory, derived)

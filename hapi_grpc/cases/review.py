@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evals.harness import labels
-from evals.harness.cases import Case, CaseError, load_case
-from evals.harness.expected import Expected
-from evals.harness.provenance import decision_of, outcome_of
+from hapi_grpc.cases import labels
+from hapi_grpc.cases.case import Case, CaseError, load_case
+from hapi_grpc.cases.expected import Expected
+from hapi_grpc.cases.provenance import decision_of, outcome_of
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1

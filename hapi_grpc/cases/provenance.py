@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from evals.harness.expected import Strict
+from hapi_grpc.cases.expected import Strict
 
 REASON_PREFIX = "HUMAN_REVIEW_REASON_"
 
@@ -68,14 +68,14 @@ def _parse(value: dict[str, Any], message: Any, what: str) -> Any:
         raise ValueError(f"not {what}: {exc}") from None
 
 
-def _plain(value: Any) -> Any:
-    """Struct numbers arrive as floats: whole ones written back as integers."""
+def plain(value: Any) -> Any:
+    """Struct numbers are doubles on the wire: whole ones shown as integers."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -124,7 +124,7 @@ def decision_of(provenance: Provenance) -> Decision:
     selected = result.selected_workflow
     if result.needs_human_review or not selected.workflow_id:
         return Decision(None, review_reason=reason)
-    return Decision(selected.workflow_id, _plain(json_format.MessageToDict(selected.parameters)))
+    return Decision(selected.workflow_id, plain(json_format.MessageToDict(selected.parameters)))
 
 
 def outcome_of(provenance: Provenance) -> Outcome | None:
@@ -150,7 +150,7 @@ def outcome_of(provenance: Provenance) -> Outcome | None:
     return Outcome(
         result=ended,
         workflow_id=report.executed.workflow_id,
-        parameters=_plain(json_format.MessageToDict(report.executed.parameters)),
+        parameters=plain(json_format.MessageToDict(report.executed.parameters)),
         target=target,
         signal_cleared=report.signal_cleared if report.HasField("signal_cleared") else None,
         detail=detail,

@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.harness.constraints import Constraint
+from hapi_grpc.cases.constraints import Constraint
 
 __all__ = [
     "REVIEW_REASONS",

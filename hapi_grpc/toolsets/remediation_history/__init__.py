@@ -78,12 +78,16 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
 
     async def open(self, context: OpenContext) -> Opened | None:
         """The toolset over the history the composition root lends (none: not offered)."""
+        from hapi_grpc.toolsets.namespaces import NamespaceBound
         from hapi_grpc.toolsets.remediation_history.tools import RemediationHistorySource
 
         history = context.history()
         if history is None:
             return None
         source = RemediationHistorySource(
-            history, self.limits(), self.settings.remediation_history_max_entries
+            history,
+            self.limits(),
+            self.settings.remediation_history_max_entries,
+            NamespaceBound.configured(context),
         )
         return Opened([source])

@@ -67,10 +67,14 @@ class AlertmanagerToolset(ToolsetPlugin[AlertmanagerSettings]):
         """The toolset over a client of `HAPI_ALERTMANAGER_URL`."""
         from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
         from hapi_grpc.toolsets.alertmanager.tools import AlertmanagerToolsetSource
+        from hapi_grpc.toolsets.namespaces import NamespaceBound
 
         assert self.settings.alertmanager_url is not None  # `enabled`
         credentials: PrometheusSettings = context.settings_of(PrometheusToolset)
         client = AlertmanagerClient.of(
             self.settings.alertmanager_url, credentials, self.settings.alertmanager_timeout_seconds
         )
-        return Opened([AlertmanagerToolsetSource(client, self.limits())], client.close)
+        source = AlertmanagerToolsetSource(
+            client, self.limits(), NamespaceBound.configured(context)
+        )
+        return Opened([source], client.close)

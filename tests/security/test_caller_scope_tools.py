@@ -89,7 +89,9 @@ def _answer(target: dict[str, str] | None, parameters: dict[str, str] | None) ->
 
 
 @contextlib.asynccontextmanager
-async def _server(llm: ScriptedLLMServer, tokens: str) -> AsyncIterator[RunningServer]:
+async def _server(
+    llm: ScriptedLLMServer, tokens: str, **extra: Any
+) -> AsyncIterator[RunningServer]:
     """The server with its toolsets opened as `hapi-grpc serve` opens them (the
     history tool reads the history outcomes are recorded in)."""
     settings: dict[str, Any] = {
@@ -102,6 +104,7 @@ async def _server(llm: ScriptedLLMServer, tokens: str) -> AsyncIterator[RunningS
         "auth_static_namespaces": ["team-*"],
         "auth_static_report_namespaces": ["team-*"],
         "kubernetes": "off",
+        **extra,
     }
     config = Settings(grpc_host="127.0.0.1", grpc_port=0, metrics_port=-1, **settings)
     history = build_history(config)
@@ -183,3 +186,18 @@ async def test_a_target_in_another_namespace_is_reviewed_and_not_kept_there(
         assert kept.decision is not None
         assert (kept.decision.target.namespace, kept.decision.target.name) == ("team-a", "api")
         assert not kept.decision.automated
+
+
+async def test_the_operators_deny_list_bounds_the_history_too(tmp_path: Path) -> None:
+    tokens, a, _ = _tokens(tmp_path)
+    call = ("get_remediation_history", {"kind": "Deployment", "namespace": "team-a", "name": "api"})
+    script = [Step.tool_calls([call]), Step.text(_answer(None, None))]
+    async with (
+        ScriptedLLMServer("openai", script) as llm,
+        _server(llm, tokens, kubernetes_namespaces_deny=["team-a"]) as srv,
+    ):
+        unary = service_pb2.AnalyzeIncidentRequest(incident=_incident("rr-a-4", "team-a", "api"))
+        response = await srv.stub.AnalyzeIncident(unary, metadata=a, timeout=30)
+    (history,) = response.result.tool_calls
+    assert history.status == tools_pb2.TOOL_CALL_STATUS_INVALID_ARGUMENTS
+    assert "excluded from investigation by configuration" in history.result

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 __all__ = ["ANYWHERE", "NamespaceBound", "ScopeRefusal"]
 
@@ -40,15 +39,6 @@ class NamespaceBound:
             return tuple(i.strip() for i in items if i and i.strip())
 
         return cls(clean(allow), clean(deny))
-
-    @classmethod
-    def configured(cls, context: Any) -> NamespaceBound:
-        """The operator's lists, read from the `kubernetes` toolset's settings through an
-        `OpenContext` (they bound every toolset, whether the Kubernetes one is on or not)."""
-        from hapi_grpc.toolsets.kubernetes import KubernetesToolset
-
-        settings = context.settings_of(KubernetesToolset)
-        return cls.of(settings.kubernetes_namespaces_allow, settings.kubernetes_namespaces_deny)
 
     def confined_to(self, namespace: str | None) -> NamespaceBound:
         """This bound, narrowed to the caller's namespace; None: no such bound."""

@@ -67,14 +67,11 @@ class AlertmanagerToolset(ToolsetPlugin[AlertmanagerSettings]):
         """The toolset over a client of `HAPI_ALERTMANAGER_URL`."""
         from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
         from hapi_grpc.toolsets.alertmanager.tools import AlertmanagerToolsetSource
-        from hapi_grpc.toolsets.namespaces import NamespaceBound
 
         assert self.settings.alertmanager_url is not None  # `enabled`
         credentials: PrometheusSettings = context.settings_of(PrometheusToolset)
         client = AlertmanagerClient.of(
             self.settings.alertmanager_url, credentials, self.settings.alertmanager_timeout_seconds
         )
-        source = AlertmanagerToolsetSource(
-            client, self.limits(), NamespaceBound.configured(context)
-        )
+        source = AlertmanagerToolsetSource(client, self.limits(), context.namespaces())
         return Opened([source], client.close)

@@ -78,7 +78,6 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
 
     async def open(self, context: OpenContext) -> Opened | None:
         """The toolset over the history the composition root lends (none: not offered)."""
-        from hapi_grpc.toolsets.namespaces import NamespaceBound
         from hapi_grpc.toolsets.remediation_history.tools import RemediationHistorySource
 
         history = context.history()
@@ -88,6 +87,6 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
             history,
             self.limits(),
             self.settings.remediation_history_max_entries,
-            NamespaceBound.configured(context),
+            context.namespaces(),
         )
         return Opened([source])

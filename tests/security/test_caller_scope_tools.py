@@ -201,3 +201,25 @@ async def test_the_operators_deny_list_bounds_the_history_too(tmp_path: Path) ->
     (history,) = response.result.tool_calls
     assert history.status == tools_pb2.TOOL_CALL_STATUS_INVALID_ARGUMENTS
     assert "excluded from investigation by configuration" in history.result
+
+
+async def test_a_confined_caller_reads_a_nodes_history_without_its_ids(tmp_path: Path) -> None:
+    tokens, a, b = _tokens(tmp_path)
+    node = {"namespace": "", "kind": "Node", "name": "worker-7"}
+    call = ("get_remediation_history", {"kind": "Node", "namespace": "", "name": "worker-7"})
+    script = [Step.tool_calls([call]), Step.text(_answer(None, None))]
+    async with (
+        ScriptedLLMServer("openai", script) as llm,
+        _server(llm, tokens, auth_static_report_namespaces=["*"]) as srv,
+    ):
+        report = _b_report()
+        report.target.CopyFrom(json_format.ParseDict(node, type(report.target)()))
+        await srv.stub.ReportRemediationOutcome(report, metadata=b, timeout=30)
+        unary = service_pb2.AnalyzeIncidentRequest(incident=_incident("rr-a-5", "team-a", "api"))
+        response = await srv.stub.AnalyzeIncident(unary, metadata=a, timeout=30)
+    (history,) = response.result.tool_calls
+    assert history.status == tools_pb2.TOOL_CALL_STATUS_SUCCESS
+    (entry,) = json.loads(history.result)["history_data"]["recent"]
+    assert entry["outcome"] == "Failed"  # what was done to the node is read
+    assert B_REMEDIATION not in str(response)
+    assert all(B_REMEDIATION not in json.dumps(r.json) for r in llm.requests)

@@ -164,6 +164,13 @@ class GetRemediationHistory:
             windows = Windows(tier1=args.window_hours * 3600.0, tier2=windows.tier2)
         context = await self.reader.context(target, current, windows)
         payload = history_payload(context, self.max_entries, time.time())
+        if not args.namespace and self.namespaces.only is not None:
+            # A cluster-scoped target's remediations were reported by whoever may
+            # act on the cluster: a caller confined to a namespace is not their
+            # tenant, so it reads what was done, not under which ids.
+            for key in ("recent", "older_with_same_spec"):
+                for view in payload.get(key, ()):
+                    view.pop("remediation_id", None)
         return ToolResult(ToolCallStatus.SUCCESS, {RemediationHistoryToolset.data_key: payload})
 
 

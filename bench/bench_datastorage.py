@@ -26,6 +26,7 @@ from typing import Any
 from hapi_grpc.adapters.cache import CatalogCache
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.catalog import SearchFilters, SearchQuery
 from hapi_grpc.domain.errors import CatalogUnavailableError
 
@@ -114,7 +115,7 @@ async def bench(url: str, requests: int) -> bool:
     # 1. Cache hits (memory backend). Several rounds: the machine is shared,
     # and the spread between rounds shows how much of a figure is noise.
     cache = CatalogCache()
-    cached = DataStorageCatalog(url, cache=cache)
+    cached = DataStorageCatalog(DataStorageClient(url), cache=cache)
     await cached.search(QUERY)
     await _latencies(lambda: cached.search(QUERY), 1000)  # warm-up
     rounds = [await _latencies(lambda: cached.search(QUERY), 5000) for _ in range(5)]
@@ -140,7 +141,7 @@ async def bench(url: str, requests: int) -> bool:
     except CatalogUnavailableError:
         pass
     assert breaker.state == "open"
-    guarded = DataStorageCatalog(url, breaker=breaker)
+    guarded = DataStorageCatalog(DataStorageClient(url, breaker=breaker))
     fast = await _latencies(lambda: guarded.search(QUERY), 20_000)
     print(
         f"open-breaker fail-fast latency: p50 {statistics.median(fast):.1f} us, "
@@ -149,7 +150,7 @@ async def bench(url: str, requests: int) -> bool:
     await guarded.close()
 
     # 3. Throughput over HTTP, no cache.
-    plain = DataStorageCatalog(url, breaker=RateCircuitBreaker("bench-plain"))
+    plain = DataStorageCatalog(DataStorageClient(url, breaker=RateCircuitBreaker("bench-plain")))
     for _ in range(50):
         await plain.search(QUERY)  # warm the connection pool
     start = time.perf_counter()

@@ -58,16 +58,11 @@ def build_catalog(settings: Settings) -> WorkflowCatalog:
     if source == "kubernetes":
         return build_kubernetes_catalog(settings)
     if source == "datastorage":
-        assert settings.data_storage_url is not None  # checked by Settings
         from hapi_grpc.adapters.cache import CatalogCache
         from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 
         return DataStorageCatalog(
-            settings.data_storage_url,
-            request_timeout=settings.data_storage_timeout_seconds,
-            max_retries=settings.data_storage_max_retries,
-            max_connections=settings.data_storage_max_connections,
-            breaker=settings.breaker("datastorage"),
+            settings.data_storage_client("datastorage"),
             cache=CatalogCache(
                 settings.cache_url,
                 ttl=settings.cache_ttl_seconds,
@@ -174,11 +169,8 @@ def build_history(settings: Settings) -> RemediationHistory:
     from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 
     return DataStorageHistory(
-        settings.data_storage_url,
+        settings.data_storage_client("datastorage-history"),
         local,
-        request_timeout=settings.data_storage_timeout_seconds,
-        max_retries=settings.data_storage_max_retries,
-        breaker=settings.breaker("datastorage-history"),
         cache_ttl=settings.history_cache_seconds,
     )
 

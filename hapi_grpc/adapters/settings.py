@@ -13,6 +13,7 @@ from hapi_grpc.domain.toolsets.settings import check_url
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+    from hapi_grpc.adapters.datastorage.client import DataStorageClient
 
 __all__ = ["DependencySettings"]
 
@@ -256,4 +257,17 @@ class DependencySettings(BaseModel):
             window_seconds=self.breaker_window_seconds,
             min_calls=self.breaker_min_calls,
             recovery_timeout=self.breaker_recovery_seconds,
+        )
+
+    def data_storage_client(self, breaker: str) -> DataStorageClient:
+        """A client of HAPI_DATA_STORAGE_URL guarded by the circuit breaker `breaker`."""
+        from hapi_grpc.adapters.datastorage.client import DataStorageClient
+
+        assert self.data_storage_url is not None  # checked by the callers
+        return DataStorageClient(
+            self.data_storage_url,
+            request_timeout=self.data_storage_timeout_seconds,
+            max_retries=self.data_storage_max_retries,
+            max_connections=self.data_storage_max_connections,
+            breaker=self.breaker(breaker),
         )

@@ -11,9 +11,17 @@ Models are frozen: a value handed out by a cache cannot be changed by a caller.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
 from hapi_grpc.domain.cel_programs import check_expression, compile_expression
@@ -39,6 +47,10 @@ def is_valid_workflow_id(workflow_id: str) -> bool:
     return bool(_WORKFLOW_ID_RE.match(workflow_id)) and ".." not in workflow_id
 
 
+# A list sent as null is an empty one.
+_NONE_IS_EMPTY = BeforeValidator(lambda value: () if value is None else value)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -59,15 +71,10 @@ class ParameterSpec(_Frozen):
     min_length: int | None = Field(default=None, ge=0)
     max_length: int | None = Field(default=None, ge=0)
     default: Any = None
-    depends_on: tuple[str, ...] = ()
+    depends_on: Annotated[tuple[str, ...], _NONE_IS_EMPTY] = ()
     # The parameter's role for the premise packs (`domain.premises.roles`), when the
     # workflow states it: "namespace", "workload", "memory_limit", ...
     role: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
-
-    @field_validator("depends_on", mode="before")
-    @classmethod
-    def _none_is_empty(cls, value: Any) -> Any:
-        return () if value is None else value
 
 
 class Condition(_Frozen):
@@ -106,23 +113,14 @@ class Condition(_Frozen):
         return Declared(self.name, self.expression, self.message, self.show, OUTSIDE)
 
 
-def _conditions(value: Any) -> Any:
-    return () if value is None else value
-
-
 class Declarations(_Frozen):
     """What a workflow declares about when it may run (shared by the models below)."""
 
-    preconditions: tuple[Condition, ...] = ()
-    invariants: tuple[Condition, ...] = ()
+    preconditions: Annotated[tuple[Condition, ...], _NONE_IS_EMPTY] = ()
+    invariants: Annotated[tuple[Condition, ...], _NONE_IS_EMPTY] = ()
     # An explicit declaration that the workflow changes nothing in the cluster.
     read_only: bool = False
     action_type: str = Field(default="", max_length=255)
-
-    @field_validator("preconditions", "invariants", mode="before")
-    @classmethod
-    def _none_is_empty_conditions(cls, value: Any) -> Any:
-        return _conditions(value)
 
 
 class WorkflowLabels(_Frozen):
@@ -146,17 +144,12 @@ class Workflow(Declarations):
     description: str = ""
     signal_type: str = ""
     labels: WorkflowLabels = Field(default_factory=WorkflowLabels)
-    parameters: tuple[ParameterSpec, ...] = ()
+    parameters: Annotated[tuple[ParameterSpec, ...], _NONE_IS_EMPTY] = ()
     estimated_duration: str = ""
     success_rate: float | None = None
     estimated_risk: RiskLevel | None = None
 
-    @field_validator("parameters", mode="before")
-    @classmethod
-    def _none_is_empty(cls, value: Any) -> Any:
-        return () if value is None else value
-
-    def schema(self) -> WorkflowSchema:
+    def parameter_schema(self) -> WorkflowSchema:
         """This workflow's parameter schema and declarations."""
         return WorkflowSchema(
             workflow_id=self.workflow_id,
@@ -174,12 +167,7 @@ class WorkflowSchema(Declarations):
 
     workflow_id: str
     version: str = ""
-    parameters: tuple[ParameterSpec, ...] = ()
-
-    @field_validator("parameters", mode="before")
-    @classmethod
-    def _none_is_empty(cls, value: Any) -> Any:
-        return () if value is None else value
+    parameters: Annotated[tuple[ParameterSpec, ...], _NONE_IS_EMPTY] = ()
 
 
 class SearchFilters(_Frozen):

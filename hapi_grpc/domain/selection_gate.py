@@ -14,6 +14,7 @@ from typing import Any
 from hapi_grpc.domain.catalog import Declarations, SearchHit
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.observed import Observed
+from hapi_grpc.domain.observed.facts import ObservedView
 from hapi_grpc.domain.preconditions import Bound, ConditionResult, incident_activation
 from hapi_grpc.domain.premises import PremiseBook, Premises, bundled_book, evaluate_premises
 from hapi_grpc.domain.premises.evaluate import BoundFor, LateBound
@@ -85,7 +86,7 @@ class SelectionGate:
     # incident's view: that would cost memory (~6 kB for an empty record, ~120 kB for
     # a few pods) for every investigation in flight.
     _reuse: bool = False
-    _bound: list[tuple[dict[str, Any], dict[str, Any], Any, Bound]] = field(default_factory=list)
+    _bound: list[tuple[ObservedView, dict[str, Any], Any, Bound]] = field(default_factory=list)
     # The last selection judged and what stopped it, with the record's version: the
     # validation tool and the final check judge the same selection on the same record.
     _judged: tuple[int, str, dict[str, Any], Premises, list[ConditionResult]] | None = None
@@ -187,17 +188,6 @@ class SelectionGate:
         """Every condition of the workflow's premise evaluated on what was observed so far."""
         premises = self.premises_of(workflow_id, declared, params, hit)
         return evaluate_premises(premises, self._activation, params)
-
-    def failed(
-        self,
-        workflow_id: str,
-        declared: Declarations,
-        params: Mapping[str, Any],
-        hit: SearchHit | None = None,
-    ) -> list[ConditionResult]:
-        """The conditions that stop automation (unknown ones too, unless read-only)."""
-        premises = self.premises_of(workflow_id, declared, params, hit)
-        return self._failing(premises, params)
 
     def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
         version = self.observed.version

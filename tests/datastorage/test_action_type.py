@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.catalog import SearchQuery
 from tests.datastorage.conftest import WORKFLOW, WORKFLOW_ID, FakeDataStorage, search_payload
@@ -35,7 +36,7 @@ def typed(ds: FakeDataStorage, action_type: str | None) -> None:
 
 async def test_the_action_type_is_read_from_every_answer(ds: FakeDataStorage) -> None:
     typed(ds, "IncreaseMemoryLimits")
-    catalog = DataStorageCatalog(ds.url)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url))
     try:
         (hit,) = (await catalog.search(SearchQuery(query="OOMKilled critical"))).workflows
         schema = await catalog.get_schema(WORKFLOW_ID)
@@ -50,7 +51,7 @@ async def test_an_operators_own_type_and_a_missing_one_are_kept_as_given(
 ) -> None:
     for given, expected in ((OPERATOR_TYPE, OPERATOR_TYPE), (None, "")):
         typed(ds, given)
-        catalog = DataStorageCatalog(ds.url)
+        catalog = DataStorageCatalog(DataStorageClient(ds.url))
         try:
             (hit,) = (await catalog.search(SearchQuery(query="OOMKilled critical"))).workflows
             schema = await catalog.get_schema(WORKFLOW_ID)

@@ -10,6 +10,7 @@ from aiohttp import web
 from hapi_grpc.adapters.cache import CatalogCache
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.datastorage_server import create_app
 from hapi_grpc.domain.catalog import SearchFilters, SearchQuery
 from hapi_grpc.domain.errors import WorkflowNotFoundError
@@ -22,7 +23,9 @@ async def pair() -> AsyncIterator[tuple[EmbeddedCatalog, DataStorageCatalog]]:
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     cache = CatalogCache()
-    remote = DataStorageCatalog(f"http://127.0.0.1:{runner.addresses[0][1]}", cache=cache)
+    remote = DataStorageCatalog(
+        DataStorageClient(f"http://127.0.0.1:{runner.addresses[0][1]}"), cache=cache
+    )
     try:
         yield embedded, remote
     finally:

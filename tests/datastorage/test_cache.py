@@ -21,6 +21,7 @@ from hapi_grpc.adapters.cache import (
 )
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog, DataStorageHTTPError
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.catalog import SearchFilters, SearchQuery, SearchResult, WorkflowSchema
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError, CatalogUnavailableError
@@ -57,7 +58,7 @@ async def make_catalog(ds: FakeDataStorage) -> AsyncIterator[MakeCatalog]:
         cache = cache or CatalogCache()
         options: dict[str, Any] = {"max_retries": 0, "request_timeout": 2.0}
         options.update(overrides)
-        catalog = DataStorageCatalog(ds.url, cache=cache, **options)
+        catalog = DataStorageCatalog(DataStorageClient(ds.url, **options), cache=cache)
         made.append((catalog, cache))
         return catalog
 

@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.catalog import SearchQuery
 from hapi_grpc.domain.errors import (
     BudgetExhaustedError,
@@ -344,7 +345,7 @@ QUERY = SearchQuery(query="OOMKilled critical")
 async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
     clock = ManualClock()
     breaker = RateCircuitBreaker("ds-open", min_calls=2, clock=clock)
-    catalog = DataStorageCatalog(ds.url, max_retries=0, breaker=breaker)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url, max_retries=0, breaker=breaker))
     try:
         ds.script("search", ds.status(500), ds.status(500))
         for _ in range(2):
@@ -368,7 +369,9 @@ async def test_open_breaker_sends_no_requests(ds: FakeDataStorage) -> None:
 async def test_retries_of_one_call_count_once(ds: FakeDataStorage) -> None:
     breaker = RateCircuitBreaker("ds-once", min_calls=10, clock=ManualClock())
     catalog = DataStorageCatalog(
-        ds.url, max_retries=2, backoff_base=0.001, backoff_max=0.002, breaker=breaker
+        DataStorageClient(
+            ds.url, max_retries=2, backoff_base=0.001, backoff_max=0.002, breaker=breaker
+        )
     )
     try:
         ds.script("search", *[ds.status(503) for _ in range(3)])

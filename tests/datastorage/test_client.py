@@ -19,6 +19,7 @@ from hapi_grpc.adapters.catalog.datastorage import (
     workflow_path,
 )
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.catalog import (
     SearchFilters,
     SearchQuery,
@@ -69,7 +70,7 @@ async def make_catalog(ds: FakeDataStorage) -> AsyncIterator[MakeCatalog]:
             "backoff_max": 0.02,
         }
         options.update(overrides)
-        catalog = DataStorageCatalog(options.pop("base_url", ds.url), **options)
+        catalog = DataStorageCatalog(DataStorageClient(options.pop("base_url", ds.url), **options))
         made.append(catalog)
         return catalog
 
@@ -169,7 +170,7 @@ async def test_retries_are_logged_without_bodies(
     ds: FakeDataStorage, make_catalog: MakeCatalog, caplog: pytest.LogCaptureFixture
 ) -> None:
     ds.script("schema", ds.status(503, detail="SECRET-DETAIL " * 50))
-    with caplog.at_level(logging.INFO, logger="hapi_grpc.adapters.catalog.datastorage"):
+    with caplog.at_level(logging.INFO, logger="hapi_grpc.adapters.datastorage.client"):
         await make_catalog().get_schema(WORKFLOW_ID)
     [record] = [r for r in caplog.records if "retrying" in r.getMessage()]
     assert "schema" in record.getMessage()
@@ -520,9 +521,9 @@ async def test_credentials_in_the_base_url_never_leak(
 
 def test_rejects_a_base_url_that_is_not_http() -> None:
     with pytest.raises(ValueError):
-        DataStorageCatalog("ftp://127.0.0.1/")
+        DataStorageClient("ftp://127.0.0.1/")
     with pytest.raises(ValueError):
-        DataStorageCatalog("/relative/only")
+        DataStorageClient("/relative/only")
 
 
 async def test_one_session_is_reused(ds: FakeDataStorage, make_catalog: MakeCatalog) -> None:

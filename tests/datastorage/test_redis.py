@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 
 from hapi_grpc.adapters.cache import CatalogCache
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.catalog import SearchQuery
 from tests.fakes.redis_server import RedisServer
 
@@ -33,7 +34,7 @@ async def test_replicas_share_answers_through_redis(
     ds: FakeDataStorage, redis_server: RedisServer
 ) -> None:
     caches = [CatalogCache(redis_server.url, ttl=60) for _ in range(2)]
-    replicas = [DataStorageCatalog(ds.url, cache=cache) for cache in caches]
+    replicas = [DataStorageCatalog(DataStorageClient(ds.url), cache=cache) for cache in caches]
     try:
         first = await replicas[0].search(QUERY)
         await replicas[0].get_schema(WORKFLOW_ID)
@@ -54,7 +55,7 @@ async def test_entries_carry_the_ttl_and_the_namespace(
     ds: FakeDataStorage, redis_server: RedisServer
 ) -> None:
     cache = CatalogCache(redis_server.url, ttl=60, namespace="hapi-test")
-    catalog = DataStorageCatalog(ds.url, cache=cache)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url), cache=cache)
     client = aioredis.from_url(redis_server.url)
     try:
         await catalog.get_workflow(WORKFLOW_ID)
@@ -72,7 +73,7 @@ async def test_redis_going_away_degrades_to_no_cache(
     ds: FakeDataStorage, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     cache = CatalogCache(redis_server.url, error_cooldown=0.0, error_log_every=100)
-    catalog = DataStorageCatalog(ds.url, cache=cache)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url), cache=cache)
     before = errors("search")
     try:
         await catalog.search(QUERY)
@@ -98,7 +99,7 @@ async def test_unreachable_redis_from_the_start(ds: FakeDataStorage) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cache = CatalogCache(f"redis://:hunter2@127.0.0.1:{port}/0")
-    catalog = DataStorageCatalog(ds.url, cache=cache)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url), cache=cache)
     try:
         started = time.monotonic()
         for _ in range(3):
@@ -117,7 +118,7 @@ async def test_the_password_never_reaches_the_logs(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cache = CatalogCache(f"redis://:hunter2@127.0.0.1:{port}/0", error_log_every=1)
-    catalog = DataStorageCatalog(ds.url, cache=cache)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url), cache=cache)
     try:
         with caplog.at_level(logging.DEBUG):
             await catalog.search(QUERY)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.http.retry import RetryPolicy, full_jitter, parse_retry_after
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.catalog import SearchQuery
@@ -67,7 +68,7 @@ def test_parse_retry_after(header: str | None, expected: float | None) -> None:
 
 def test_each_adapter_states_its_policy() -> None:
     """The differences between the two HTTP adapters are fields, not two loops."""
-    ds = DataStorageCatalog("http://127.0.0.1:1", request_timeout=2.0, max_retries=3)
+    ds = DataStorageClient("http://127.0.0.1:1", request_timeout=2.0, max_retries=3)
     llm = OpenAICompatibleProvider("http://127.0.0.1:1/v1", "m", max_retries=2)
     assert ds.policy == RetryPolicy(
         attempt_timeout=2.0,
@@ -77,7 +78,7 @@ def test_each_adapter_states_its_policy() -> None:
         retry_after_cap=30.0,
         min_attempt_seconds=0.01,
     )
-    assert llm._http.policy == RetryPolicy(
+    assert llm.policy == RetryPolicy(
         attempt_timeout=120.0,
         max_retries=2,
         backoff_base=0.5,
@@ -103,7 +104,9 @@ def test_policy_refuses_nonsense() -> None:
 @pytest.fixture
 async def catalog(ds: FakeDataStorage) -> AsyncIterator[DataStorageCatalog]:
     made = DataStorageCatalog(
-        ds.url, request_timeout=0.6, max_retries=3, backoff_base=0.01, backoff_max=0.02
+        DataStorageClient(
+            ds.url, request_timeout=0.6, max_retries=3, backoff_base=0.01, backoff_max=0.02
+        )
     )
     yield made
     await made.close()
@@ -170,7 +173,7 @@ async def test_cancellation_during_a_retry_wait_stops_at_once(
 
 
 async def test_the_connection_pool_bounds_requests_in_flight(ds: FakeDataStorage) -> None:
-    catalog = DataStorageCatalog(ds.url, request_timeout=5.0, max_connections=2)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url, request_timeout=5.0, max_connections=2))
     ds.script("search", *[ds.slow(0.3) for _ in range(4)])
     try:
         await asyncio.gather(*[catalog.search(QUERY) for _ in range(4)])

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hapi_grpc.adapters.llm.anthropic import AnthropicProvider
-from hapi_grpc.adapters.llm.http import is_context_overflow
+from hapi_grpc.adapters.llm.error_body import is_context_overflow
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine

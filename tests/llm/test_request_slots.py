@@ -96,7 +96,7 @@ async def test_slots_are_released_after_errors_and_cancellation() -> None:
         try:
             with pytest.raises(LLMUnavailableError):
                 await llm.complete(conversation("fails"), [])
-            assert llm._http.slots.in_use == 0
+            assert llm.slots.in_use == 0
             server_slow = ScriptedLLMServer("openai", [Step.text("late", delay=5.0)])
             async with server_slow:
                 slow = provider(server_slow, slots=1)
@@ -105,13 +105,13 @@ async def test_slots_are_released_after_errors_and_cancellation() -> None:
                     assert await server_slow.wait_requests(1)
                     waiting = asyncio.create_task(slow.complete(conversation("queued"), []))
                     await asyncio.sleep(0.05)
-                    assert slow._http.slots.waiting == 1
+                    assert slow.slots.waiting == 1
                     waiting.cancel()
                     task.cancel()
                     for cancelled in (task, waiting):
                         with pytest.raises(asyncio.CancelledError):
                             await cancelled
-                    assert (slow._http.slots.in_use, slow._http.slots.waiting) == (0, 0)
+                    assert (slow.slots.in_use, slow.slots.waiting) == (0, 0)
                 finally:
                     await slow.close()
         finally:
@@ -128,7 +128,7 @@ async def test_the_connection_pool_is_sized_from_the_slot_limit(kind: str) -> No
             llm = AnthropicProvider(server.base_url, api_key=KEY, max_concurrent_requests=7)
         try:
             await llm.complete(conversation("pool"), [])
-            session = llm._http.http.transport._session  # type: ignore[attr-defined]
+            session = llm.http.transport._session  # type: ignore[attr-defined]
             assert session is not None
             assert session.connector is not None
             assert session.connector.limit == 7  # not aiohttp's default of 100

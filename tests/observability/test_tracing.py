@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.observability import tracing
 from hapi_grpc.observability.logging import current_log_context
 
@@ -289,7 +290,7 @@ async def test_investigation_spans_cover_rpc_tools_and_data_storage(
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    catalog = DataStorageCatalog(f"http://127.0.0.1:{port}")
+    catalog = DataStorageCatalog(DataStorageClient(f"http://127.0.0.1:{port}"))
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     try:
         async with running_server(catalog=catalog, llm=FirstHitModel()) as srv:

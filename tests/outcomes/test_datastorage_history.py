@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.history.datastorage import MAX_CACHE_BYTES, DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
 from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
@@ -61,13 +62,13 @@ def client(ds: HistoryServer, **options: object) -> DataStorageHistory:
         "max_retries": 2,
         "backoff_base": 0.01,
         "backoff_max": 0.02,
-        "cache_ttl": 0.0,
         **options,
     }
+    cache_ttl = settings.pop("cache_ttl", 0.0)
     return DataStorageHistory(
-        ds.url,
+        DataStorageClient(ds.url, **settings),  # type: ignore[arg-type]
         EmbeddedHistory(MemoryHistoryBackend()),
-        **settings,  # type: ignore[arg-type]
+        cache_ttl=cache_ttl,  # type: ignore[arg-type]
     )
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from hapi.v1 import analysis_pb2
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.history.backends import decode_entry
 from hapi_grpc.adapters.history.datastorage import DataStorageHistory
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
@@ -143,7 +144,9 @@ async def serving(
 
 def data_storage(ds: HistoryServer) -> DataStorageHistory:
     return DataStorageHistory(
-        ds.url, EmbeddedHistory(MemoryHistoryBackend()), request_timeout=1.0, cache_ttl=0.0
+        DataStorageClient(ds.url, request_timeout=1.0),
+        EmbeddedHistory(MemoryHistoryBackend()),
+        cache_ttl=0.0,
     )
 
 

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from hapi.v1 import analysis_pb2, tools_pb2
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.domain.bounded_json import MAX_DEPTH
 from tests.datastorage.conftest import FakeDataStorage, search_payload
 from tests.e2e.test_analyze_e2e import OOM_ID, analyze, answer, search, stack
@@ -116,7 +117,7 @@ class DeepDataStorage(FakeDataStorage):
 async def test_a_deep_data_storage_answer_is_a_contract_failure_not_internal() -> None:
     ds = DeepDataStorage()
     await ds.start()
-    catalog = DataStorageCatalog(ds.url)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url))
     try:
         async with stack([search(), answer(workflow_id=None)], catalog=catalog) as (srv, llm, _):
             try:

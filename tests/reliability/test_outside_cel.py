@@ -22,6 +22,7 @@ from aiohttp import web
 
 from hapi.v1 import analysis_pb2
 from hapi_grpc.adapters.catalog.datastorage import DataStorageCatalog
+from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.domain.investigation.engine import EngineSettings
 from tests.datastorage.conftest import WORKFLOW, FakeDataStorage
@@ -77,7 +78,7 @@ class DeclaringDataStorage(FakeDataStorage):
 async def served(workflows: list[dict[str, Any]], script: list[StepLike]) -> AsyncIterator[Any]:
     ds = DeclaringDataStorage(workflows)
     await ds.start()
-    catalog = DataStorageCatalog(ds.url)
+    catalog = DataStorageCatalog(DataStorageClient(ds.url))
     async with ScriptedLLMServer("openai", script) as llm_server:
         provider = OpenAICompatibleProvider(
             llm_server.base_url, "gpt-test", "sk-test", request_timeout=10, max_retries=0

@@ -11,16 +11,12 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from hapi_grpc.adapters.cache import CatalogCache, Kind, search_key, workflow_key
-from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.datastorage.bodies import clean_text
 from hapi_grpc.adapters.datastorage.client import (
-    DEFAULT_MAX_CONNECTIONS,
     DataStorageClient,
     DataStorageHTTPError,
     workflow_path,
 )
-from hapi_grpc.adapters.http import RetryPolicy
-from hapi_grpc.adapters.http.transport import Transport
 from hapi_grpc.domain.catalog import (
     SearchQuery,
     SearchResult,
@@ -37,48 +33,14 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class DataStorageCatalog:
-    """The `WorkflowCatalog` port over one Data Storage.
-
-    `breaker` None gives a default `RateCircuitBreaker("datastorage")`;
-    `cache` None disables caching. `breaker` and `cache` passed in are shared
-    objects and are not closed by `close()`; `transport` replaces the network
-    in tests.
+    """The `WorkflowCatalog` port over one Data Storage, through `client` (closed by
+    `close()`). `cache` None disables caching; a cache passed in is shared and is not
+    closed by `close()`.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        request_timeout: float = 2.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.1,
-        backoff_max: float = 2.0,
-        breaker: RateCircuitBreaker | None = None,
-        cache: CatalogCache | None = None,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        transport: Transport | None = None,
-    ) -> None:
-        self._breaker = breaker or RateCircuitBreaker("datastorage")
-        self.client = DataStorageClient(
-            base_url,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            max_connections=max_connections,
-            breaker=self._breaker,
-            transport=transport,
-            log=log,
-        )
+    def __init__(self, client: DataStorageClient, *, cache: CatalogCache | None = None) -> None:
+        self.client = client
         self._cache = cache
-
-    @property
-    def breaker(self) -> RateCircuitBreaker:
-        return self._breaker
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return self.client.policy
 
     # -- the port ---------------------------------------------------------------
 

@@ -53,7 +53,7 @@ class EmbeddedCatalog:
                 latest[workflow.workflow_id] = workflow
         self._all: tuple[Workflow, ...] = tuple(workflows)
         self._latest = latest
-        self._schemas = {workflow_id: wf.schema() for workflow_id, wf in latest.items()}
+        self._schemas = {workflow_id: wf.parameter_schema() for workflow_id, wf in latest.items()}
         self._index = SearchIndex(latest.values())
         self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 

@@ -99,7 +99,7 @@ class CatalogView:
             self._workflows[resource.name] = resource.workflow
             self._labels[resource.name] = resource.labels
             indexed.append(resource.indexed)
-        self._schemas = {name: wf.schema() for name, wf in self._workflows.items()}
+        self._schemas = {name: wf.parameter_schema() for name, wf in self._workflows.items()}
         self._index = SearchIndex(indexed, admit=self._admit)
         self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 

@@ -140,7 +140,7 @@ def _observer(endpoint: str) -> Callable[[Response | None, BaseException | None,
 
 class DataStorageClient:
     """One Data Storage (docs/internals.md); `breaker` guards every logical call
-    (None: none), `log` is the user's logger, `transport` replaces the network in tests."""
+    (None: none), `transport` replaces the network in tests."""
 
     def __init__(
         self,
@@ -153,7 +153,6 @@ class DataStorageClient:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         breaker: RateCircuitBreaker | None = None,
         transport: Transport | None = None,
-        log: logging.Logger = log,
     ) -> None:
         try:
             self.http = HttpClient(

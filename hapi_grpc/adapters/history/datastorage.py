@@ -13,32 +13,22 @@ write endpoint: decisions and reported outcomes are kept in the embedded history
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
 from hapi_grpc.adapters.datastorage.bodies import ContextBody
 from hapi_grpc.adapters.datastorage.client import DataStorageClient
 from hapi_grpc.adapters.history.embedded import EmbeddedHistory
-from hapi_grpc.adapters.http.transport import Transport
-from hapi_grpc.domain.history import (
-    Decision,
-    HistoryContext,
-    OutcomeAck,
-    OutcomeReport,
-    RemediationRecord,
-    Windows,
-    build_context,
-    target_key,
-)
-from hapi_grpc.domain.result import TargetResource
+from hapi_grpc.domain.history import RemediationRecord, Windows, build_context, target_key
 from hapi_grpc.domain.tenancy import Tenant
 
-__all__ = ["DataStorageHistory"]
+if TYPE_CHECKING:
+    from hapi_grpc.domain.history import Decision, HistoryContext, OutcomeAck, OutcomeReport
+    from hapi_grpc.domain.result import TargetResource
 
-log = logging.getLogger(__name__)
+__all__ = ["DataStorageHistory"]
 
 MAX_CACHE_ENTRIES = 1024
 MAX_CACHE_BYTES = 8 * 1024 * 1024
@@ -49,32 +39,18 @@ _ENTRY_OVERHEAD = 512
 
 
 class DataStorageHistory:
-    """History from Data Storage over HTTP, with `local` for what it cannot hold."""
+    """History from Data Storage through `client`, with `local` for what it cannot
+    hold; `close()` closes both."""
 
     def __init__(
         self,
-        base_url: str,
+        client: DataStorageClient,
         local: EmbeddedHistory,
         *,
-        request_timeout: float = 2.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.1,
-        backoff_max: float = 2.0,
-        breaker: RateCircuitBreaker | None = None,
         cache_ttl: float = 5.0,
         clock: Callable[[], float] = time.time,
-        transport: Transport | None = None,
     ) -> None:
-        self.client = DataStorageClient(
-            base_url,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            breaker=breaker or RateCircuitBreaker("datastorage-history"),
-            transport=transport,
-            log=log,
-        )
+        self.client = client
         self._local = local
         self._cache_ttl = min(cache_ttl, 60.0)
         # key -> (expires, answer, bytes), the oldest first
@@ -98,7 +74,7 @@ class DataStorageHistory:
         mine = [e for e in (*local.tier1, *local.tier2) if e.remediation_uid not in held]
         merged = build_context(key, current_spec_hash, [*remote, *mine], windows, self._clock())
         if body.regression_detected and not merged.regression_detected:
-            merged = _with_regression(merged)
+            merged = dataclasses.replace(merged, regression_detected=True)
         return merged
 
     async def by_remediation_id(
@@ -145,7 +121,3 @@ class DataStorageHistory:
             while len(self._cache) > MAX_CACHE_ENTRIES or self._cache_bytes > MAX_CACHE_BYTES:
                 self._cache_bytes -= self._cache.popitem(last=False)[1][2]
         return body
-
-
-def _with_regression(context: HistoryContext) -> HistoryContext:
-    return dataclasses.replace(context, regression_detected=True)

@@ -5,15 +5,8 @@ Alertmanager, the Kubernetes API server, token and access reviews) sends
 through an `HttpClient`; unit tests answer it with a `MockTransport` handler.
 """
 
-from hapi_grpc.adapters.http.client import (
-    HttpClient,
-    HttpUnavailable,
-    LineTooLong,
-    TokenFile,
-    lines,
-)
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable, LineTooLong, lines
 from hapi_grpc.adapters.http.retry import (
-    Attempt,
     RequestSlots,
     RetryPolicy,
     TransientError,
@@ -29,7 +22,6 @@ from hapi_grpc.adapters.http.transport import (
 
 __all__ = [
     "AiohttpTransport",
-    "Attempt",
     "HttpClient",
     "HttpUnavailable",
     "LineTooLong",
@@ -38,7 +30,6 @@ __all__ = [
     "RequestSlots",
     "Response",
     "RetryPolicy",
-    "TokenFile",
     "TransientError",
     "TransportError",
     "lines",

@@ -158,25 +158,7 @@ class ApiServerReader:
         if field_selector:
             params["fieldSelector"] = field_selector
         path = self._collection(rtype, namespace)
-        if not prune:
-            return await self._get_json(path, params, timeout, MAX_LIST_BYTES)
-        body, _ = await self._get(path, params, timeout, MAX_LIST_BYTES, accept="application/json")
-        try:  # an object's own levels below the list's two (the list, its items)
-            value = await asyncio.to_thread(
-                bounded_json.loads_pruned,
-                body,
-                max_bytes=MAX_LIST_BYTES,
-                max_depth=bounded_json.MAX_DEPTH + 2,
-            )
-        except ValueError:
-            raise KubeFailure(
-                KubeFailureKind.UNAVAILABLE, "the API server answered non-JSON"
-            ) from None
-        if not isinstance(value, dict):
-            raise KubeFailure(
-                KubeFailureKind.UNAVAILABLE, "the API server answered non-object JSON"
-            )
-        return value
+        return await self._get_json(path, params, timeout, MAX_LIST_BYTES, pruned=prune)
 
     async def pod_log(
         self,
@@ -285,12 +267,23 @@ class ApiServerReader:
         max_bytes: int,
         *,
         accept: str = "application/json",
+        pruned: bool = False,
     ) -> dict[str, Any]:
+        """The body as a JSON object. `pruned`: a list page whose objects nested too
+        deep are pruned, not refused, parsed off the event loop."""
         body, _ = await self._get(
             path, params, timeout, max_bytes, accept=accept or "application/json"
         )
         try:
-            value = bounded_json.loads(body, max_bytes=max_bytes)
+            if pruned:  # an object's own levels below the list's two (the list, its items)
+                value = await asyncio.to_thread(
+                    bounded_json.loads_pruned,
+                    body,
+                    max_bytes=max_bytes,
+                    max_depth=bounded_json.MAX_DEPTH + 2,
+                )
+            else:
+                value = bounded_json.loads(body, max_bytes=max_bytes)
         except ValueError:
             raise KubeFailure(
                 KubeFailureKind.UNAVAILABLE, "the API server answered non-JSON"

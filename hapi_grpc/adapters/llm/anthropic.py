@@ -11,23 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hapi_grpc.adapters.llm.http_provider import (
-    HttpOptions,
-    HttpProvider,
-    encode_body,
-    token_count,
-    usage_of,
-)
+from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider, encode_body, token_usage
 from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import LLMResponseError
-from hapi_grpc.domain.llm import (
-    ChatMessage,
-    LLMResponse,
-    TokenUsage,
-    ToolCall,
-    ToolChoice,
-    ToolDefinition,
-)
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 from hapi_grpc.domain.toolsets.jsontext import MAX_ARGUMENT_BYTES
 
 if TYPE_CHECKING:
@@ -36,6 +23,8 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_MAX_TOKENS = 2048
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Cached prompt tokens are reported apart from input_tokens; all were read.
+_PROMPT_TOKENS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class AnthropicProvider(HttpProvider):
@@ -216,17 +205,11 @@ def parse_anthropic_response(data: Any, default_model: str) -> LLMResponse:
             )
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         # thinking and other block types carry nothing the engine uses
-    usage = usage_of(data)
     model = data.get("model")
-    # Cached prompt tokens are reported apart from input_tokens; all were read.
-    prompt_tokens = sum(
-        token_count(usage.get(key))
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
     return LLMResponse(
         content="\n".join(texts),
         tool_calls=tuple(calls),
-        usage=TokenUsage(prompt_tokens, token_count(usage.get("output_tokens"))),
+        usage=token_usage(data, _PROMPT_TOKENS, "output_tokens"),
         model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(data.get("stop_reason") or ""),
     )

@@ -1,7 +1,7 @@
 """What a model provider's error answer says: its message, and whether it is a context overflow.
 
 Providers word their errors differently; these helpers read the common
-shapes, so `LLMHttpClient` can name the provider's own reason (truncated,
+shapes, so `HttpProvider` can name the provider's own reason (truncated,
 then redacted by the caller) and tell "the conversation does not fit" from
 a transient server error.
 """

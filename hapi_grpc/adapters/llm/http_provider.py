@@ -1,32 +1,112 @@
 """What every HTTP model provider shares: its options, endpoint, client and lifecycle.
 
-`HttpProvider` checks the endpoint and model, builds the `LLMHttpClient`
-(with the provider's secrets) from the `HttpOptions` a caller passes as
-keywords, runs `complete` and closes the client. A provider adds only its
-wire format: headers, `_body` and `_parse`. `tools_json` and `encode_body`
-build that body without encoding the same tool list on every turn;
-`token_count` and `usage_of` read the usage a response reports.
+`HttpProvider` checks the endpoint and model and POSTs one JSON completion
+request per turn through the service's `HttpClient`, with everything a
+provider would otherwise repeat: a connection pool that matches the
+request-slot limit, the retry policy, error mapping to domain errors, metrics
+and secret redaction (docs/internals.md). A provider adds only its wire
+format: headers, `_body` and `_parse`. `tools_json` and `encode_body` build
+that body without encoding the same tool list on every turn; `token_usage`
+reads the usage a response reports.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict
 
 import aiohttp
 
-from hapi_grpc.adapters.llm.http import LLMHttpClient, sensitive_values
-from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolChoice, ToolDefinition, ToolListMemo
+from hapi_grpc.adapters.http import (
+    AiohttpTransport,
+    HttpClient,
+    RequestSlots,
+    Response,
+    RetryPolicy,
+    TransientError,
+    parse_retry_after,
+)
+from hapi_grpc.adapters.llm.error_body import (
+    extract_error_message,
+    http_status_label,
+    is_context_overflow,
+    truncate,
+)
+from hapi_grpc.domain import bounded_json
+from hapi_grpc.domain.errors import ContextOverflowError, LLMResponseError, LLMUnavailableError
+from hapi_grpc.domain.llm import (
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ToolChoice,
+    ToolDefinition,
+    ToolListMemo,
+)
+from hapi_grpc.domain.sensitive import is_secret_name, redact
+from hapi_grpc.observability import metrics
+from hapi_grpc.observability.tracing import span
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
+__all__ = ["HttpOptions", "HttpProvider", "encode_body", "token_usage", "tools_json"]
 
-__all__ = ["HttpOptions", "HttpProvider", "encode_body", "token_count", "tools_json", "usage_of"]
+logger = logging.getLogger("hapi_grpc.adapters.llm")
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a completion is kilobytes; this bounds a broken server
+_MAX_ERROR_BODY_BYTES = 64 * 1024
+# Default bound on model requests in flight: enough for an alert storm of
+# 1,000 investigations each waiting on one model turn. Set it to what the
+# provider's rate limit allows (HAPI_LLM_MAX_CONCURRENT_REQUESTS).
+DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
+
+_TRANSIENT_4XX = frozenset({408, 429})
+
+
+def llm_retry_policy(
+    request_timeout: float,
+    max_retries: int,
+    backoff_base: float,
+    min_attempt_seconds: float = 0.1,
+) -> RetryPolicy:
+    """The model providers' retry policy.
+
+    Retry-After is honoured up to 60 s: providers' rate-limit windows are
+    often a minute. No attempt starts with less than `min_attempt_seconds`
+    left (default 0.1 s: no model answers faster; a slow local model needs
+    more). A timed-out completion is retried only when the budget still holds
+    a full `request_timeout`: a model that used a whole attempt would not
+    finish a shorter one, and the retry would only hold the caller.
+    """
+    return RetryPolicy(
+        attempt_timeout=request_timeout,
+        max_retries=max_retries,
+        backoff_base=backoff_base,
+        backoff_cap=30.0,
+        retry_after_cap=60.0,
+        min_attempt_seconds=min_attempt_seconds,
+        retry_timeouts_in_full=True,
+    )
+
+
+def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
+    """Values of headers or query parameters whose names mark them as credentials."""
+    return [v for k, v in (pairs or {}).items() if is_secret_name(k) and v]
 
 
 class HttpOptions(TypedDict, total=False):
-    """Transport options of a provider; see `LLMHttpClient` for their meaning and defaults."""
+    """Transport options of a provider.
+
+    request_timeout: per-attempt timeout in seconds, clipped to the budget (120).
+    connect_timeout: TCP/TLS connect timeout in seconds (5).
+    max_retries: retries after the first attempt, 0..10 (2).
+    backoff_base: first backoff in seconds; doubles per retry, with jitter (0.5).
+    max_concurrent_requests: requests in flight at most (slots); the connection
+        pool of the session created here has the same size.
+    min_attempt_seconds: no attempt starts with less time than this left in the
+        caller's budget (what the slowest useful completion takes; 0.1).
+    session: a shared aiohttp session; closed by its owner, not here.
+    """
 
     request_timeout: float
     connect_timeout: float
@@ -56,10 +136,17 @@ class HttpProvider:
         temperature: float | None,
         max_tokens: int | None,
         render_tools: Callable[[list[ToolDefinition]], list[dict[str, Any]]],
-        **options: Unpack[HttpOptions],
+        request_timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        max_retries: int = 2,
+        backoff_base: float = 0.5,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        min_attempt_seconds: float = 0.1,
+        session: aiohttp.ClientSession | None = None,
     ) -> None:
         """`protocol_headers` (with the key, when there is one) override the caller's
-        `extra_headers`; `render_tools` writes a tool list in the provider's format."""
+        `extra_headers`; `render_tools` writes a tool list in the provider's format;
+        the rest are the `HttpOptions`."""
         if not base_url:
             raise ValueError("base_url is required")
         if not model:
@@ -69,13 +156,39 @@ class HttpProvider:
         self._max_tokens = max_tokens
         self._tools_json = tools_json(render_tools)
         self._path = path
-        self._headers = {**(extra_headers or {}), **protocol_headers}
-        self._params = dict(extra_query or {})
+        self._headers = {
+            **(extra_headers or {}),
+            **protocol_headers,
+            "Content-Type": "application/json",
+        }
+        self._params = dict(extra_query or {}) or None
         secrets = [api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)]
-        self._http = LLMHttpClient(self.name, model, base_url, secrets=secrets, **options)
+        self._secrets = tuple(s for s in secrets if s and s.strip())
+        self.policy = llm_retry_policy(
+            request_timeout, max_retries, backoff_base, min_attempt_seconds
+        )
+        self.slots = RequestSlots(max_concurrent_requests, f"{self.name} model requests")
+        self.http = HttpClient(
+            base_url,
+            name=self.name,
+            timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            retry=self.policy,
+            slots=self.slots,
+            # As many connections as request slots: a request holding a slot
+            # never queues again inside the pool.
+            transport=AiohttpTransport(
+                max_connections=self.slots.limit, backstop=request_timeout, session=session
+            ),
+        )
+        # Labelled metrics resolved once: `labels()` takes a lock on every call.
+        self._requests: dict[str, Any] = {}
+        self._latency = metrics.LLM_LATENCY.labels(self.name, model)
+        self._prompt_tokens = metrics.LLM_TOKENS.labels(self.name, model, "prompt")
+        self._completion_tokens = metrics.LLM_TOKENS.labels(self.name, model, "completion")
 
     def __repr__(self) -> str:
-        url = self._http.http.base_url + self._path
+        url = self.http.base_url + self._path
         return f"{type(self).__name__}(url={url!r}, model={self.model!r})"
 
     async def complete(
@@ -86,16 +199,34 @@ class HttpProvider:
         tool_choice: ToolChoice = "auto",
     ) -> LLMResponse:
         # The body is built for each attempt from the conversation, which does
-        # not change while it waits: no request body is held meanwhile.
-        return await self._http.post_completion(
-            self._path,
-            lambda: self._body(messages, tools, tool_choice),
-            headers=self._headers,
-            params=self._params or None,
-            parse=self._parse,
-            message_count=len(messages),
-            tool_count=len(tools),
-        )
+        # not change while it waits: no request body is held meanwhile (a
+        # thousand requests in flight would hold megabytes).
+        def body() -> bytes:
+            sent = self._body(messages, tools, tool_choice)
+            logger.debug(
+                "%s request: model=%s messages=%d tools=%d bytes=%d",
+                self.name,
+                self.model,
+                len(messages),
+                len(tools),
+                len(sent),
+            )
+            return sent
+
+        with span("llm.complete", provider=self.name, model=self.model):
+            return await self.http.call(
+                "POST",
+                self._path,
+                self._read,
+                what=f"{self.name} request",
+                fail=lambda message: LLMUnavailableError(self.redact(message)),
+                params=self._params,
+                encode=body,
+                headers=self._headers,
+                limit=MAX_RESPONSE_BYTES,
+                error_limit=_MAX_ERROR_BODY_BYTES,
+                observe=self._observe,
+            )
 
     def _body(
         self, messages: list[ChatMessage], tools: list[ToolDefinition], tool_choice: ToolChoice
@@ -107,8 +238,85 @@ class HttpProvider:
         """The decoded response body as an `LLMResponse`; `LLMResponseError` if it is none."""
         raise NotImplementedError
 
+    def redact(self, text: str) -> str:
+        """`text` without this provider's secrets or anything shaped like a credential."""
+        return redact(text, self._secrets)
+
     async def close(self) -> None:
-        await self._http.close()
+        """Close the session if this provider created it."""
+        await self.http.close()
+
+    def _read(self, resp: Response) -> LLMResponse:
+        """The completion of a 2xx answer; anything else raised as the module says."""
+        if resp.ok:
+            if resp.over:
+                raise LLMResponseError(f"{self.name} response exceeds {MAX_RESPONSE_BYTES} bytes")
+            result = self._completion(resp.body)
+            self._record_usage(result)
+            return result
+        error_text = resp.body.decode("utf-8", "replace")
+        reason = self.redact(self._describe_status(resp, error_text))
+        if is_context_overflow(resp.status, error_text):
+            raise ContextOverflowError(
+                f"{self.name}: the conversation does not fit the model's context: {reason}"
+            )
+        if resp.status in _TRANSIENT_4XX or resp.status >= 500:
+            raise TransientError(reason, parse_retry_after(resp.headers.get("Retry-After")))
+        raise LLMUnavailableError(f"{self.name} request failed: {reason}")
+
+    def _observe(self, resp: Response | None, error: BaseException | None, seconds: float) -> None:
+        """Counts each attempt by outcome (`ok`, the status class, `timeout`, ...)."""
+        if isinstance(error, asyncio.CancelledError):
+            label = "cancelled"
+        elif isinstance(error, TimeoutError):
+            label = "timeout"
+        elif resp is not None and not resp.ok:
+            label = http_status_label(resp.status)
+        else:
+            label = "ok" if resp is not None and error is None else "error"
+        self._requests_counter(label).inc()
+        self._latency.observe(seconds)
+
+    def _completion(self, raw: bytes) -> LLMResponse:
+        try:
+            data = bounded_json.loads(raw, max_bytes=MAX_RESPONSE_BYTES)
+        except ValueError:
+            snippet = truncate(raw.decode("utf-8", "replace").strip(), 100)
+            raise LLMResponseError(
+                self.redact(f"{self.name} returned a body that is not JSON: {snippet!r}")
+            ) from None
+        try:
+            return self._parse(data)
+        except LLMResponseError as exc:
+            raise LLMResponseError(self.redact(f"{self.name}: {exc.message}")) from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            # A parser bug on an odd body must still surface as a bad response.
+            raise LLMResponseError(
+                self.redact(f"{self.name}: malformed completion ({type(exc).__name__})")
+            ) from None
+
+    def _describe_status(self, resp: Response, body: str) -> str:
+        reason = f"HTTP {resp.status}"
+        message = extract_error_message(body) if body.strip() else (resp.reason or "")
+        if message:
+            reason += f": {message}"
+        request_id = resp.headers.get("request-id") or resp.headers.get("x-request-id")
+        if request_id:
+            reason += f" (request id {truncate(request_id, 80)})"
+        return reason
+
+    def _requests_counter(self, status_label: str) -> Any:
+        counter = self._requests.get(status_label)
+        if counter is None:
+            counter = metrics.LLM_REQUESTS.labels(self.name, self.model, status_label)
+            self._requests[status_label] = counter
+        return counter
+
+    def _record_usage(self, result: LLMResponse) -> None:
+        if result.usage.prompt_tokens > 0:
+            self._prompt_tokens.inc(result.usage.prompt_tokens)
+        if result.usage.completion_tokens > 0:
+            self._completion_tokens.inc(result.usage.completion_tokens)
 
 
 def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -> ToolListMemo[str]:
@@ -127,14 +335,16 @@ def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
     return text.encode()
 
 
-def usage_of(data: dict[str, Any]) -> dict[str, Any]:
-    """The response's `usage` object, empty when it has none."""
+def token_usage(data: dict[str, Any], prompt: Sequence[str], completion: str) -> TokenUsage:
+    """The usage the response reports: the sum of its `prompt` counts and its `completion`
+    count, in its `usage` object; a count that is not a positive integer is 0."""
     usage = data.get("usage")
-    return usage if isinstance(usage, dict) else {}
+    if not isinstance(usage, dict):
+        usage = {}
+    return TokenUsage(sum(_count(usage.get(key)) for key in prompt), _count(usage.get(completion)))
 
 
-def token_count(value: Any) -> int:
-    """A token count from the body; anything but a positive integer counts as 0."""
+def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
     return max(value, 0)

@@ -10,22 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from hapi_grpc.adapters.llm.http_provider import (
-    HttpOptions,
-    HttpProvider,
-    encode_body,
-    token_count,
-    usage_of,
-)
+from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider, encode_body, token_usage
 from hapi_grpc.domain.errors import LLMResponseError
-from hapi_grpc.domain.llm import (
-    ChatMessage,
-    LLMResponse,
-    TokenUsage,
-    ToolCall,
-    ToolChoice,
-    ToolDefinition,
-)
+from hapi_grpc.domain.llm import ChatMessage, LLMResponse, ToolCall, ToolChoice, ToolDefinition
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -149,14 +136,11 @@ def parse_openai_response(data: Any, default_model: str) -> LLMResponse:
     calls = tuple(
         _parse_tool_call(raw, index, data.get("id")) for index, raw in enumerate(raw_calls)
     )
-    usage = usage_of(data)
     model = data.get("model")
     return LLMResponse(
         content=_text_of(message.get("content")),
         tool_calls=calls,
-        usage=TokenUsage(
-            token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
-        ),
+        usage=token_usage(data, ("prompt_tokens",), "completion_tokens"),
         model=model if isinstance(model, str) and model else default_model,
         finish_reason=str(choices[0].get("finish_reason") or ""),
     )

@@ -13,15 +13,6 @@ from pydantic import ConfigDict, field_validator
 
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 
-__all__ = [
-    "KubernetesEventsArgs",
-    "KubernetesGetArgs",
-    "KubernetesListArgs",
-    "KubernetesNodeStatsArgs",
-    "KubernetesOwnerChainArgs",
-    "KubernetesPodLogsArgs",
-]
-
 _TRIMMED = ConfigDict(str_strip_whitespace=True)
 
 

@@ -75,7 +75,7 @@ def record_metric(observed: Observed, query: str, summary: dict[str, Any]) -> No
     for s in (summary.get("series") or [])[:_SERIES]:
         if not isinstance(s, dict):
             continue
-        trend = s.get("trend") if isinstance(s.get("trend"), dict) else {}
+        trend = found if isinstance(found := s.get("trend"), dict) else {}
         labels = {str(k): str(v) for k, v in (s.get("labels") or {}).items()}
         series.append(
             SeriesFacts(

@@ -27,6 +27,7 @@ from hapi_grpc.domain.history import (
     RemediationHistory,
 )
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.observability import metrics
 
 __all__ = [
@@ -103,7 +104,7 @@ class OutcomeService:
         return ack
 
     async def keep_decision(
-        self, incident: Incident, result: r.AnalysisResult, caller: str
+        self, incident: Incident, result: r.AnalysisResult, caller: Caller
     ) -> None:
         """Keep the decision returned to `caller` in the history, best effort.
 
@@ -160,13 +161,14 @@ def decision_of(
     incident: Incident,
     result: r.AnalysisResult,
     now: float,
-    caller: str = "",
+    caller: Caller,
     action_type: str = "",
 ) -> Decision:
     """What the history keeps of a decision returned to `caller` (`action_type`:
-    the selected workflow's)."""
+    the selected workflow's). It is kept under the answer's target only where the
+    caller may read it, else under the incident's own: never in another tenant's."""
     target = result.target_resource
-    if target is None or not (target.kind and target.name):
+    if target is None or not (target.kind and target.name) or not caller.reads(target.namespace):
         signal = incident.signal
         target = r.TargetResource(signal.namespace, signal.resource_kind, signal.resource_name)
     selected = result.selected_workflow
@@ -181,6 +183,6 @@ def decision_of(
         automated=selected is not None and not result.needs_human_review,
         decided_at=now,
         recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
-        caller=caller,
+        caller=caller.name,
         action_type=action_type if selected else "",
     )

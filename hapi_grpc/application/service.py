@@ -286,7 +286,7 @@ class Application(Generic[M]):
         result = await self.engine.investigate(
             incident, caller=caller, on_event=record, recorder=recorder
         )
-        await self.outcomes.keep_decision(incident, result, caller.name)
+        await self.outcomes.keep_decision(incident, result, caller)
         if capture is not None:  # written off the response path
             capture.finished(incident, caller, result, recorder)
         # The result holds the same tool calls and attempts as the events:

@@ -51,6 +51,10 @@ class Caller:
     namespace: str | None = None
     exposure: Exposure = "full"
 
+    def reads(self, namespace: str) -> bool:
+        """Whether its investigations may read `namespace` ("": cluster-scoped, always)."""
+        return self.namespace is None or namespace in ("", self.namespace)
+
     def tenant(self, namespace: str) -> Tenant:
         """The tenant this caller is in `namespace`."""
         return Tenant(namespace, self.name)

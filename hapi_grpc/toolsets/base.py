@@ -23,6 +23,7 @@ from hapi_grpc.domain.toolsets.toolset import Tool, Toolset, ToolsetLimits, Tool
 if TYPE_CHECKING:
     from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
     from hapi_grpc.domain.history import RemediationHistory
+    from hapi_grpc.toolsets.namespaces import NamespaceBound
 
 __all__ = ["OpenContext", "Opened", "ToolsetPlugin"]
 
@@ -50,6 +51,11 @@ class OpenContext(Protocol):
 
     def history(self) -> RemediationHistory | None:
         """The service's own remediation history (the one outcomes are recorded in)."""
+        ...
+
+    def namespaces(self) -> NamespaceBound:
+        """The operator's namespace allow and deny lists (`HAPI_KUBERNETES_NAMESPACES_*`),
+        which bound every toolset that reads by namespace, the Kubernetes one on or off."""
         ...
 
 

@@ -24,6 +24,7 @@ from hapi_grpc.toolsets.alertmanager import AlertmanagerToolset
 from hapi_grpc.toolsets.base import ToolsetPlugin
 from hapi_grpc.toolsets.kubernetes import KubernetesToolset
 from hapi_grpc.toolsets.mcp import McpToolset
+from hapi_grpc.toolsets.namespaces import NamespaceBound
 from hapi_grpc.toolsets.prometheus import PrometheusToolset
 from hapi_grpc.toolsets.remediation_history import RemediationHistoryToolset
 
@@ -122,6 +123,10 @@ class _OpenContext:
 
     def history(self) -> History | None:
         return self.shared_history
+
+    def namespaces(self) -> NamespaceBound:
+        kube = self.settings_of(KubernetesToolset)
+        return NamespaceBound.of(kube.kubernetes_namespaces_allow, kube.kubernetes_namespaces_deny)
 
 
 async def open_toolsets(settings: Settings, history: History | None = None) -> OpenedToolsets:

@@ -32,7 +32,7 @@ from hapi_grpc.domain.investigation.observer import (
     InvestigationFinished,
     InvestigationObserver,
 )
-from hapi_grpc.domain.investigation.outcome import partial_result
+from hapi_grpc.domain.investigation.outcome import confine_target, partial_result
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.investigation.state import EventSink, InvestigationState, Progress
 from hapi_grpc.domain.llm import DecidesFromRecord, LLMProvider
@@ -155,6 +155,7 @@ class InvestigationEngine:
                 with budget_scope(state.budget):
                     result = await self._run(state)
                     await _history_reason(state, result)
+            confine_target(result, caller)
             if self._policy is not None:  # the operator's policy, on the caller's deadline
                 await self._policy.apply(incident, result, _hit_of(state, result))
             _name_action_types(result, state.catalog.returned_workflows)

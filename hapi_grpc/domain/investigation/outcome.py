@@ -20,8 +20,15 @@ from hapi_grpc.domain.result import (
     HumanReviewReason,
 )
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.domain.tenancy import Caller
 
-__all__ = ["DEGRADED_CONFIDENCE_FACTOR", "StopReason", "finished_result", "partial_result"]
+__all__ = [
+    "DEGRADED_CONFIDENCE_FACTOR",
+    "StopReason",
+    "confine_target",
+    "finished_result",
+    "partial_result",
+]
 
 # Confidences reported while the catalog was unavailable are scaled by this:
 # nothing the model said about workflows could be checked.
@@ -251,3 +258,22 @@ def _with_review_reason(result: AnalysisResult, reason: HumanReviewReason | None
     result.needs_human_review = reason is not None
     result.human_review_reason = reason
     return result
+
+
+def confine_target(result: AnalysisResult, caller: Caller) -> None:
+    """A target in a namespace the caller may not read is not the caller's to remediate,
+    nor to have kept under that namespace: the result drops it (the decision is kept
+    under the incident's own target) and needs review, the warning naming it."""
+    target = result.target_resource
+    if target is None or caller.reads(target.namespace):
+        return
+    named = redact(f"{target.kind}/{target.name}"[:128])
+    result.warnings.append(
+        f"The answer's target {named!r} is in namespace {redact(target.namespace[:64])!r},"
+        f" outside the one this caller may investigate ({caller.namespace!r}): it was"
+        " dropped and the decision needs review."
+    )
+    result.target_resource = None
+    result.needs_human_review = True
+    if result.human_review_reason is None:
+        result.human_review_reason = HumanReviewReason.PRECONDITION_NOT_MET

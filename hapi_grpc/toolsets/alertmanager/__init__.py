@@ -73,4 +73,5 @@ class AlertmanagerToolset(ToolsetPlugin[AlertmanagerSettings]):
         client = AlertmanagerClient.of(
             self.settings.alertmanager_url, credentials, self.settings.alertmanager_timeout_seconds
         )
-        return Opened([AlertmanagerToolsetSource(client, self.limits())], client.close)
+        source = AlertmanagerToolsetSource(client, self.limits(), context.namespaces())
+        return Opened([source], client.close)

@@ -88,9 +88,12 @@ class AlertmanagerClient:
         namespace: str | None = None,
         timeout: float | None = None,
         on_alerts: Callable[[list[dict[str, Any]]], None] | None = None,
+        readable: Callable[[str], bool] | None = None,
     ) -> dict[str, Any]:
         """Summary of the active, unsilenced, uninhibited alerts matching every label
-        given; `on_alerts` sees the alerts as Alertmanager answered them."""
+        given; `on_alerts` sees the alerts as Alertmanager answered them. An alert whose
+        `namespace` label is not `readable` is left out (one without that label is
+        about the cluster and kept)."""
         wanted = dict(labels or {})
         if namespace is not None:
             wanted["namespace"] = namespace
@@ -112,7 +115,17 @@ class AlertmanagerClient:
             raise MetricsUnavailableError("Alertmanager answered, but not with a list of alerts")
         if on_alerts is not None:
             on_alerts(body)
-        return self._summarize(body, wanted)
+        if readable is None:
+            return self._summarize(body, wanted)
+        kept = [
+            a
+            for a in body
+            if not a["labels"].get("namespace") or readable(str(a["labels"]["namespace"]))
+        ]
+        summary = self._summarize(kept, wanted)
+        if len(kept) < len(body):
+            summary["note"] = "alerts of namespaces this investigation may not read are left out"
+        return summary
 
     def _summarize(self, alerts: list[dict[str, Any]], wanted: Mapping[str, str]) -> dict[str, Any]:
         lim = self.limits

@@ -19,10 +19,11 @@ from hapi_grpc.domain.recording import NOT_RECORDED, ReadRecorder
 from hapi_grpc.domain.result import ToolCallStatus
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.domain.toolsets import arguments_gen as proto
-from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, refused
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.alertmanager import AlertmanagerToolset
 from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
+from hapi_grpc.toolsets.namespaces import ANYWHERE, NamespaceBound, ScopeRefusal
 from hapi_grpc.toolsets.prometheus.tools import metrics_failures
 
 __all__ = [
@@ -60,6 +61,7 @@ def record_alerts(observed: Observed, summary: dict[str, Any]) -> None:
 @dataclass(frozen=True)
 class AlertmanagerActiveAlerts:
     client: AlertmanagerClient
+    namespaces: NamespaceBound = ANYWHERE
     name: str = ACTIVE_ALERTS_TOOL
     description: str = (
         "Alerts firing now (not silenced), for a namespace and/or labels: counts by alert name"
@@ -70,8 +72,17 @@ class AlertmanagerActiveAlerts:
 
     @_guarded
     async def run(self, args: AlertmanagerActiveAlertsArgs, ctx: ToolContext) -> ToolResult:
+        asked = args.namespace or args.labels.get("namespace")
+        if asked:  # refused as the kubernetes tools refuse it
+            try:
+                self.namespaces.check(asked)
+            except ScopeRefusal as refusal:
+                return refused(refusal.message)
         summary = await self.client.active_alerts(
-            args.labels, namespace=args.namespace, timeout=ctx.timeout
+            args.labels,
+            namespace=args.namespace,
+            timeout=ctx.timeout,
+            readable=self.namespaces.allows,
         )
         if ctx.observed is not None:
             record_alerts(ctx.observed, summary)
@@ -84,7 +95,9 @@ class AlertmanagerToolsetSource:
 
     client: AlertmanagerClient
     limits: ToolsetLimits
+    namespaces: NamespaceBound = ANYWHERE  # the operator's lists
 
     def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         client = recorder.reading(self.client)
-        return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(client),), self.limits)
+        tool = AlertmanagerActiveAlerts(client, self.namespaces.confined_to(caller.namespace))
+        return AlertmanagerToolset.toolset((tool,), self.limits)

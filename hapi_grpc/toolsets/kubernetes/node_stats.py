@@ -10,6 +10,7 @@ of what a clean-up reclaims, not of workload data) is checked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,18 @@ from hapi_grpc.toolsets.kubernetes.args import KubernetesNodeStatsArgs
 from hapi_grpc.toolsets.kubernetes.kinds import mapping
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 
-__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts", "record_node_stats"]
+__all__ = [
+    "NODE_STATS_TOOL",
+    "OTHER_NAMESPACES",
+    "KubernetesNodeStats",
+    "node_stats_facts",
+    "record_node_stats",
+]
 
 NODE_STATS_TOOL = "kubernetes_node_stats"
+# What stands for the volumes of namespaces the investigation may not read: their
+# bytes count, their namespaces, pods and volume names are another tenant's.
+OTHER_NAMESPACES = "volumes of namespaces this investigation may not read"
 _GIB = 1024**3
 _PODS = 500
 _TOP = 5
@@ -38,19 +48,22 @@ def record_node_stats(observed: Observed, node: str, summary: dict[str, Any]) ->
     observed.add_node_stats(node_stats_facts(node, summary))
 
 
-def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
+def node_stats_facts(
+    node: str, summary: dict[str, Any], readable: Callable[[str], bool] = lambda _: True
+) -> NodeStatsFacts:
     """The facts of one summary: what a clean-up can reclaim (the container logs and,
     when images share the node filesystem, the image filesystem) and what it must
     not touch (the workloads' node-local volumes and writable layers, and whatever
     the summary attributes to nobody: hostPath data and the host's own files, which
     the kubelet neither accounts for nor garbage-collects; claims are not on the
-    node's filesystem and count in neither)."""
+    node's filesystem and count in neither). Volumes of a namespace that is not
+    `readable` count in every total but are named only together, as OTHER_NAMESPACES."""
     stats = mapping(summary, "node")
     fs = mapping(stats, "fs")
     image_fs = mapping(mapping(stats, "runtime"), "imageFs")
     # One filesystem for both when the kubelet reports the same capacity for each.
     shared = bool(image_fs) and _bytes(image_fs, "capacityBytes") == _bytes(fs, "capacityBytes")
-    logs = rootfs = volumes = 0
+    logs = rootfs = volumes = hidden = 0
     largest: list[VolumeUse] = []
     for pod in (summary.get("pods") or [])[:_PODS]:
         if not isinstance(pod, dict):
@@ -65,6 +78,9 @@ def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
                 continue
             used = _bytes(volume)
             volumes += used
+            if not readable(str(ref.get("namespace", ""))):
+                hidden += used
+                continue
             largest.append(
                 VolumeUse(
                     namespace=str(ref.get("namespace", "")),
@@ -73,6 +89,8 @@ def node_stats_facts(node: str, summary: dict[str, Any]) -> NodeStatsFacts:
                     used_bytes=used,
                 )
             )
+    if hidden:
+        largest.append(VolumeUse(namespace="", pod="", volume=OTHER_NAMESPACES, used_bytes=hidden))
     largest.sort(key=lambda v: -v["used_bytes"])
     image_used = _bytes(image_fs)
     reclaimable = logs + (image_used if shared else 0)
@@ -115,7 +133,7 @@ class KubernetesNodeStats:
         session = self.session
         await session.resolve("v1/Node", None, ctx)  # the scope checks of a Node read
         summary = await session.reader.node_stats(args.node, ctx.timeout)
-        facts = node_stats_facts(args.node, summary)
+        facts = node_stats_facts(args.node, summary, session.scope.allows_namespace)
         if ctx.observed is not None:
             ctx.observed.add_node_stats(facts)
         return session.answer(_view(facts))

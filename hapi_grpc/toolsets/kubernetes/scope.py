@@ -6,11 +6,11 @@ actionable message for the model (what is allowed instead), not an error.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from hapi_grpc.adapters.kubernetes.reader import ResourceType
+from hapi_grpc.toolsets.namespaces import NamespaceBound, ScopeRefusal
 
 __all__ = [
     "KubernetesScope",
@@ -22,14 +22,6 @@ __all__ = [
 # settings say. (ServiceAccount tokens live in Secrets or the TokenRequest
 # subresource, which no tool reaches.)
 _ALWAYS_REFUSED = frozenset({"secret"})
-
-
-class ScopeRefusal(Exception):
-    """A call outside the configured scope; `message` tells the model what it may do."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def kind_key(kind: str) -> str:
@@ -103,23 +95,9 @@ class KubernetesScope:
         self.check_kind(rtype.kind)
 
     def check_namespace(self, namespace: str) -> None:
-        if self.only_namespace is not None and namespace != self.only_namespace:
-            raise ScopeRefusal(
-                f"this investigation may read only namespace {self.only_namespace!r} (the"
-                " incident's) and cluster-scoped objects; do not retry another namespace."
-            )
-        if any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces_deny):
-            raise ScopeRefusal(
-                f"namespace {namespace[:64]!r} is excluded from investigation by configuration;"
-                " do not retry it."
-            )
-        if self.namespaces_allow and not any(
-            fnmatch.fnmatchcase(namespace, p) for p in self.namespaces_allow
-        ):
-            raise ScopeRefusal(
-                f"namespace {namespace[:64]!r} is outside the configured scope; allowed:"
-                f" {', '.join(self.namespaces_allow)}."
-            )
+        NamespaceBound(self.namespaces_allow, self.namespaces_deny, self.only_namespace).check(
+            namespace
+        )
 
     def allows_namespace(self, namespace: str) -> bool:
         try:

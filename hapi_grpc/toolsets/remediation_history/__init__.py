@@ -84,6 +84,9 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
         if history is None:
             return None
         source = RemediationHistorySource(
-            history, self.limits(), self.settings.remediation_history_max_entries
+            history,
+            self.limits(),
+            self.settings.remediation_history_max_entries,
+            context.namespaces(),
         )
         return Opened([source])

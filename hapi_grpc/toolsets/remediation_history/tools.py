@@ -34,9 +34,11 @@ from hapi_grpc.domain.toolsets.tool import (
     ToolArgs,
     ToolContext,
     ToolResult,
+    refused,
     unavailable,
 )
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
+from hapi_grpc.toolsets.namespaces import ANYWHERE, NamespaceBound, ScopeRefusal
 from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 
 __all__ = [
@@ -136,6 +138,7 @@ def history_payload(context: HistoryContext, max_entries: int, now: float) -> di
 class GetRemediationHistory:
     reader: RemediationHistory
     max_entries: int
+    namespaces: NamespaceBound = ANYWHERE
     name: str = HISTORY_TOOL
     description: str = (
         "What was done to a remediation target before: each recent remediation (newest first)"
@@ -148,6 +151,11 @@ class GetRemediationHistory:
 
     @_guarded
     async def run(self, args: GetRemediationHistoryArgs, ctx: ToolContext) -> ToolResult:
+        if args.namespace:  # a cluster-scoped target's history is read as its object is
+            try:
+                self.namespaces.check(args.namespace)
+            except ScopeRefusal as refusal:
+                return refused(refusal.message)
         target = TargetResource(namespace=args.namespace, kind=args.kind, name=args.name)
         observed = ctx.observed
         current = observed.spec_hash_of(args.kind, args.namespace, args.name) if observed else ""
@@ -156,6 +164,13 @@ class GetRemediationHistory:
             windows = Windows(tier1=args.window_hours * 3600.0, tier2=windows.tier2)
         context = await self.reader.context(target, current, windows)
         payload = history_payload(context, self.max_entries, time.time())
+        if not args.namespace and self.namespaces.only is not None:
+            # A cluster-scoped target's remediations were reported by whoever may
+            # act on the cluster: a caller confined to a namespace is not their
+            # tenant, so it reads what was done, not under which ids.
+            for key in ("recent", "older_with_same_spec"):
+                for view in payload.get(key, ()):
+                    view.pop("remediation_id", None)
         return ToolResult(ToolCallStatus.SUCCESS, {RemediationHistoryToolset.data_key: payload})
 
 
@@ -166,8 +181,14 @@ class RemediationHistorySource:
     reader: RemediationHistory
     limits: ToolsetLimits
     max_entries: int
+    namespaces: NamespaceBound = ANYWHERE  # the operator's lists
 
     def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
-        return RemediationHistoryToolset.toolset(
-            (GetRemediationHistory(recorder.reading(self.reader), self.max_entries),), self.limits
+        # A caller confined to its namespace reads no other namespace's history:
+        # its remediation ids, workflows and outcomes are another tenant's.
+        tool = GetRemediationHistory(
+            recorder.reading(self.reader),
+            self.max_entries,
+            self.namespaces.confined_to(caller.namespace),
         )
+        return RemediationHistoryToolset.toolset((tool,), self.limits)

@@ -1,0 +1,73 @@
+"""Which namespaces one investigation's tools may read, and the refusal when not.
+
+Two bounds meet here: the caller's (`Caller.namespace`, the one namespace it was
+authorized for) and the operator's namespace allow and deny lists
+(`HAPI_KUBERNETES_NAMESPACES_ALLOW`/`_DENY`). Every toolset that reads by
+namespace (kubernetes, remediation_history, alertmanager) checks them here, so a
+refusal reads the same whichever tool the model called.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+__all__ = ["ANYWHERE", "NamespaceBound", "ScopeRefusal"]
+
+
+class ScopeRefusal(Exception):
+    """A call outside the configured scope; `message` tells the model what it may do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class NamespaceBound:
+    """Namespace allow/deny lists (shell patterns such as `kube-*`; an empty allow-list
+    allows everything not denied) and the one namespace a confined caller may read."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    only: str | None = None
+
+    @classmethod
+    def of(cls, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> NamespaceBound:
+        def clean(items: Iterable[str]) -> tuple[str, ...]:
+            return tuple(i.strip() for i in items if i and i.strip())
+
+        return cls(clean(allow), clean(deny))
+
+    def confined_to(self, namespace: str | None) -> NamespaceBound:
+        """This bound, narrowed to the caller's namespace; None: no such bound."""
+        return self if namespace is None else replace(self, only=namespace)
+
+    def check(self, namespace: str) -> None:
+        """ScopeRefusal when `namespace` may not be read."""
+        if self.only is not None and namespace != self.only:
+            raise ScopeRefusal(
+                f"this investigation may read only namespace {self.only!r} (the"
+                " incident's) and cluster-scoped objects; do not retry another namespace."
+            )
+        if any(fnmatch.fnmatchcase(namespace, p) for p in self.deny):
+            raise ScopeRefusal(
+                f"namespace {namespace[:64]!r} is excluded from investigation by configuration;"
+                " do not retry it."
+            )
+        if self.allow and not any(fnmatch.fnmatchcase(namespace, p) for p in self.allow):
+            raise ScopeRefusal(
+                f"namespace {namespace[:64]!r} is outside the configured scope; allowed:"
+                f" {', '.join(self.allow)}."
+            )
+
+    def allows(self, namespace: str) -> bool:
+        try:
+            self.check(namespace)
+        except ScopeRefusal:
+            return False
+        return True
+
+
+ANYWHERE = NamespaceBound()  # no list, no confined caller

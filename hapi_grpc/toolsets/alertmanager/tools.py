@@ -86,5 +86,7 @@ class AlertmanagerToolsetSource:
     limits: ToolsetLimits
 
     def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
-        client = recorder.reading(self.client)
+        # Recorded: the alerts of the namespace the caller is confined to (and those of none).
+        bound = caller.namespace
+        client = recorder.reading(self.client, None if bound is None else bound.__eq__)
         return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(client),), self.limits)

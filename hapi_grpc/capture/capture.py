@@ -24,8 +24,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
 from hapi_grpc import __version__
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
@@ -58,11 +56,6 @@ def case_name(tenant: Tenant, remediation_id: str, recovery_attempt: int = 0) ->
     key = tenant.key(remediation_id) + (f"#recovery-{recovery_attempt}" if recovery_attempt else "")
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{_UNSAFE.sub('_', remediation_id)[:80]}-{digest}"
-
-
-def _yaml(value: Any) -> bytes:
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True).encode()
 
 
 class Capture:
@@ -146,7 +139,10 @@ class Capture:
         found = self._catalogs.get(key)
         if found is None or found[0] != workflows:
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            found = (workflows, _yaml({"workflows": case_files.redacted(dumped)}))
+            found = (
+                workflows,
+                labels.dump_yaml({"workflows": case_files.redacted(dumped)}).encode(),
+            )
             if len(self._catalogs) >= _CATALOGS_KEPT:
                 self._catalogs.clear()
             self._catalogs[key] = found

@@ -6,9 +6,9 @@ view of it (Prometheus' samples, not their summary; Alertmanager's alerts, seen
 through the client's `on_alerts` hook). Only what the caller could read is
 kept: a port opened with the scope's `allows_namespace` keeps no list item, no
 pod of a node's stats summary and no alert in a namespace it refuses (the
-tools read wide and filter after reading). On the event loop it only keeps references to what was answered; cleaning,
-redaction and serialization happen on the capture's writer thread
-(`case_files`), so recording costs an append per read.
+tools read wide and filter after reading). On the event loop it only keeps
+references to what was answered; cleaning, redaction and serialization happen on
+the capture's writer thread (`case_files`), so recording costs an append per read.
 """
 
 from __future__ import annotations
@@ -97,7 +97,9 @@ class _ClusterReads(_Delegating):
         found = await self._port.list(rtype, namespace, timeout, **kw)
         kept = self._recorder.objects
         for item in found.get("items") or []:
-            if isinstance(item, dict) and self._allowed((item.get("metadata") or {}).get("namespace")):
+            if isinstance(item, dict) and self._allowed(
+                (item.get("metadata") or {}).get("namespace")
+            ):
                 kept.append((rtype, item))
         return found
 

@@ -158,6 +158,10 @@ def _report(target: str, entry: Any, now: float) -> dict[str, Any]:
             "version": entry.workflow_version,
             "parameters": dict(entry.parameters),
         }
+    elif result != "declined" and entry.action_type:
+        # Data Storage names what ran by its action type only: kept as such, the
+        # replay reports a workflow of that type from its own catalog.
+        report["actionType"] = entry.action_type
     elif result != "declined":
         result = "declined"  # nothing known of what ran: recorded as declined
     if result == "failed":

@@ -1,7 +1,9 @@
 """A captured case holds only what the caller could read: the events tool lists a
 Node's events in every namespace and drops those outside the caller's scope after
 reading; the capture must not keep what was dropped. Through the real server,
-authorized by the real API server, with `kube-*` denied by configuration."""
+authorized by the real API server, with `kube-*` denied by configuration; and a
+node's stats summary (the real API server's node proxy to the test kubelet) and a
+real Alertmanager's alerts, recorded for a caller confined to one namespace."""
 
 from __future__ import annotations
 
@@ -11,16 +13,27 @@ from pathlib import Path
 import kubernetes
 import yaml
 
+from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
+from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.config import Settings
+from hapi_grpc.domain.tenancy import Caller
+from hapi_grpc.domain.toolsets.tool import ToolContext
+from hapi_grpc.toolsets.alertmanager.tools import AlertmanagerToolsetSource
 from hapi_grpc.toolsets.kubernetes.scope import KubernetesScope
+from hapi_grpc.toolsets.registry import open_toolsets
 from tests.capture.test_outcomes import wait_for
 from tests.capture.test_sources_and_bounds import written
+from tests.fakes.alertmanager_server import AlertmanagerServer
 from tests.fakes.kube_toolset import open_reader, toolset_source
+from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
 from tests.security.kube_world import World, analyze, bearer, world
+from tests.toolsets.kubernetes.test_node_stats import GIB, stats_node, summary
+from tests.toolsets.prometheus.conftest import alertmanager
 
-__all__ = ["world"]
+__all__ = ["alertmanager", "world"]
 
 
 def _event(core: kubernetes.client.CoreV1Api, namespace: str, node: str, message: str) -> None:
@@ -74,3 +87,48 @@ async def test_events_outside_the_callers_scope_never_reach_the_case(
     events = [d for d in yaml.safe_load_all(text) if d and d.get("kind") == "Event"]
     assert [e["message"] for e in events] == ["seen from team a"]
     assert "kube-system" not in text and world.team_b not in text and "payments-7f9" not in text
+
+
+async def test_a_node_summary_keeps_only_the_pods_the_caller_may_read(
+    reader: ApiServerReader,
+    kube_api: kubernetes.client.ApiClient,
+    kubelet: FakeKubelet,
+    node_name: str,
+) -> None:
+    stats_node(kube_api, kubelet, node_name)
+    answered = summary(node_name, images=GIB, logs=GIB, empty_dir=GIB)
+    (pod,) = answered["pods"]
+    answered["pods"] = [
+        {**pod, "podRef": {"name": f"p-{ns}", "namespace": ns}}
+        for ns in ("team-a", "kube-system", "team-b")
+    ]
+    kubelet.set_stats_summary(node_name, answered)
+    recorder = CaseRecorder()
+    source = toolset_source(reader, KubernetesScope.of(deny=["kube-*"]))
+    tools = source(Caller("bob", "team-a"), recorder)
+    tool = next(t for t in tools.tools if t.name == "kubernetes_node_stats")
+    await tool.run(tool.arguments.model_validate({"node": node_name}), ToolContext(5.0))
+    kept = recorder.node_stats[node_name]["pods"]
+    assert [p["podRef"]["namespace"] for p in kept] == ["team-a"]
+
+
+async def test_alerts_of_other_namespaces_are_not_recorded(
+    alertmanager: AlertmanagerServer,
+) -> None:
+    labels = {"alertname": "NodeDiskPressure", "node": "worker-9", "severity": "warning"}
+    alertmanager.post_alerts(
+        [{"labels": {**labels, "namespace": ns}} for ns in ("team-a", "team-b")]
+        + [{"labels": labels}]  # of no namespace: the node's
+    )
+    opened = await open_toolsets(Settings(kubernetes="off", alertmanager_url=alertmanager.url))
+    try:
+        recorder = CaseRecorder()
+        (source,) = [s for s in opened.sources if isinstance(s, AlertmanagerToolsetSource)]
+        tools = source(Caller("bob", "team-a"), recorder)
+        (tool,) = tools.tools
+        args = tool.arguments.model_validate({"labels": {"alertname": "NodeDiskPressure"}})
+        await tool.run(args, ToolContext(5.0))
+    finally:
+        await opened.close()
+    kept = sorted(str(a["labels"].get("namespace")) for a in recorder.alerts)
+    assert kept == ["None", "team-a"]

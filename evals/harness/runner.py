@@ -201,17 +201,38 @@ async def _run_cases_on(
 
 
 def history_requests(case: Case, run: str, now: float) -> list[Any]:
-    """The case's history as outcome reports of this run (`run` suffixes their ids)."""
+    """The case's history as outcome reports of this run (`run` suffixes their ids).
+    A report naming only an action type reports the first workflow of that type in
+    the case's catalog (by id); with none there, nothing of the type can be chosen
+    again, and it is reported declined."""
     from hapi.v1 import outcome_pb2
 
     requests = []
     for report in case.history:
-        body = {k: v for k, v in report.items() if k != "minutesAgo"}
+        body = {k: v for k, v in report.items() if k not in ("minutesAgo", "actionType")}
+        if "actionType" in report:
+            workflow = _workflow_of_type(case, str(report["actionType"]))
+            if workflow is not None:
+                body["executed"] = {"workflowId": workflow.workflow_id, "version": workflow.version}
+            else:
+                for result in ("failed", "succeeded"):
+                    body.pop(result, None)
+                body["declined"] = {"reason": f"no workflow of type {report['actionType']}"}
         request = json_format.ParseDict(body, outcome_pb2.ReportRemediationOutcomeRequest())
         request.remediation_id = f"{request.remediation_id}-{run}"
         request.completed_at.FromSeconds(int(now - 60 * float(report["minutesAgo"])))
         requests.append(request)
     return requests
+
+
+def _workflow_of_type(case: Case, action_type: str) -> Any:
+    from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file
+
+    catalog = load_catalog_file(case.catalog_file) if case.catalog_file else load_bundled_catalog()
+    typed = sorted(
+        (w for w in catalog if w.action_type == action_type), key=lambda w: w.workflow_id
+    )
+    return typed[0] if typed else None
 
 
 async def _one_run(stub: Any, case: Case, repeat: int, timeout: float) -> RunScore:

@@ -4,8 +4,10 @@
 the engine (which hands it to the toolsets it opens), and calls `finished`
 with the result once the answer is ready; `outcome` follows a reported
 outcome. Neither waits for anything: the workflows the searches returned are
-fetched from the catalog in a task of their own, and everything else happens
-on the `CaseWriter` thread.
+fetched from the catalog in a task of their own (at most as many tasks as the
+writer's queue holds: past that a case is dropped and counted like a full
+queue's, so a storm pins no more investigations than the queue would), and
+everything else happens on the `CaseWriter` thread.
 
 A case directory is `<remediation id>-<digest>`, the digest of the id within
 its tenant (`Tenant.key`, and the recovery attempt): another tenant's id is
@@ -23,8 +25,6 @@ import re
 import time
 from datetime import UTC, datetime
 from typing import Any
-
-import yaml
 
 from hapi_grpc import __version__
 from hapi_grpc.capture import case_files
@@ -45,7 +45,7 @@ __all__ = ["Capture", "case_name"]
 log = logging.getLogger(__name__)
 
 MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
-WORKFLOW_SECONDS = 2.0  # the longest one catalog fetch may take
+WORKFLOW_SECONDS = 2.0  # the longest a case's catalog fetches (concurrent) may take
 # Of the decision kept in case.yaml: the tool calls' output is what the case's files
 # replay, and the turns and attempts are measurements of the run.
 _CATALOGS_KEPT = 64
@@ -58,11 +58,6 @@ def case_name(tenant: Tenant, remediation_id: str, recovery_attempt: int = 0) ->
     key = tenant.key(remediation_id) + (f"#recovery-{recovery_attempt}" if recovery_attempt else "")
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{_UNSAFE.sub('_', remediation_id)[:80]}-{digest}"
-
-
-def _yaml(value: Any) -> bytes:
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True).encode()
 
 
 class Capture:
@@ -86,6 +81,9 @@ class Capture:
         self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
     ) -> None:
         """Capture the investigation; returns at once."""
+        if len(self._pending) >= self.writer.queue_size:
+            COUNTS["dropped"].inc()
+            return
         task = asyncio.create_task(
             self._finish(incident, caller, result, recorder), context=detached_context()
         )
@@ -129,14 +127,24 @@ class Capture:
         self.writer.offer((name, render))
 
     async def _workflows(self, ids: list[str]) -> list[Workflow]:
+        """The workflows fetched within one `WORKFLOW_SECONDS`, in `ids` order; the
+        case is written without those that failed or were late."""
+        if not ids:
+            return []
+        tasks = [asyncio.ensure_future(self._catalog.get_workflow(i)) for i in ids]
+        done: set[asyncio.Future[Workflow]] = set()
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=WORKFLOW_SECONDS)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()  # late: not waited for
         found = []
-        for workflow_id in ids:
-            try:
-                async with asyncio.timeout(WORKFLOW_SECONDS):
-                    found.append(await self._catalog.get_workflow(workflow_id))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the case is written without it
+        for task in tasks:
+            exc = task.exception() if task in done and not task.cancelled() else TimeoutError()
+            if exc is None:
+                found.append(task.result())
+            else:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found
 
@@ -146,7 +154,10 @@ class Capture:
         found = self._catalogs.get(key)
         if found is None or found[0] != workflows:
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            found = (workflows, _yaml({"workflows": case_files.redacted(dumped)}))
+            found = (
+                workflows,
+                labels.dump_yaml({"workflows": case_files.redacted(dumped)}).encode(),
+            )
             if len(self._catalogs) >= _CATALOGS_KEPT:
                 self._catalogs.clear()
             self._catalogs[key] = found

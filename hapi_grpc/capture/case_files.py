@@ -23,9 +23,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.cases.labels import dump_yaml
 from hapi_grpc.domain.sensitive import redact, redact_mapping
 
 __all__ = ["alerts_yaml", "cluster_yaml", "history_yaml", "log_files", "metrics_om", "redacted"]
@@ -77,7 +76,7 @@ def cluster_yaml(recorder: CaseRecorder) -> str:
         meta = obj.get("metadata") or {}
         key = (rtype.api_version, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
         found[key] = _object(rtype.api_version, kind, obj)
-    return yaml.safe_dump_all(found.values(), sort_keys=False, allow_unicode=True)
+    return dump_yaml(list(found.values()), documents=True)
 
 
 def log_files(recorder: CaseRecorder) -> dict[str, str]:
@@ -138,7 +137,7 @@ def alerts_yaml(recorder: CaseRecorder) -> str:
         labels = alert.get("labels") or {}
         key = str(alert.get("fingerprint") or json.dumps(labels, sort_keys=True))
         seen[key] = {"labels": labels, "annotations": alert.get("annotations") or {}}
-    return yaml.safe_dump(redacted(list(seen.values())), sort_keys=False) if seen else ""
+    return dump_yaml(redacted(list(seen.values()))) if seen else ""
 
 
 _RESULTS = {"Success": "succeeded", "Failed": "failed", "Escalated": "declined"}
@@ -159,6 +158,10 @@ def _report(target: str, entry: Any, now: float) -> dict[str, Any]:
             "version": entry.workflow_version,
             "parameters": dict(entry.parameters),
         }
+    elif result != "declined" and entry.action_type:
+        # Data Storage names what ran by its action type only: kept as such, the
+        # replay reports a workflow of that type from its own catalog.
+        report["actionType"] = entry.action_type
     elif result != "declined":
         result = "declined"  # nothing known of what ran: recorded as declined
     if result == "failed":
@@ -190,4 +193,4 @@ def history_yaml(recorder: CaseRecorder, now: float) -> str:
         for entry in entries:
             report = _report(context.target_resource, entry, now)
             reports[f"{report['remediationId']}#{report['attempt']}"] = report
-    return yaml.safe_dump(redacted(list(reports.values())), sort_keys=False) if reports else ""
+    return dump_yaml(redacted(list(reports.values()))) if reports else ""

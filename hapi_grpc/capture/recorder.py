@@ -3,15 +3,18 @@
 The recorder is the investigation's `ReadRecorder`: each client a toolset (or
 the engine) opens is handed back wrapped, keeping what it answered before any
 view of it (Prometheus' samples, not their summary; Alertmanager's alerts, seen
-through the client's `on_alerts` hook). On
-the event loop it only keeps references to what was answered; cleaning,
-redaction and serialization happen on the capture's writer thread
-(`case_files`), so recording costs an append per read.
+through the client's `on_alerts` hook). Only what the caller could read is
+kept: a port opened with the scope's `allows_namespace` keeps no list item, no
+pod of a node's stats summary and no alert in a namespace it refuses (the
+tools read wide and filter after reading). On the event loop it only keeps
+references to what was answered; cleaning, redaction and serialization happen on
+the capture's writer thread (`case_files`), so recording costs an append per read.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,31 +45,39 @@ class CaseRecorder:
     workflow_ids: dict[str, None] = field(default_factory=dict)  # search hits, in order
     started: float = field(default_factory=time.time)
 
-    def reading(self, port: Any) -> Any:
-        """`port` recording into this recorder; a port it does not know is handed back."""
+    def reading(self, port: Any, allows_namespace: Callable[[str], bool] | None = None) -> Any:
+        """`port` recording into this recorder what lies in a namespace `allows_namespace`
+        allows (everything without it); a port it does not know is handed back."""
         from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
         from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
         from hapi_grpc.toolsets.prometheus.client import PrometheusClient
 
         if isinstance(port, ApiServerReader):
-            return _ClusterReads(port, self)
+            return _ClusterReads(port, self, allows_namespace)
         if isinstance(port, PrometheusClient):
-            return _MetricsReads(port, self)
+            return _MetricsReads(port, self, allows_namespace)
         if isinstance(port, AlertmanagerClient):
-            return _AlertReads(port, self)
+            return _AlertReads(port, self, allows_namespace)
         if hasattr(port, "search") and hasattr(port, "get_workflow"):
-            return _CatalogReads(port, self)
+            return _CatalogReads(port, self, allows_namespace)
         if hasattr(port, "context"):
-            return _HistoryReads(port, self)
+            return _HistoryReads(port, self, allows_namespace)
         return port
 
 
 class _Delegating:
     """Whatever the wrapped port offers besides the reads recorded."""
 
-    def __init__(self, port: Any, recorder: CaseRecorder) -> None:
+    def __init__(
+        self, port: Any, recorder: CaseRecorder, allows: Callable[[str], bool] | None
+    ) -> None:
         self._port = port
         self._recorder = recorder
+        self._allows = allows
+
+    def _allowed(self, namespace: Any) -> bool:
+        """Whether what lies in `namespace` may be kept (no namespace: cluster-scoped)."""
+        return self._allows is None or not namespace or self._allows(str(namespace))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._port, name)
@@ -86,7 +97,9 @@ class _ClusterReads(_Delegating):
         found = await self._port.list(rtype, namespace, timeout, **kw)
         kept = self._recorder.objects
         for item in found.get("items") or []:
-            if isinstance(item, dict):
+            if isinstance(item, dict) and self._allowed(
+                (item.get("metadata") or {}).get("namespace")
+            ):
                 kept.append((rtype, item))
         return found
 
@@ -98,8 +111,18 @@ class _ClusterReads(_Delegating):
 
     async def node_stats(self, node: str, timeout: float) -> dict[str, Any]:
         summary = await self._port.node_stats(node, timeout)
-        self._recorder.node_stats[node] = summary
+        pods = summary.get("pods") if isinstance(summary, dict) else None
+        if self._allows is not None and isinstance(pods, list):
+            kept = [p for p in pods if isinstance(p, dict) and self._allowed(_pod_namespace(p))]
+            self._recorder.node_stats[node] = {**summary, "pods": kept}
+        else:
+            self._recorder.node_stats[node] = summary
         return summary
+
+
+def _pod_namespace(pod: dict[str, Any]) -> Any:
+    ref = pod.get("podRef")
+    return ref.get("namespace") if isinstance(ref, dict) else None
 
 
 class _MetricsReads(_Delegating):
@@ -120,7 +143,14 @@ class _AlertReads(_Delegating):
     """An Alertmanager client, keeping the alerts it answered."""
 
     async def active_alerts(self, labels: Any = None, **kw: Any) -> Any:
-        return await self._port.active_alerts(labels, on_alerts=self._recorder.alerts.extend, **kw)
+        return await self._port.active_alerts(labels, on_alerts=self._keep, **kw)
+
+    def _keep(self, alerts: list[dict[str, Any]]) -> None:
+        self._recorder.alerts.extend(
+            a
+            for a in alerts
+            if isinstance(a, dict) and self._allowed((a.get("labels") or {}).get("namespace"))
+        )
 
 
 class _HistoryReads(_Delegating):

@@ -30,7 +30,8 @@ class CaptureSettings(BaseModel):
         ge=65536,
         description=(
             "Bytes of all cases in the directory; the oldest cases are removed to make room "
-            "for a new one (counted `evicted`)."
+            "for a new one (counted `evicted`); a case larger than this is skipped "
+            "(`too_large`)."
         ),
     )
     capture_queue_size: int = Field(
@@ -38,7 +39,8 @@ class CaptureSettings(BaseModel):
         ge=1,
         le=10_000,
         description=(
-            "Finished investigations waiting for the writer; when it is full a case is "
-            "dropped and counted (`dropped`), never waited for."
+            "Finished investigations waiting for the writer, and (as many again) for their "
+            "workflows from the catalog; past either a case is dropped and counted "
+            "(`dropped`), never waited for."
         ),
     )

@@ -2,7 +2,8 @@
 
 Investigations hand it jobs through a bounded queue (`offer` never waits: a
 full queue drops the job and counts it). The thread renders each case's files
-(`CaseJob.files`), skips a case larger than the per-case bound, removes the
+(`CaseJob.files`), skips a case larger than the per-case bound or the
+directory's (it would evict every other case and still overflow), removes the
 oldest cases until the new one fits the directory's bound, and writes the case
 into a hidden directory renamed into place (a reader never sees half a case; a
 later investigation of the same remediation replaces it). An outcome job
@@ -60,6 +61,10 @@ class CaseWriter:
             return False
         return True
 
+    @property
+    def queue_size(self) -> int:
+        return self._jobs.maxsize
+
     def flush(self, timeout: float = 10.0) -> None:
         """Wait until every job queued so far is done (tests, shutdown)."""
         done = threading.Event()
@@ -103,7 +108,7 @@ class CaseWriter:
     def _write(self, name: str, render: Callable[[], Files]) -> None:
         files = render()
         size = sum(len(body) for body in files.values())
-        if size > self.max_case_bytes:
+        if size > min(self.max_case_bytes, self.max_bytes):
             COUNTS["too_large"].inc()
             log.warning("captured case skipped: too large", extra={"bytes": size})
             return

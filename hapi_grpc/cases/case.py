@@ -35,7 +35,10 @@ A case directory holds:
   ReportRemediationOutcomeRequest (proto JSON mapping) with `minutesAgo`
   instead of `completedAt`; reported to the server before each run (with a
   remediation id of that run's own), so its history tool and history check
-  read them. A case with history gets a server of its own.
+  read them. A report that ran something but names no workflow (`executed`)
+  gives its `actionType` instead (Data Storage's history names only that): the
+  replay reports a workflow of that type from the case's catalog. A case with
+  history gets a server of its own.
 
 How a replay loads them into a test API server: `evals/harness/cases.py`.
 """
@@ -258,7 +261,15 @@ def _history(path: Path) -> tuple[dict[str, Any], ...]:
         ago = report.get("minutesAgo") if isinstance(report, dict) else None
         if isinstance(ago, bool) or not isinstance(ago, int | float) or ago < 0:
             raise CaseError(f"{path}: report {index} needs `minutesAgo` (a number >= 0)")
-        body = {k: v for k, v in report.items() if k != "minutesAgo"}
+        body = {k: v for k, v in report.items() if k not in ("minutesAgo", "actionType")}
+        action_type = report.get("actionType")
+        if "actionType" in report and (
+            not isinstance(action_type, str) or not action_type or "executed" in report
+        ):
+            raise CaseError(
+                f"{path}: report {index}: `actionType` (a non-empty string) is for a report"
+                " without `executed`"
+            )
         try:
             json_format.ParseDict(body, outcome_pb2.ReportRemediationOutcomeRequest())
         except json_format.ParseError as exc:

@@ -260,8 +260,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def _dump(value: Any) -> str:
-    return yaml.dump(value, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
+def dump_yaml(value: Any, *, documents: bool = False) -> str:
+    """`value` as YAML (key order kept); `documents`: each item of it a document."""
+    dump = yaml.dump_all if documents else yaml.dump
+    return dump(value, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -288,7 +290,7 @@ def write_expected(directory: Path, body: dict[str, Any]) -> bool:
             return False
     except (yaml.YAMLError, ValidationError, ValueError):
         pass  # a broken file is replaced
-    _write_atomically(path, _dump(body))
+    _write_atomically(path, dump_yaml(body))
     return True
 
 
@@ -310,7 +312,7 @@ def captured_texts(
     meta: dict[str, Any] = {"description": description, "tags": ["captured", *tags]}
     meta |= {"catalog": catalog} if catalog else {}
     meta["captured"] = captured
-    return {"case.yaml": _dump(meta), "expected.yaml": _dump(expected)}
+    return {"case.yaml": dump_yaml(meta), "expected.yaml": dump_yaml(expected)}
 
 
 def write_captured(
@@ -351,7 +353,7 @@ def record_outcome(directory: Path, outcome: dict[str, Any], at: datetime) -> bo
         provenance = Provenance.model_validate(meta["captured"])
     except ValidationError as exc:
         raise LabelError(f"{case_path}: {_problems(exc)}") from None
-    _write_atomically(case_path, _dump(meta))
+    _write_atomically(case_path, dump_yaml(meta))
     path = directory / "expected.yaml"
     current = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
     current = current if isinstance(current, dict) else None

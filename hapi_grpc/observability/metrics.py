@@ -221,7 +221,8 @@ GRPC_IN_FLIGHT = Gauge(
 CAPTURED_CASES = Counter(
     "hapi_captured_cases_total",
     "Investigations captured as evaluation cases, by result: written, dropped (the"
-    " writer's queue was full), too_large (over HAPI_CAPTURE_MAX_CASE_BYTES), evicted"
+    " writer's queue, or the captures waiting for the catalog, were full), too_large (over"
+    " HAPI_CAPTURE_MAX_CASE_BYTES or HAPI_CAPTURE_MAX_BYTES), evicted"
     " (removed to keep HAPI_CAPTURE_MAX_BYTES), outcome (a reported outcome recorded),"
     " failed (a write that failed).",
     ["result"],

@@ -19,20 +19,20 @@ from hapi_grpc.cases.case import load_case
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.investigation.engine import EngineSettings
 from hapi_grpc.toolsets.registry import open_toolsets
+from tests.adapters.history.history_server import HistoryServer
+from tests.adapters.history.test_datastorage_history import entry
 from tests.capture.test_outcomes import analyze_request, wait_for
+from tests.domain.history.test_history_by_action_type import CATALOG, choose, data_storage, search
+from tests.domain.policy.test_grpc import request
 from tests.fakes.alertmanager_server import AlertmanagerServer
 from tests.fakes.first_hit_model import FirstHitModel
 from tests.fakes.investigation import wire_catalog
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
 from tests.helpers.premises import premises_not_under_test
-from tests.metrics.conftest import alertmanager  # noqa: F401
-from tests.outcomes.history_server import HistoryServer
-from tests.outcomes.test_datastorage_history import entry
-from tests.outcomes.test_history_by_action_type import CATALOG, choose, data_storage, search
-from tests.outcomes.test_history_tool import HISTORY
-from tests.policy.test_grpc import request
 from tests.toolsets.conftest import final_answer, serving
+from tests.toolsets.prometheus.conftest import alertmanager  # noqa: F401
+from tests.toolsets.remediation_history.test_history_tool import HISTORY
 
 
 def written(root: Path) -> list[Path]:

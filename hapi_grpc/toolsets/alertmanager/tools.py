@@ -98,6 +98,7 @@ class AlertmanagerToolsetSource:
     namespaces: NamespaceBound = ANYWHERE  # the operator's lists
 
     def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
-        client = recorder.reading(self.client)
-        tool = AlertmanagerActiveAlerts(client, self.namespaces.confined_to(caller.namespace))
-        return AlertmanagerToolset.toolset((tool,), self.limits)
+        scope = self.namespaces.confined_to(caller.namespace)
+        # Recorded: what the tool may show this caller (alerts of no namespace included).
+        client = recorder.reading(self.client, scope.allows)
+        return AlertmanagerToolset.toolset((AlertmanagerActiveAlerts(client, scope),), self.limits)

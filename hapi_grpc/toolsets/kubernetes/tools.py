@@ -297,6 +297,9 @@ class KubernetesToolsetSource:
         per_call = max(256, self.limits.max_output_chars - 256)
         scope = self.scope.confined_to(caller.namespace)
         session = KubernetesSession(
-            recorder.reading(self.reader), scope, per_call, self.investigation_chars
+            recorder.reading(self.reader, scope.allows_namespace),
+            scope,
+            per_call,
+            self.investigation_chars,
         )
         return kubernetes_toolset(session, self.limits)

@@ -7,7 +7,16 @@ from __future__ import annotations
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.toolsets.kubernetes.log_facts import record_event
 from hapi_grpc.toolsets.prometheus.facts import record_metric
-from tests.domain.premises.scenes import NS, container, oom_status, pod, record, schema, template, verdict
+from tests.domain.premises.scenes import (
+    NS,
+    container,
+    oom_status,
+    pod,
+    record,
+    schema,
+    template,
+    verdict,
+)
 
 GIB = 1024**3
 RAISE = schema(

@@ -108,7 +108,7 @@ class Reads:
         return next(
             (
                 o
-                for o in self.observed.objects.values()
+                for o in _plain(self.observed.objects.values())
                 if o["kind"].lower() == lowered
                 and o["namespace"] == namespace
                 and o["name"] == name
@@ -120,7 +120,7 @@ class Reads:
         """The records of every object of `kind` read (in `namespace` when given)."""
         return [
             o
-            for o in self.observed.objects.values()
+            for o in _plain(self.observed.objects.values())
             if o["kind"] == kind and (namespace is None or o["namespace"] == namespace)
         ]
 
@@ -143,6 +143,11 @@ class Reads:
         """The recorded events about one object (folded, newest first as read)."""
         return [
             e
-            for e in self.observed.events
+            for e in _plain(self.observed.events)
             if e["kind"] == kind and e["namespace"] == namespace and e["name"] == name
         ]
+
+
+def _plain(records: Iterable[Any]) -> Iterable[dict[str, Any]]:
+    """Observed facts as the plain records the rules read (a TypedDict is a dict)."""
+    return records

@@ -13,7 +13,8 @@ The events and the previous log are read in the same turn.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from hapi_grpc.analyst.conversation import EVENTS, LOGS, Reads, Step
 from hapi_grpc.analyst.findings import IMAGE_PULL_REASONS, Findings, last_termination
@@ -23,6 +24,7 @@ from hapi_grpc.analyst.wording import condition_text
 
 __all__ = ["liveness_kills", "pod_evidence", "previous_log", "worst_container", "worst_pod"]
 
+E = TypeVar("E", bound=Mapping[str, Any])
 _LOG_LINES = 3
 _LOG_TAIL = 50
 _EVENTS_READ = 20
@@ -79,7 +81,7 @@ def previous_log(reads: Reads, pod: dict[str, Any], container: str) -> dict[str,
     return reads.returned(LOGS, arguments)
 
 
-def liveness_kills(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def liveness_kills(events: Iterable[E]) -> list[E]:
     """The kubelet's events saying a liveness probe failed or killed a container."""
     return [
         e

@@ -59,10 +59,9 @@ def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         out.pop("stringData", None)
         out["data"] = dict.fromkeys(keys, "")
     for subject in ("involvedObject", "regarding"):
-        if isinstance(out.get(subject), dict):
-            out[subject] = {
-                k: v for k, v in out[subject].items() if k not in ("uid", "resourceVersion")
-            }
+        ref = out.get(subject)
+        if isinstance(ref, dict):
+            out[subject] = {k: v for k, v in ref.items() if k not in ("uid", "resourceVersion")}
     return redacted(out)
 
 

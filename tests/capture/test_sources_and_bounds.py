@@ -89,12 +89,11 @@ async def ds() -> AsyncIterator[HistoryServer]:
         await server.stop()
 
 
-async def test_the_history_data_storage_answered_is_captured(
-    ds: HistoryServer, tmp_path: Path
-) -> None:
-    ds.entries = [entry("rr-ds-earlier", 3, outcome="Success", signalResolved=True)]
-    root = tmp_path / "captured"
-    script = [Step.tool_calls([HISTORY]), search(), *[choose("memory-limit-patch")] * 2]
+async def capture_history_case(
+    ds: HistoryServer, root: Path, remediation_id: str, choices: int = 2
+) -> Path:
+    """One investigation that reads Data Storage's history, captured into `root`."""
+    script = [Step.tool_calls([HISTORY]), search(), *[choose("memory-limit-patch")] * choices]
     with tempfile.TemporaryDirectory() as work:
         vouched = premises_not_under_test(Path(work), [w.workflow_id for w in CATALOG])
         history = data_storage(ds)
@@ -113,12 +112,21 @@ async def test_the_history_data_storage_answered_is_captured(
                     premises_file=vouched,
                     capture_dir=str(root),
                 ) as server:
-                    await server.stub.AnalyzeIncident(request("rr-now"), timeout=20)
+                    await server.stub.AnalyzeIncident(request(remediation_id), timeout=20)
                     await wait_for(lambda: bool(written(root)))
             finally:
                 await provider.close()
                 await opened.close()
     (case,) = written(root)
+    return case
+
+
+async def test_the_history_data_storage_answered_is_captured(
+    ds: HistoryServer, tmp_path: Path
+) -> None:
+    ds.entries = [entry("rr-ds-earlier", 3, outcome="Success", signalResolved=True)]
+    root = tmp_path / "captured"
+    case = await capture_history_case(ds, root, "rr-now")
     reports: list[dict[str, Any]] = yaml.safe_load((case / "history.yaml").read_text())
     (earlier,) = reports
     assert earlier["remediationId"] == "rr-ds-earlier"

@@ -86,6 +86,9 @@ class Cluster:
         self.kubelet.stats.clear()
 
 
+_START_ATTEMPTS = 3
+
+
 @contextlib.contextmanager
 def running_cluster(workdir: Path) -> Iterator[Cluster]:
     """Starts the cluster and kubelet (binaries from `make kube`)."""
@@ -98,14 +101,20 @@ def running_cluster(workdir: Path) -> Iterator[Cluster]:
         raise FixtureError(
             f"the test cluster needs the dev extras (pip install -e '.[dev]'): {exc}"
         ) from None
-    try:
-        context = kube_cluster()
-        kube = context.__enter__()
-    except BaseException as exc:
-        # binaries() ends a pytest run with pytest.fail, which is a BaseException.
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        raise FixtureError(f"test cluster did not start: {exc}") from None
+    for attempt in range(_START_ATTEMPTS):
+        try:
+            context = kube_cluster()
+            kube = context.__enter__()
+            break
+        except BaseException as exc:
+            # binaries() ends a pytest run with pytest.fail, which is a BaseException.
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            # The ports are picked free and then bound by etcd and kube-apiserver; another
+            # process on the host may take one in between. New ports are picked each time.
+            if "address already in use" in str(exc) and attempt + 1 < _START_ATTEMPTS:
+                continue
+            raise FixtureError(f"test cluster did not start: {exc}") from None
     try:
         with running_kubelet() as kubelet:
             kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig")

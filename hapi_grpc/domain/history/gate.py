@@ -68,10 +68,18 @@ def _ran(entry: HistoryEntry) -> str:
 
 
 def history_veto(
-    context: HistoryContext, workflow_id: str, signal_type: str, action_type: str = ""
+    context: HistoryContext,
+    workflow_id: str,
+    signal_type: str,
+    action_type: str = "",
+    ids_shown: bool = True,
 ) -> Veto | None:
     """What `context` says against automating `workflow_id` of type `action_type`
-    (docs/internals.md)."""
+    (docs/internals.md); without `ids_shown`, the messages name no remediation id."""
+
+    def uid(entry: HistoryEntry) -> str:
+        return _shown(entry.remediation_uid) if ids_shown else "(id not shown)"
+
     target = context.target_resource
     what = _what(workflow_id, action_type)
     for entry in reversed(context.tier1):
@@ -85,10 +93,10 @@ def history_veto(
         return Veto(
             HumanReviewReason.REPEATS_FAILED_REMEDIATION,
             f"{what}: {_ran(entry)} failed on {target} at {_at(entry)} (remediation"
-            f" {_shown(entry.remediation_uid)} attempt {entry.attempt}:"
+            f" {uid(entry)} attempt {entry.attempt}:"
             f" {_shown(entry.failure_reason, 64) or 'no reason given'}, {failure.label});"
             " it is not run again automatically",
-            f"{SOURCE}:{_shown(entry.remediation_uid)}",
+            f"{SOURCE}:{uid(entry) if ids_shown else 'failed'}",
         )
     successes = [
         e
@@ -98,7 +106,7 @@ def history_veto(
         and _same_signal(e, signal_type)
     ]
     if len(successes) >= RECURRENCE:
-        ids = ", ".join(_shown(e.remediation_uid) for e in successes[-3:])
+        ids = ", ".join(uid(e) for e in successes[-3:])
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
             f"{what}: the same remediation already succeeded {len(successes)} times on"
@@ -115,7 +123,7 @@ def history_veto(
         entry = undone[-1]
         return Veto(
             HumanReviewReason.RECURRING_REMEDIATION,
-            f"the current spec of {target} is the one remediation {_shown(entry.remediation_uid)}"
+            f"the current spec of {target} is the one remediation {uid(entry)}"
             f" ({_ran(entry)}, {_at(entry)}) replaced: the fix was undone",
             f"{SOURCE}:regression",
         )
@@ -135,6 +143,9 @@ class HistoryCheck:
     """One investigation's history check: a `SelectionCheck` that reads each target once."""
 
     history: RemediationHistory
+    # Whether messages name remediation ids: an entry does not say which caller
+    # reported it, so an authenticated caller (a tenant of its own) is shown none.
+    ids_shown: bool = True
     windows: Windows = field(default_factory=Windows)
     notes: list[str] = field(default_factory=list)  # warnings for the result
     _read: dict[tuple[str, str], HistoryContext | None] = field(default_factory=dict)
@@ -180,7 +191,11 @@ class HistoryCheck:
             if context is None:
                 continue
             veto = history_veto(
-                context, candidate.workflow_id, signal_type, candidate.workflow.action_type
+                context,
+                candidate.workflow_id,
+                signal_type,
+                candidate.workflow.action_type,
+                self.ids_shown,
             )
             if veto is not None:
                 return veto

@@ -237,7 +237,8 @@ class InvestigationEngine:
         # Then the target's history, read by the service itself whatever the model reads.
         own: tuple[SelectionCheck, ...] = (recovery_check,) if incident.recovery else ()
         if self._history is not None:
-            own += (HistoryCheck(recorder.reading(self._history)),)
+            # Another tenant's ids are never shown: an authenticated caller sees none.
+            own += (HistoryCheck(recorder.reading(self._history), ids_shown=not caller.name),)
         checks = (*own, *self._checks)
         allow = self._policy.allows_unverified if self._policy is not None else None
         gate = SelectionGate(incident, observed, checks, self._premises, allow)

@@ -139,6 +139,7 @@ class GetRemediationHistory:
     reader: RemediationHistory
     max_entries: int
     namespaces: NamespaceBound = ANYWHERE
+    ids_shown: bool = True  # remediation ids in the answer (not to an authenticated caller)
     name: str = HISTORY_TOOL
     description: str = (
         "What was done to a remediation target before: each recent remediation (newest first)"
@@ -164,10 +165,10 @@ class GetRemediationHistory:
             windows = Windows(tier1=args.window_hours * 3600.0, tier2=windows.tier2)
         context = await self.reader.context(target, current, windows)
         payload = history_payload(context, self.max_entries, time.time())
-        if not args.namespace and self.namespaces.only is not None:
-            # A cluster-scoped target's remediations were reported by whoever may
-            # act on the cluster: a caller confined to a namespace is not their
-            # tenant, so it reads what was done, not under which ids.
+        if not self.ids_shown or (not args.namespace and self.namespaces.only is not None):
+            # An entry does not say which caller reported it: an authenticated caller
+            # (a tenant of its own), or one confined to a namespace reading a
+            # cluster-scoped target, reads what was done, not under which ids.
             for key in ("recent", "older_with_same_spec"):
                 for view in payload.get(key, ()):
                     view.pop("remediation_id", None)
@@ -190,5 +191,6 @@ class RemediationHistorySource:
             recorder.reading(self.reader),
             self.max_entries,
             self.namespaces.confined_to(caller.namespace),
+            ids_shown=not caller.name,
         )
         return RemediationHistoryToolset.toolset((tool,), self.limits)

@@ -179,3 +179,43 @@ async def test_a_recovery_decision_keeps_its_attempt_number() -> None:
                 break
             await asyncio.sleep(0.02)
     assert record.decision is not None and record.decision.recovery_attempt == 2
+
+
+async def test_an_authenticated_caller_is_shown_what_was_done_not_under_which_ids(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A history entry does not say which caller reported it, so an authenticated
+    caller (a tenant of its own) reads outcomes and workflows without ids, in the
+    tool's answer and in the check's warnings alike."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("history-caller-token-7d2e\n", encoding="utf-8")
+    auth = [("authorization", "Bearer history-caller-token-7d2e")]
+    script = [search(), answer(), Step.tool_calls([HISTORY]), search(), *[answer()] * 4]
+    async with (
+        ScriptedLLMServer("openai", script, per_conversation=False) as llm,
+        replicas(
+            llm,
+            1,
+            cache_url=redis_server.url,
+            auth_mode="static",
+            auth_tokens_file=str(tokens),
+            auth_static_namespaces=["payments"],
+            auth_static_report_namespaces=["payments"],
+        ) as (only,),
+    ):
+        decided = await only.stub.AnalyzeIncident(request("rr-ids-1"), metadata=auth, timeout=20)
+        assert decided.result.selected_workflow.workflow_id == OOM_ID
+        failed = report(
+            "rr-ids-1",
+            succeeded=None,
+            failed={"reason": "BackoffLimitExceeded"},
+            signalCleared=None,
+        )
+        await only.stub.ReportRemediationOutcome(failed, metadata=auth, timeout=10)
+        again = await only.stub.AnalyzeIncident(request("rr-ids-2"), metadata=auth, timeout=20)
+    (entry,) = history_answer(llm)["recent"]
+    assert entry["outcome"] == "Failed" and entry["workflow_id"] == OOM_ID
+    assert "remediation_id" not in entry
+    result = again.result
+    assert result.human_review_reason == R.HUMAN_REVIEW_REASON_REPEATS_FAILED_REMEDIATION
+    assert result.warnings and not any("rr-ids-1" in w for w in result.warnings)

@@ -169,6 +169,7 @@ class WorkloadFacts(ObjectFacts):
     revision: int
     template_hash: str
     claim_templates: list[str]
+    claims: list[str]  # a StatefulSet's: <template>-<name>-<ordinal> below its replicas
 
 
 class ScalingMetric(TypedDict):

@@ -32,6 +32,7 @@ __all__ = ["object_facts", "record_object"]
 
 _TEXT = 300
 _ITEMS = 20
+_CLAIMED_ORDINALS = 32  # claims listed per StatefulSet volume template
 _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 # Taints the node lifecycle controller and the kubelet set and remove themselves
 # (conditions, cordon, cloud initialisation), as opposed to taints a person placed.
@@ -248,6 +249,11 @@ def _workload(obj: dict[str, Any], out: ObjectFacts) -> WorkloadFacts:
     template = (spec.get("template") or {}).get("spec") or {}
     desired = spec.get("replicas", status.get("desiredNumberScheduled", 1))
     revision = out["annotations"].get("deployment.kubernetes.io/revision", "")
+    templates = [
+        str(mapping(c, "metadata").get("name", ""))
+        for c in (spec.get("volumeClaimTemplates") or [])[:_ITEMS]
+        if isinstance(c, dict)
+    ]
     return WorkloadFacts(
         **out,
         replicas={
@@ -263,12 +269,18 @@ def _workload(obj: dict[str, Any], out: ObjectFacts) -> WorkloadFacts:
         config_refs=_config_refs(template),
         revision=int(revision) if isinstance(revision, str) and revision.isdigit() else 0,
         template_hash=_template_hash(spec.get("template")),
-        claim_templates=[
-            str(mapping(c, "metadata").get("name", ""))
-            for c in (spec.get("volumeClaimTemplates") or [])[:_ITEMS]
-            if isinstance(c, dict)
-        ],
+        claim_templates=templates,
+        claims=_stateful_claims(out, templates, desired),
     )
+
+
+def _stateful_claims(out: ObjectFacts, templates: list[str], replicas: Any) -> list[str]:
+    """The claims a StatefulSet's Pods use now: `<template>-<name>-<ordinal>` for each
+    ordinal below its replicas (a claim kept after a scale-in is not one of them)."""
+    if out["kind"] != "StatefulSet" or not isinstance(replicas, int):
+        return []
+    ordinals = range(min(max(replicas, 0), _CLAIMED_ORDINALS))
+    return [f"{t}-{out['name']}-{i}" for t in templates if t for i in ordinals]
 
 
 def _template_hash(template: Any) -> str:

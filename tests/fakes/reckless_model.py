@@ -30,7 +30,9 @@ __all__ = ["reckless_script", "reckless_step"]
 SEARCH = "search_workflow_catalog"
 GET = "kubernetes_get"
 OWNERS = "kubernetes_owner_chain"
-_STEPS = 40  # more than any investigation's turns
+# Runs of the same incident share one conversation (keyed by its first messages),
+# so one long-running server answers many eval runs of a case without running out.
+_STEPS = 10_000
 # Strings tried, in order, for a string parameter with a pattern.
 _FALLBACKS = ("1Gi", "512Mi", "default", "app", "a")
 

@@ -2,7 +2,12 @@
 
 Reads: the claim (its request, capacity and StorageClass), the StorageClass (the API
 server refuses a larger request unless it sets `allowVolumeExpansion`), and the
-kubelet's volume statistics over the last hours.
+kubelet's volume statistics over the last hours: of every claim of the StatefulSet
+whose Pods use the claim (`<template>-<name>-<ordinal>`), when one does.
+
+Objects when the claim grows while its replicas' claims do not (at a quarter of its
+rate or less): a replicated store writes its data on every replica, so growth on one
+alone is state local to that replica, which a larger volume only postpones.
 
 Values: the claim and a new size that keeps it clear of the kubernetes-mixin's
 KubePersistentVolumeFillingUp condition for that alert's whole horizon: the data
@@ -15,9 +20,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import re2
+
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.amounts import bytes_of
-from hapi_grpc.analyst.conversation import Step
+from hapi_grpc.analyst.conversation import LIST, Step
 from hapi_grpc.analyst.series import number, range_read, series_of
 
 __all__ = ["ExpandClaim"]
@@ -25,6 +32,8 @@ __all__ = ["ExpandClaim"]
 _HORIZON_MINUTES = 4 * 24 * 60  # predict_linear(...[6h], 4 * 24 * 3600)
 _MOST_FULL = 0.85  # the mixin's warning: less than 15% available
 _GI = 1024**3
+_SHARED = 0.25  # a replica's claim growing slower than this share of the claim's does not share it
+_ORDINAL = re2.compile(r"-[0-9]+$")
 
 
 class ExpandClaim:
@@ -34,10 +43,24 @@ class ExpandClaim:
             return {}
         return situation.reads.object(subject.kind, subject.namespace, subject.name)
 
-    def _query(self, claim: dict[str, Any]) -> str:
+    def _claims(self, situation: Situation, claim: dict[str, Any]) -> list[str]:
+        """The claim, and its replicas' when a StatefulSet read uses it."""
+        for statefulset in situation.reads.objects("StatefulSet", claim["namespace"]):
+            if claim["name"] in statefulset.get("claims", ()):
+                return list(statefulset["claims"])
+        return [claim["name"]]
+
+    def _query(self, situation: Situation, claim: dict[str, Any]) -> str:
+        names = self._claims(situation, claim)
+        # Claim names are DNS subdomains: a dot is the only character a regex reads.
+        matcher = (
+            f'="{claim["name"]}"'
+            if len(names) == 1
+            else '=~"' + "|".join(n.replace(".", "\\\\.") for n in names) + '"'
+        )
         return (
             f'kubelet_volume_stats_used_bytes{{namespace="{claim["namespace"]}",'
-            f'persistentvolumeclaim="{claim["name"]}"}}'
+            f"persistentvolumeclaim{matcher}}}"
         )
 
     def reads(self, situation: Situation) -> list[Step]:
@@ -50,7 +73,10 @@ class ExpandClaim:
             found = situation.reads.got("StorageClass", None, storage_class)
             if isinstance(found, tuple):
                 needed.append(found)
-        read = range_read(situation.reads, self._query(claim))
+        statefulsets = {"kind": "StatefulSet", "namespace": claim["namespace"]}
+        if _ORDINAL.search(claim["name"]) and situation.reads.returned(LIST, statefulsets) is None:
+            return [*needed, (LIST, {**statefulsets, "limit": 20})]
+        read = range_read(situation.reads, self._query(situation, claim))
         if isinstance(read, tuple):
             needed.append(read)
         return needed
@@ -69,18 +95,31 @@ class ExpandClaim:
                 f"StorageClass {storage_class['name']} does not allow volume expansion: the API"
                 f" server refuses a larger request for claim {claim['name']}"
             )
-        data = range_read(situation.reads, self._query(claim))
-        series = series_of(data) if isinstance(data, dict) else []
-        if not series:
-            return Objection(f"no volume usage of claim {claim['name']} was read")
-        used = number(series[0].get("last"))
-        found = series[0].get("trend")
-        trend: dict[str, Any] = found if isinstance(found, dict) else {}
-        slope = number(trend.get("slope_per_minute")) or 0.0
+        data = range_read(situation.reads, self._query(situation, claim))
+        growth = {
+            str((s.get("labels") or {}).get("persistentvolumeclaim", "")): s
+            for s in (series_of(data) if isinstance(data, dict) else [])
+        }
+        own = growth.get(claim["name"])
+        used = number(own.get("last")) if own else None
         if used is None:
             return Objection(f"no volume usage of claim {claim['name']} was read")
+        slope = _slope(own) or 0.0
+        for peer, series in growth.items():
+            rate = _slope(series)
+            if peer != claim["name"] and slope > 0 and rate is not None and rate < _SHARED * slope:
+                return Objection(
+                    f"claim {claim['name']} grows {slope / 2**20:.1f} MiB/min while {peer}, the"
+                    f" claim of another replica, grows {rate / 2**20:.1f} MiB/min: the growth is"
+                    " local to one replica, not the replicated data a larger volume would hold"
+                )
         wanted = (used + max(slope, 0.0) * _HORIZON_MINUTES) / _MOST_FULL
         size = max(math.ceil(wanted / _GI), math.floor(max(requested, capacity) / _GI) + 1) * _GI
         values = target_values("PersistentVolumeClaim", claim["namespace"])
         values.update(pvc=claim["name"], size_bytes=size)
         return values
+
+
+def _slope(series: dict[str, Any]) -> float | None:
+    found = series.get("trend")
+    return number(found.get("slope_per_minute")) if isinstance(found, dict) else None

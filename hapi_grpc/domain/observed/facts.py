@@ -41,6 +41,7 @@ __all__ = [
     "QuotaFacts",
     "Ref",
     "Replicas",
+    "Rollout",
     "ScalingMetric",
     "SeriesFacts",
     "SeriesSubject",
@@ -158,6 +159,11 @@ class Replicas(TypedDict):
     available: int
 
 
+class Rollout(TypedDict):
+    under_way: bool  # the latest template is not yet on every replica
+    completed_at: float  # when the last rollout completed (a Deployment's); 0 unknown
+
+
 class WorkloadFacts(ObjectFacts):
     """Deployment, StatefulSet, DaemonSet, ReplicaSet."""
 
@@ -169,6 +175,8 @@ class WorkloadFacts(ObjectFacts):
     revision: int
     template_hash: str
     claim_templates: list[str]
+    rollout: Rollout
+    claims: list[str]  # a StatefulSet's: <template>-<name>-<ordinal> below its replicas
 
 
 class ScalingMetric(TypedDict):

@@ -21,6 +21,7 @@ from hapi_grpc.domain.observed.facts import (
     ObjectFacts,
     PodFacts,
     ProbeTiming,
+    Rollout,
     Termination,
     WorkloadFacts,
 )
@@ -32,6 +33,9 @@ __all__ = ["object_facts", "record_object"]
 
 _TEXT = 300
 _ITEMS = 20
+# A Deployment's Progressing reasons while its new ReplicaSet is not yet available.
+_ROLLING_REASONS = frozenset({"ReplicaSetUpdated", "NewReplicaSetCreated", "FoundNewReplicaSet"})
+_CLAIMED_ORDINALS = 32  # claims listed per StatefulSet volume template
 _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 # Taints the node lifecycle controller and the kubelet set and remove themselves
 # (conditions, cordon, cloud initialisation), as opposed to taints a person placed.
@@ -248,6 +252,11 @@ def _workload(obj: dict[str, Any], out: ObjectFacts) -> WorkloadFacts:
     template = (spec.get("template") or {}).get("spec") or {}
     desired = spec.get("replicas", status.get("desiredNumberScheduled", 1))
     revision = out["annotations"].get("deployment.kubernetes.io/revision", "")
+    templates = [
+        str(mapping(c, "metadata").get("name", ""))
+        for c in (spec.get("volumeClaimTemplates") or [])[:_ITEMS]
+        if isinstance(c, dict)
+    ]
     return WorkloadFacts(
         **out,
         replicas={
@@ -263,12 +272,48 @@ def _workload(obj: dict[str, Any], out: ObjectFacts) -> WorkloadFacts:
         config_refs=_config_refs(template),
         revision=int(revision) if isinstance(revision, str) and revision.isdigit() else 0,
         template_hash=_template_hash(spec.get("template")),
-        claim_templates=[
-            str(mapping(c, "metadata").get("name", ""))
-            for c in (spec.get("volumeClaimTemplates") or [])[:_ITEMS]
-            if isinstance(c, dict)
-        ],
+        claim_templates=templates,
+        claims=_stateful_claims(out, templates, desired),
+        rollout=_rollout(out, status),
     )
+
+
+def _rollout(out: ObjectFacts, status: dict[str, Any]) -> Rollout:
+    """Whether the workload's latest template is still rolling out, and when a finished
+    rollout completed (0 when its kind does not say: only a Deployment's Progressing
+    condition keeps that time)."""
+    if out["kind"] == "Deployment":
+        progressing = next((c for c in out["conditions"] if c["type"] == "Progressing"), None)
+        reason = progressing["reason"] if progressing else ""
+        done = (
+            progressing["updated_at"] if reason == "NewReplicaSetAvailable" and progressing else 0.0
+        )
+        return Rollout(under_way=reason in _ROLLING_REASONS, completed_at=done)
+    if out["kind"] == "StatefulSet":
+        current, update = status.get("currentRevision"), status.get("updateRevision")
+        behind = _fewer(status, "updatedReplicas", "replicas")
+        return Rollout(
+            under_way=bool(current and update and current != update) or behind, completed_at=0.0
+        )
+    if out["kind"] == "DaemonSet":
+        behind = _fewer(status, "updatedNumberScheduled", "desiredNumberScheduled")
+        return Rollout(under_way=behind, completed_at=0.0)
+    return Rollout(under_way=False, completed_at=0.0)
+
+
+def _fewer(status: dict[str, Any], updated: str, wanted: str) -> bool:
+    """`status[updated] < status[wanted]`, when both are counts."""
+    have, want = status.get(updated), status.get(wanted)
+    return isinstance(have, int) and isinstance(want, int) and have < want
+
+
+def _stateful_claims(out: ObjectFacts, templates: list[str], replicas: Any) -> list[str]:
+    """The claims a StatefulSet's Pods use now: `<template>-<name>-<ordinal>` for each
+    ordinal below its replicas (a claim kept after a scale-in is not one of them)."""
+    if out["kind"] != "StatefulSet" or not isinstance(replicas, int):
+        return []
+    ordinals = range(min(max(replicas, 0), _CLAIMED_ORDINALS))
+    return [f"{t}-{out['name']}-{i}" for t in templates if t for i in ordinals]
 
 
 def _template_hash(template: Any) -> str:

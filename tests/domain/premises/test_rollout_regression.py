@@ -106,3 +106,49 @@ def test_a_release_minutes_ago_is_not_scaled_out() -> None:
     observed = busy_web("NewReplicaSetAvailable", "2026-11-26T13:20:00Z")
     veto = verdict(observed, SCALE, SCALE_PARAMS)
     assert veto is not None and "ScaleReplicas.scale_out_not_for_a_new_revision" in veto.message
+
+
+def busy_statefulset(current: str, update: str, updated_replicas: int = 3) -> Observed:
+    """shop/web as a StatefulSet of 3, throttled and rising in CPU, at `current`
+    revision while its template is `update` (a StatefulSet tells no completion time)."""
+    web = {
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {"replicas": 3, "template": CPU},
+        "status": {
+            "replicas": 3,
+            "updatedReplicas": updated_replicas,
+            "currentRevision": current,
+            "updateRevision": update,
+        },
+    }
+    serving = pod(
+        "web-0",
+        "web",
+        [container("api")],
+        [running_status("api")],
+        owner_kind="StatefulSet",
+        ready=True,
+    )
+    observed = record(web, serving)
+    record_metric(
+        observed,
+        'rate(container_cpu_cfs_throttled_periods_total{namespace="shop"}[5m])',
+        {
+            "series": [
+                {
+                    "labels": {"namespace": NS, "pod": "web-0", "container": "api"},
+                    "last": 0.7,
+                    "trend": {"direction": "rising", "slope_per_minute": 0.01},
+                }
+            ]
+        },
+    )
+    return observed
+
+
+def test_a_statefulset_rolling_out_its_template_is_not_given_more_cpu() -> None:
+    assert verdict(busy_statefulset("web-7c9", "web-7c9"), RAISE, RAISE_PARAMS) is None
+    veto = verdict(busy_statefulset("web-7c9", "web-5f4", updated_replicas=1), RAISE, RAISE_PARAMS)
+    assert veto is not None
+    assert "IncreaseCPULimits.use_did_not_begin_with_a_rollout" in veto.message

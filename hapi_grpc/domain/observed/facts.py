@@ -254,6 +254,7 @@ class IssuerFacts(ObjectFacts):
     """A cert-manager Issuer or ClusterIssuer."""
 
     ca_secret: str
+    acme: bool  # issues through an ACME server (spec.acme): challenges, and their limits
 
 
 class CertificateFacts(ObjectFacts):

@@ -162,8 +162,9 @@ def _authorization_policy(obj: dict[str, Any], out: ObjectFacts) -> AccessPolicy
 
 
 def _issuer(obj: dict[str, Any], out: ObjectFacts) -> IssuerFacts:
-    ca = mapping(mapping(obj, "spec"), "ca")
-    return IssuerFacts(**out, ca_secret=str(ca.get("secretName") or ""))
+    spec = mapping(obj, "spec")
+    ca = mapping(spec, "ca")
+    return IssuerFacts(**out, ca_secret=str(ca.get("secretName") or ""), acme="acme" in spec)
 
 
 def _certificate(obj: dict[str, Any], out: ObjectFacts) -> CertificateFacts:

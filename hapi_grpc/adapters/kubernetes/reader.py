@@ -112,12 +112,6 @@ class ApiServerReader:
         )
         self.url = connection.url
         self._discovery = Discovery(self._discovery_fetch, ttl=discovery_ttl)
-        self._requests = 0
-
-    @property
-    def requests_made(self) -> int:
-        """How many requests this reader has sent (for benchmarks and tests)."""
-        return self._requests
 
     async def close(self) -> None:
         await self._http.close()
@@ -211,7 +205,6 @@ class ApiServerReader:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
-        self._requests += 1
         try:
             async with self._http.stream(
                 "GET",
@@ -309,7 +302,6 @@ class ApiServerReader:
             seconds = self._http.timeout(timeout)
         except BudgetExhaustedError:
             raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
-        self._requests += 1
         try:
             response = await self._http.send(
                 "GET",

@@ -64,10 +64,6 @@ class log_context:
         _context.reset(self._token)
 
 
-def current_log_context() -> Mapping[str, str]:
-    return _context.get()
-
-
 # --- Redaction ---------------------------------------------------------------
 # What is secret and how it is hidden is decided once, in `domain.sensitive`;
 # here it is applied to every part of a record.

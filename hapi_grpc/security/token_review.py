@@ -1,12 +1,6 @@
 """Bearer tokens checked by the Kubernetes TokenReview API.
 
-`TokenReviewAuthenticator` asks the API server whether a service-account
-token is valid (and meant for our audiences), caches accepted and refused
-answers briefly by the token's SHA-256, and fails closed on any error
-(`AuthenticationUnavailable`: the call ends UNAVAILABLE). Concurrent calls
-with one token share one review, and tokens never accepted before are
-reviewed under a bound of their own (`review_admission`), so a flood of
-random tokens cannot starve callers with valid ones.
+Design notes: docs/internals.md (`security/token_review.py`).
 """
 
 from __future__ import annotations

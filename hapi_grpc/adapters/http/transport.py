@@ -1,12 +1,6 @@
 """What carries one HTTP exchange: the aiohttp session, or a handler in tests.
 
-`HttpClient` builds a `Request` and hands it to its transport (as httpx does):
-`AiohttpTransport` sends it over one pooled session; `MockTransport` answers
-it with a function, no network, for unit tests. Either one reads at most
-`limit` bytes of a body (`error_limit` for a status other than 2xx) and says
-whether there was more, whatever the server sends. A connection that fails,
-drops or cuts the body short raises `TransportError` naming the cause's type,
-never its text (aiohttp's names the URL, which may hold credentials).
+Design notes: docs/internals.md (`adapters/http/transport.py`).
 """
 
 from __future__ import annotations

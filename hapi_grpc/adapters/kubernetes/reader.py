@@ -1,13 +1,6 @@
 """`ApiServerReader`: read-only access to one cluster over HTTPS, GET requests only.
 
-There is no method that writes: every request goes through `_get` or
-`watch`, which send GET through the service's `HttpClient`. Each request has a
-timeout clipped to the investigation's budget, a body size bound (a larger
-answer is a `TOO_LARGE` failure, a longer log is cut), no redirects, and is
-abandoned at once when the investigation is cancelled. A watch is bounded per
-event instead (one JSON line) and by a read timeout between events. Error
-bodies from the server are reduced to their `message`, redacted. A read that
-gives no usable answer raises `KubeFailure`, its kind telling why.
+Design notes: docs/internals.md (`adapters/kubernetes/reader.py`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from hapi_grpc.adapters.http import HttpClient, HttpUnavailable, LineTooLong, lines
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable, LineTooLong, lines
 from hapi_grpc.adapters.http.transport import Transport
 from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import BudgetExhaustedError

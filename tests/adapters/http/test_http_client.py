@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hapi_grpc.adapters.http import (
-    HttpClient,
-    HttpUnavailable,
-    MockTransport,
-    Request,
-    Response,
-    RetryPolicy,
-    TransientError,
-    TransportError,
-)
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable
+from hapi_grpc.adapters.http.retry import RetryPolicy, TransientError
+from hapi_grpc.adapters.http.transport import MockTransport, Request, Response, TransportError
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError
 

@@ -6,7 +6,6 @@ Design notes: docs/internals.md (`adapters/http/transport.py`).
 from __future__ import annotations
 
 import inspect
-import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -87,12 +86,6 @@ class Response:
         """The start of the body on one line, redacted, for messages."""
         text = self.body[: chars * 4].decode("utf-8", "replace")
         return " ".join(redact(clip(text, chars)).split())
-
-    @classmethod
-    def of_json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Response:
-        """An answer whose body is `value` as JSON (for handlers of a `MockTransport`)."""
-        body = json.dumps(value).encode()
-        return cls(status, body, {"Content-Type": "application/json", **(headers or {})})
 
 
 class Streamed(Protocol):

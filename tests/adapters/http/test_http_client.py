@@ -23,7 +23,7 @@ def _client(transport: MockTransport, **kwargs: object) -> HttpClient:
 
 
 def _ok(request: Request) -> Response:
-    return Response.of_json(200, {"ok": True})
+    return Response(200, b'{"ok": true}', {"Content-Type": "application/json"})
 
 
 async def test_a_path_and_parameters_are_sent_under_the_base_url() -> None:

@@ -199,12 +199,3 @@ def configure_logging(
         root.addHandler(handler)
         root.setLevel(numeric)
         _handler = handler
-
-
-def reset_logging() -> None:
-    """Remove the handler `configure_logging()` installed (tests, embedding)."""
-    global _handler
-    with _configure_lock:
-        if _handler is not None:
-            logging.getLogger().removeHandler(_handler)
-            _handler = None

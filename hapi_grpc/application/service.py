@@ -1,19 +1,6 @@
 """What the service does for a caller: the one application object behind the RPCs.
 
-`Application` analyses incidents (`analyze`, `analyze_stream`), checks a
-caller's workflow parameters (`validate`) and records outcome reports
-(`report`). The servicer hands it who asks (a `Caller`: identity, the
-namespace it may read, its exposure) and the caller's `Budget`; nothing
-reaches it through the call's context.
-
-An analysis goes through the `IdempotencyCoordinator`: a retry joins the
-investigation in flight or gets the kept result, whose events are replayed
-to a stream that did not see them happen. Results are kept as the wire
-messages the transport answers with (`MessageCodec`), packed by
-`kept_results`, so every caller decodes its own copy; each message is shaped
-to the caller's exposure as it leaves (`_shown`). Every decision returned is
-kept in the remediation history (`OutcomeService.keep_decision`) and, with a
-`CaseCapture`, captured as an evaluation case with what its tools read.
+Design notes: docs/internals.md (`application/service.py`).
 """
 
 from __future__ import annotations

@@ -178,17 +178,6 @@ class SelectionGate:
             detected_labels=labels,
         )
 
-    def conditions(
-        self,
-        workflow_id: str,
-        declared: Declarations,
-        params: Mapping[str, Any],
-        hit: SearchHit | None = None,
-    ) -> list[ConditionResult]:
-        """Every condition of the workflow's premise evaluated on what was observed so far."""
-        premises = self.premises_of(workflow_id, declared, params, hit)
-        return evaluate_premises(premises, self._activation, params)
-
     def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
         version = self.observed.version
         last = self._judged

@@ -20,15 +20,14 @@ from typing import Any, TypedDict
 
 import aiohttp
 
-from hapi_grpc.adapters.http import (
-    AiohttpTransport,
-    HttpClient,
+from hapi_grpc.adapters.http.client import HttpClient
+from hapi_grpc.adapters.http.retry import (
     RequestSlots,
-    Response,
     RetryPolicy,
     TransientError,
     parse_retry_after,
 )
+from hapi_grpc.adapters.http.transport import AiohttpTransport, Response
 from hapi_grpc.adapters.llm.error_body import (
     extract_error_message,
     http_status_label,

@@ -1,15 +1,6 @@
 """Runs the model's tool calls against the toolsets offered in one investigation.
 
-What every tool shares lives here, so a tool only does its own work:
-argument parsing and validation from the tool's argument model; answers for
-unknown tools and malformed JSON; the per-toolset and per-investigation call
-caps; the per-call timeout under the budget; repeat detection (an identical
-call is answered from the earlier result, recorded, never re-executed, but
-counted against the caps like any call; from the second repeat on the model
-is told to answer now);
-output cut to the toolset's size cap with a marker, and one copy of an output
-that other investigations got too (`SharedTexts`); and the typed
-`ToolCallRecord`, whose arguments are redacted before they leave the process.
+Design notes: docs/internals.md (`domain/toolsets/dispatcher.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """One copy of each identical tool output across the investigations in flight.
 
-In an alert storm many investigations ask the catalog the same question and
-get the same answer: kilobytes of JSON each, held in every conversation while
-it waits for the model. `SharedTexts.share` returns an equal text already
-known instead, so they hold one copy. It remembers a bounded number of
-characters, oldest first out; a text still used by an investigation lives on
-in it whatever this forgets.
+Design notes: docs/internals.md (`domain/toolsets/shared_texts.py`).
 """
 
 from __future__ import annotations

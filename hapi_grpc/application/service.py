@@ -264,8 +264,9 @@ class Application(Generic[M]):
         # only when it replays them.
         replay_needed = not outcome.live and on_event is not None
         codec = self._codec
+        replay: list[M] = []
         if outcome.message is not None and not replay_needed:
-            result, replay = outcome.message, []
+            result = outcome.message
         else:
             result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)
         codec.stamp(result, outcome.completed_at, outcome.reused is not None)

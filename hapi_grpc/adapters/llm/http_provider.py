@@ -325,12 +325,13 @@ def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -
 
 
 def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
-    """`body` as JSON bytes, with members whose values are JSON text already (`encoded`)."""
+    """`body` as JSON bytes, with members whose values are JSON text already (`encoded`),
+    after its own: the bytes `json.dumps` writes for `{**body, **decoded}`."""
     text = json.dumps(body, ensure_ascii=False)
     if encoded:
         # Keyword names are identifiers: nothing in them needs escaping.
-        members = ",".join(f'"{name}":{value}' for name, value in encoded.items())
-        text = f"{text[:-1]}{',' if body else ''}{members}}}"
+        members = ", ".join(f'"{name}": {value}' for name, value in encoded.items())
+        text = f"{text[:-1]}{', ' if body else ''}{members}}}"
     return text.encode()
 
 

@@ -27,7 +27,7 @@ from hapi_grpc.domain.toolsets.jsontext import (
     parse_arguments,
     with_notice,
 )
-from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
+from hapi_grpc.domain.toolsets.shared_texts import RedactedOutputs, SharedTexts
 from hapi_grpc.domain.toolsets.tool import (
     ArgumentsRejected,
     Tool,
@@ -58,6 +58,8 @@ _LOGGED_ARGUMENT_CHARS = 2000
 
 # Outputs equal across investigations (a storm's catalog answers) are held once.
 _SHARED_OUTPUTS = SharedTexts()
+# ... and redacted once while the registered secrets stay the same.
+_REDACTED_OUTPUTS = RedactedOutputs()
 
 # Answers that would be the same if the call were made again.
 _DETERMINISTIC = frozenset(
@@ -152,7 +154,7 @@ class ToolDispatcher:
             # a margin, see redact_head), so a megabyte of log costs what the cap does.
             text = compact_json(outcome.payload)
             if entry is not None:
-                text = _cap_output(text, entry[1].limits.max_output_chars)
+                text = _REDACTED_OUTPUTS.get(text, entry[1].limits.max_output_chars, _cap_output)
             else:
                 text = redact(text)
             text = _SHARED_OUTPUTS.share(text)

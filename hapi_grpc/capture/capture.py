@@ -30,7 +30,7 @@ from hapi_grpc import __version__
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
-from hapi_grpc.capture.writer import COUNTS, CaseWriter, Files
+from hapi_grpc.capture.writer import COUNTS, CaseWriter, Outcome
 from hapi_grpc.cases import labels
 from hapi_grpc.cases.provenance import Decision, plain
 from hapi_grpc.domain import result as r
@@ -72,7 +72,7 @@ class Capture:
         self._model = model
         self._pending: set[asyncio.Task[None]] = set()
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
-        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
+        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], str]] = {}
 
     def recorder(self) -> CaseRecorder:
         return CaseRecorder()
@@ -93,16 +93,7 @@ class Capture:
     def outcome(self, report: OutcomeReport) -> None:
         """The reported outcome joins its tenant's case, when there is one."""
         name = case_name(report.tenant, report.remediation_id, max(report.attempt - 1, 0))
-        directory = self.writer.root / name
-        body = _outcome_json(report)
-        at = datetime.now(UTC)
-
-        def update() -> None:
-            if (directory / "case.yaml").exists():
-                labels.record_outcome(directory, body, at)
-                COUNTS["outcome"].inc()
-
-        self.writer.offer(update)
+        self.writer.offer(Outcome(name, _outcome_json(report), time.time()))
 
     async def close(self) -> None:
         """Finish what was captured (briefly: the server is shutting down)."""
@@ -121,8 +112,8 @@ class Capture:
         name = case_name(tenant, incident.remediation_id, attempt)
         at = time.time()
 
-        def render() -> Files:
-            return self._render(incident, result, recorder, workflows, at)
+        def render() -> bytes:
+            return self._render(name, incident, result, recorder, workflows, at)
 
         self.writer.offer((name, render))
 
@@ -148,16 +139,13 @@ class Capture:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found
 
-    def _catalog_file(self, workflows: list[Workflow]) -> bytes:
-        """The workflows in the catalog file format; the same ones are rendered once."""
+    def _catalog_json(self, workflows: list[Workflow]) -> str:
+        """The workflows as the catalog file's `workflows`, in JSON; rendered once."""
         key = tuple((w.workflow_id, w.version) for w in workflows)
         found = self._catalogs.get(key)
         if found is None or found[0] != workflows:
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            found = (
-                workflows,
-                labels.dump_yaml({"workflows": case_files.redacted(dumped)}).encode(),
-            )
+            found = (workflows, _json(case_files.redacted(dumped)))
             if len(self._catalogs) >= _CATALOGS_KEPT:
                 self._catalogs.clear()
             self._catalogs[key] = found
@@ -165,30 +153,15 @@ class Capture:
 
     def _render(
         self,
+        name: str,
         incident: Incident,
         result: r.AnalysisResult,
         recorder: CaseRecorder,
         workflows: list[Workflow],
         at: float,
-    ) -> Files:
-        files: Files = {
-            "request.json": json.dumps(
-                case_files.redacted(request_json(incident)), indent=2
-            ).encode(),
-            "cluster.yaml": case_files.cluster_yaml(recorder).encode(),
-        }
-        files |= {path: text.encode() for path, text in case_files.log_files(recorder).items()}
-        for node, summary in recorder.node_stats.items():
-            files[f"node_stats/{node}.json"] = json.dumps(case_files.redacted(summary)).encode()
+    ) -> bytes:
+        """The case's record: its content as data, redacted (`unpack` writes its files)."""
         metrics, unnamed = case_files.metrics_om(recorder, at)
-        optional = {
-            "metrics.om": metrics,
-            "alerts.yaml": case_files.alerts_yaml(recorder),
-            "history.yaml": case_files.history_yaml(recorder, at),
-        }
-        files |= {path: text.encode() for path, text in optional.items() if text}
-        if workflows:
-            files["catalog.yaml"] = self._catalog_file(workflows)
         captured, decision = self._provenance(incident, result, at)
         signal = incident.signal
         description = (
@@ -197,16 +170,24 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
-        stamp = datetime.fromtimestamp(at, UTC)
-        texts = labels.captured_texts(
-            description=case_files.redacted(description),
-            captured=captured,
-            expected=labels.derived_expected(decision, None, stamp),
-            # Replayed with the workflows this investigation was offered.
-            catalog="catalog.yaml" if workflows else None,
-        )
-        files |= {name: text.encode() for name, text in texts.items()}
-        return {path: body for path, body in files.items() if body}
+        case = {
+            "description": case_files.redacted(description),
+            "captured": captured,
+            "expected": labels.derived_expected(decision, None, datetime.fromtimestamp(at, UTC)),
+            "request": case_files.redacted(request_json(incident)),
+            "objects": case_files.cluster_objects(recorder),
+            "logs": case_files.log_files(recorder),
+            "node_stats": {
+                node: case_files.redacted(summary) for node, summary in recorder.node_stats.items()
+            },
+            "metrics": metrics,
+            "alerts": case_files.alerts(recorder),
+            "history": case_files.history(recorder, at),
+        }
+        line = _json({"name": name, "at": at, "case": case})
+        if workflows:  # replayed with the workflows this investigation was offered
+            line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
+        return (line + "\n").encode()
 
     def _provenance(
         self, incident: Incident, result: r.AnalysisResult, at: float
@@ -243,6 +224,10 @@ class Capture:
 
 
 _PROMPT_HASH: list[str] = []
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _prompt_hash() -> str:

@@ -143,7 +143,7 @@ class Capture:
         """The workflows as the catalog file's `workflows`, in JSON; rendered once."""
         key = tuple((w.workflow_id, w.version) for w in workflows)
         found = self._catalogs.get(key)
-        if found is None or found[0] != workflows:
+        if found is None or not _same(found[0], workflows):
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
             found = (workflows, _json(case_files.redacted(dumped)))
             if len(self._catalogs) >= _CATALOGS_KEPT:
@@ -224,6 +224,13 @@ class Capture:
 
 
 _PROMPT_HASH: list[str] = []
+
+
+def _same(kept: list[Workflow], workflows: list[Workflow]) -> bool:
+    """The same workflows: the same objects (a catalog in memory), or equal ones."""
+    if len(kept) == len(workflows) and all(a is b for a, b in zip(kept, workflows, strict=True)):
+        return True
+    return kept == workflows
 
 
 def _json(value: Any) -> str:

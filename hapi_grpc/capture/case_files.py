@@ -13,7 +13,8 @@ valid for the API server). On top of that, for Kubernetes objects:
 - a ConfigMap is present only when a tool read it, its values redacted;
 - an Event is written in the core API's form only (events.k8s.io serves the same).
 
-Run on the capture's writer thread, never on the event loop.
+Run on the capture's writer thread, never on the event loop (the texts it
+redacted lately are kept there, for that thread only).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.cases.labels import dump_yaml
-from hapi_grpc.domain.sensitive import redact, redact_mapping
+from hapi_grpc.domain.sensitive import redact, redact_mapping, redaction_generation
 
 __all__ = [
     "alerts",
@@ -48,7 +49,29 @@ _MAX_DEPTH = 64  # deeper than any object the API server keeps
 
 def redacted(value: Any) -> Any:
     """A copy of a JSON value with the redaction above (types kept, strings redacted)."""
-    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True)
+    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
+
+
+# What `redact` gave the short texts of the cases written lately: a storm's cases
+# repeat most of their texts (warnings, reasons, labels, catalog descriptions).
+# Valid while the registered secrets stay the same (`redaction_generation`).
+_KEPT_TEXTS = 8192
+_KEPT_CHARS = 1024
+_kept: dict[str, str] = {}
+_kept_generation = [-1]
+
+
+def _redact_kept(text: str) -> str:
+    if len(text) > _KEPT_CHARS:
+        return redact(text)
+    generation = redaction_generation()
+    if generation != _kept_generation[0] or len(_kept) >= _KEPT_TEXTS:
+        _kept.clear()
+        _kept_generation[0] = generation
+    found = _kept.get(text)
+    if found is None:
+        found = _kept[text] = redact(text)
+    return found
 
 
 def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -99,13 +122,13 @@ def log_files(recorder: CaseRecorder) -> dict[str, str]:
     for log in recorder.logs:
         suffix = ".previous.log" if log.previous else ".log"
         path = f"logs/{log.namespace}/{log.pod}/{log.container}{suffix}"
-        text = "\n".join(redact(line) for line in log.text.splitlines())
+        text = "\n".join(_redact_kept(line) for line in log.text.splitlines())
         files[path] = text + "\n" if text else ""
     return files
 
 
 def _label_value(value: str) -> str:
-    return redact(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return _redact_kept(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _number(value: float) -> str:

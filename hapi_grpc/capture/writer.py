@@ -38,6 +38,7 @@ COUNTS = {
     for name in ("written", "dropped", "too_large", "evicted", "outcome", "failed")
 }
 _STOP = object()
+BATCH_SECONDS = 0.05
 
 
 class Outcome(NamedTuple):
@@ -124,16 +125,27 @@ class CaseWriter:
             except queue.Empty:
                 self._guarded(self._rotate)
                 continue
-            if job is _STOP:
-                return
-            if isinstance(job, Outcome):
-                self._guarded(lambda job=job: self._outcome(job))
-            elif callable(job):
-                self._guarded(job)
-            else:
-                self._guarded(lambda job=job: self._write(*job))
-            if self._log.due(self.max_bytes // 8):
-                self._guarded(self._rotate)
+            # Woken once for a batch, not for each case: under load the thread takes
+            # the interpreter from the event loop a few times a second, not per answer.
+            time.sleep(BATCH_SECONDS)
+            while True:
+                if job is _STOP:
+                    return
+                self._do(job)
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+
+    def _do(self, job: Any) -> None:
+        if isinstance(job, Outcome):
+            self._guarded(lambda: self._outcome(job))
+        elif callable(job):
+            self._guarded(job)
+        else:
+            self._guarded(lambda: self._write(*job))
+        if self._log.due(self.max_bytes // 8):
+            self._guarded(self._rotate)
 
     def _guarded(self, work: Callable[[], Any]) -> None:
         try:

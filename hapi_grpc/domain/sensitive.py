@@ -5,6 +5,7 @@ Design notes: docs/internals.md (`domain/sensitive.py`).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -209,6 +210,9 @@ def redact_head(text: str, limit: int) -> tuple[str, int]:
     return shown, len(text) - len(shown)
 
 
+# Kept: the same few names (keys of objects, parameters) are asked about again and
+# again, by every redaction of a structured value.
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when a parameter, header or field name suggests its value is a secret."""
     upper = name.upper()

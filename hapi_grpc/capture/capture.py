@@ -4,10 +4,10 @@
 the engine (which hands it to the toolsets it opens), and calls `finished`
 with the result once the answer is ready; `outcome` follows a reported
 outcome. Neither waits for anything: the workflows the searches returned are
-fetched from the catalog in a task of their own (at most as many tasks as the
-writer's queue holds: past that a case is dropped and counted like a full
-queue's, so a storm pins no more investigations than the queue would), and
-everything else happens on the `CaseWriter` thread.
+fetched from the catalog (unless all were in the last 30 s) in a task of their
+own (at most as many tasks as the writer's queue holds: past that a case is
+dropped and counted like a full queue's, so a storm pins no more investigations
+than the queue would), and everything else happens on the `CaseWriter` thread.
 
 A case directory is `<remediation id>-<digest>`, the digest of the id within
 its tenant (`Tenant.key`, and the recovery attempt): another tenant's id is
@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
 WORKFLOW_SECONDS = 2.0  # the longest a case's catalog fetches (concurrent) may take
+FETCHED_SECONDS = 30.0  # a workflow fetched for a case serves the next cases that long
+_FETCHED_KEPT = 256
 # Of the decision kept in case.yaml: the tool calls' output is what the case's files
 # replay, and the turns and attempts are measurements of the run.
 _CATALOGS_KEPT = 64
@@ -71,6 +73,7 @@ class Capture:
         self._provider = provider
         self._model = model
         self._pending: set[asyncio.Task[None]] = set()
+        self._fetched: dict[str, tuple[float, Workflow]] = {}  # id -> (when, workflow)
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
         self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], str]] = {}
 
@@ -81,11 +84,16 @@ class Capture:
         self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
     ) -> None:
         """Capture the investigation; returns at once."""
+        ids = list(recorder.workflow_ids)[:MAX_WORKFLOWS]
+        kept = self._kept(ids)
+        if kept is not None:  # every workflow fetched lately: nothing to wait for
+            self._offer(incident, caller, result, recorder, kept)
+            return
         if len(self._pending) >= self.writer.queue_size:
             COUNTS["dropped"].inc()
             return
         task = asyncio.create_task(
-            self._finish(incident, caller, result, recorder), context=detached_context()
+            self._finish(incident, caller, result, recorder, ids), context=detached_context()
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -104,9 +112,23 @@ class Capture:
         await asyncio.to_thread(self.writer.close, 3.0)
 
     async def _finish(
-        self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
+        self,
+        incident: Incident,
+        caller: Caller,
+        result: r.AnalysisResult,
+        recorder: CaseRecorder,
+        ids: list[str],
     ) -> None:
-        workflows = await self._workflows(list(recorder.workflow_ids)[:MAX_WORKFLOWS])
+        self._offer(incident, caller, result, recorder, await self._workflows(ids))
+
+    def _offer(
+        self,
+        incident: Incident,
+        caller: Caller,
+        result: r.AnalysisResult,
+        recorder: CaseRecorder,
+        workflows: list[Workflow],
+    ) -> None:
         attempt = incident.recovery.attempt_number if incident.recovery else 0
         tenant = caller.tenant(incident.signal.namespace)
         name = case_name(tenant, incident.remediation_id, attempt)
@@ -116,6 +138,18 @@ class Capture:
             return self._render(name, incident, result, recorder, workflows, at)
 
         self.writer.offer((name, render))
+
+    def _kept(self, ids: list[str]) -> list[Workflow] | None:
+        """The workflows of `ids` as fetched in the last `FETCHED_SECONDS`; None when
+        one is not (a storm's investigations search the same few workflows)."""
+        now = time.monotonic()
+        found = []
+        for workflow_id in ids:
+            entry = self._fetched.get(workflow_id)
+            if entry is None or now - entry[0] > FETCHED_SECONDS:
+                return None
+            found.append(entry[1])
+        return found
 
     async def _workflows(self, ids: list[str]) -> list[Workflow]:
         """The workflows fetched within one `WORKFLOW_SECONDS`, in `ids` order; the
@@ -135,6 +169,9 @@ class Capture:
             exc = task.exception() if task in done and not task.cancelled() else TimeoutError()
             if exc is None:
                 found.append(task.result())
+                if len(self._fetched) >= _FETCHED_KEPT:
+                    self._fetched.clear()
+                self._fetched[task.result().workflow_id] = (time.monotonic(), task.result())
             else:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found

@@ -132,3 +132,10 @@ async def test_a_secret_read_keeps_its_keys_never_its_data(
     shown = yaml.safe_dump(written)
     assert "secret-data-do-not-leak" not in shown and REGISTERED not in shown
     assert base64.b64encode(b"secret-data-do-not-leak").decode() not in shown
+
+
+def test_a_secret_registered_after_a_text_was_redacted_is_hidden_in_it_next_time() -> None:
+    text = "connect with key kept-text-secret-5521"
+    assert case_files.redacted({"note": text}) == {"note": text}
+    sensitive.register_secret("kept-text-secret-5521")
+    assert "kept-text-secret-5521" not in case_files.redacted({"note": text})["note"]

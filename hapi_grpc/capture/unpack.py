@@ -14,6 +14,7 @@ at most `max_bytes`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from hapi_grpc.cases import labels
 
 __all__ = ["Unpacked", "case_files", "unpack"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class Unpacked:
@@ -33,6 +36,7 @@ class Unpacked:
     outcomes: int = 0
     too_large: int = 0
     evicted: int = 0
+    failed: int = 0
 
 
 def case_files(case: dict[str, Any], catalog: list[Any] | None) -> dict[str, bytes]:
@@ -130,7 +134,11 @@ def unpack(root: Path) -> Unpacked:
             if "segment" in record:
                 bounds = record
             else:
-                _apply(root, record, bounds, done)
+                try:
+                    _apply(root, record, bounds, done)
+                except (OSError, ValueError) as exc:  # one record never stops the others
+                    done.failed += 1
+                    log.warning("captured record not unpacked: %s", exc)
         if bounds.get("max_bytes"):
             _evict(root, int(bounds["max_bytes"]), done)
         claimed.unlink()

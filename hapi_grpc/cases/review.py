@@ -64,11 +64,13 @@ def unpacked(root: Path) -> None:
     from hapi_grpc.capture.unpack import unpack
 
     done = unpack(root)
-    if done.cases or done.outcomes or done.too_large or done.evicted:
+    if done.cases or done.outcomes or done.too_large or done.evicted or done.failed:
         skipped = f", {done.too_large} too large" if done.too_large else ""
         evicted = f", {done.evicted} oldest removed" if done.evicted else ""
+        failed = f", {done.failed} unreadable" if done.failed else ""
         print(
-            f"{root}: unpacked {done.cases} cases, {done.outcomes} outcomes{skipped}{evicted}",
+            f"{root}: unpacked {done.cases} cases, {done.outcomes} outcomes"
+            f"{skipped}{evicted}{failed}",
             file=sys.stderr,
         )
 

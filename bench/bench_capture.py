@@ -6,9 +6,12 @@ The alert storm of `bench/_storm.py` against `hapi-grpc serve` as shipped, with
 and without a capture directory, alternating (`cpu_share.added_share`). With
 capture on, every investigation is written (the writer's queue holds the whole
 storm, so none is dropped and the figure is the cost of writing each one), and
-the server's CPU is read only once the writer has written every case of the
-storm: the work the writer does after the last answer is counted. Exits 1 when
-the added share is above `--max-share` (5%) or a case was not written.
+the server's CPU is read only once every case of the storm is in a closed
+segment (`capture.segments`: the writer closes its segment at most
+`SEGMENT_SECONDS` after its first record): the work the writer does after the
+last answer is counted. Unpacking into case directories is the CLI's work
+(`hapi-grpc cases unpack`), not the server's. Exits 1 when the added share is
+above `--max-share` (5%) or a case was not written.
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_share import added_share
 
+from hapi_grpc.capture.segments import closed_segments
+
 SETTLE_SECONDS = 120.0
 
 
-def _written_since(case: Path, since: float) -> bool:
-    """A case written since `since` (a case being replaced may be gone for a moment)."""
-    try:
-        return not case.name.startswith(".") and case.stat().st_mtime >= since
-    except FileNotFoundError:
-        return False
+def _records(segment: Path, counted: dict[Path, int]) -> int:
+    """The cases in a closed segment (its lines but the header), counted once."""
+    if segment not in counted:
+        with segment.open("rb") as lines:
+            counted[segment] = sum(1 for line in lines if line.startswith(b'{"name"'))
+    return counted[segment]
 
 
 def main() -> int:
@@ -45,17 +50,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hapi-capture-bench-") as tmp:
         root = Path(tmp)
 
+        counted: dict[Path, int] = {}
+        expected = [0]
+
         def settle(started: float) -> None:
-            """Until every case of this storm is written (written after it started)."""
-            since = time.time() - (time.perf_counter() - started)
+            """Until every case of this storm is in a closed segment."""
+            expected[0] += args.n
             deadline = time.monotonic() + SETTLE_SECONDS
             written = 0
             while time.monotonic() < deadline:
-                written = sum(1 for d in root.iterdir() if _written_since(d, since))
-                if written >= args.n:
+                written = sum(_records(s, counted) for s in closed_segments(root))
+                if written >= expected[0]:
                     return
-                time.sleep(0.05)
-            missing.append(args.n - written)
+                time.sleep(0.1)
+            missing.append(expected[0] - written)
 
         share = added_share(
             {"HAPI_CAPTURE_DIR": str(root), "HAPI_CAPTURE_QUEUE_SIZE": str(args.n)},
@@ -65,8 +73,8 @@ def main() -> int:
             rounds=args.rounds,
             settle=settle,
         )
-        cases = sum(1 for d in root.iterdir() if not d.name.startswith("."))
-    print(f"load average {os.getloadavg()[0]:.2f}; cases in the directory: {cases}")
+        cases = sum(_records(s, counted) for s in closed_segments(root))
+    print(f"load average {os.getloadavg()[0]:.2f}; cases in the segments: {cases}")
     print(share.line(args.max_share))
     if missing:
         print(f"NOT all cases written: {missing} missing after {SETTLE_SECONDS:.0f} s")

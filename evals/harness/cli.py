@@ -108,6 +108,10 @@ def main(argv: list[str]) -> int:
     if args.repeat < 1:
         print("hapi-grpc eval: --repeat must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    if args.cases_dir.is_dir():  # what a server captured, written as cases first
+        from hapi_grpc.cases.review import unpacked
+
+        unpacked(args.cases_dir)
     try:
         cases = load_cases(args.cases_dir, names=tuple(args.case), tags=tuple(args.tag))
     except CaseError as exc:

@@ -4,10 +4,10 @@
 the engine (which hands it to the toolsets it opens), and calls `finished`
 with the result once the answer is ready; `outcome` follows a reported
 outcome. Neither waits for anything: the workflows the searches returned are
-fetched from the catalog in a task of their own (at most as many tasks as the
-writer's queue holds: past that a case is dropped and counted like a full
-queue's, so a storm pins no more investigations than the queue would), and
-everything else happens on the `CaseWriter` thread.
+fetched from the catalog (unless all were in the last 30 s) in a task of their
+own (at most as many tasks as the writer's queue holds: past that a case is
+dropped and counted like a full queue's, so a storm pins no more investigations
+than the queue would), and everything else happens on the `CaseWriter` thread.
 
 A case directory is `<remediation id>-<digest>`, the digest of the id within
 its tenant (`Tenant.key`, and the recovery attempt): another tenant's id is
@@ -30,7 +30,7 @@ from hapi_grpc import __version__
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
-from hapi_grpc.capture.writer import COUNTS, CaseWriter, Files
+from hapi_grpc.capture.writer import COUNTS, CaseWriter, Outcome
 from hapi_grpc.cases import labels
 from hapi_grpc.cases.provenance import Decision, plain
 from hapi_grpc.domain import result as r
@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
 WORKFLOW_SECONDS = 2.0  # the longest a case's catalog fetches (concurrent) may take
+FETCHED_SECONDS = 30.0  # a workflow fetched for a case serves the next cases that long
+_FETCHED_KEPT = 256
 # Of the decision kept in case.yaml: the tool calls' output is what the case's files
 # replay, and the turns and attempts are measurements of the run.
 _CATALOGS_KEPT = 64
@@ -71,8 +73,9 @@ class Capture:
         self._provider = provider
         self._model = model
         self._pending: set[asyncio.Task[None]] = set()
+        self._fetched: dict[str, tuple[float, Workflow]] = {}  # id -> (when, workflow)
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
-        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], bytes]] = {}
+        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], str]] = {}
 
     def recorder(self) -> CaseRecorder:
         return CaseRecorder()
@@ -81,11 +84,16 @@ class Capture:
         self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
     ) -> None:
         """Capture the investigation; returns at once."""
+        ids = list(recorder.workflow_ids)[:MAX_WORKFLOWS]
+        kept = self._kept(ids)
+        if kept is not None:  # every workflow fetched lately: nothing to wait for
+            self._offer(incident, caller, result, recorder, kept)
+            return
         if len(self._pending) >= self.writer.queue_size:
             COUNTS["dropped"].inc()
             return
         task = asyncio.create_task(
-            self._finish(incident, caller, result, recorder), context=detached_context()
+            self._finish(incident, caller, result, recorder, ids), context=detached_context()
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -93,16 +101,7 @@ class Capture:
     def outcome(self, report: OutcomeReport) -> None:
         """The reported outcome joins its tenant's case, when there is one."""
         name = case_name(report.tenant, report.remediation_id, max(report.attempt - 1, 0))
-        directory = self.writer.root / name
-        body = _outcome_json(report)
-        at = datetime.now(UTC)
-
-        def update() -> None:
-            if (directory / "case.yaml").exists():
-                labels.record_outcome(directory, body, at)
-                COUNTS["outcome"].inc()
-
-        self.writer.offer(update)
+        self.writer.offer(Outcome(name, _outcome_json(report), time.time()))
 
     async def close(self) -> None:
         """Finish what was captured (briefly: the server is shutting down)."""
@@ -113,18 +112,44 @@ class Capture:
         await asyncio.to_thread(self.writer.close, 3.0)
 
     async def _finish(
-        self, incident: Incident, caller: Caller, result: r.AnalysisResult, recorder: CaseRecorder
+        self,
+        incident: Incident,
+        caller: Caller,
+        result: r.AnalysisResult,
+        recorder: CaseRecorder,
+        ids: list[str],
     ) -> None:
-        workflows = await self._workflows(list(recorder.workflow_ids)[:MAX_WORKFLOWS])
+        self._offer(incident, caller, result, recorder, await self._workflows(ids))
+
+    def _offer(
+        self,
+        incident: Incident,
+        caller: Caller,
+        result: r.AnalysisResult,
+        recorder: CaseRecorder,
+        workflows: list[Workflow],
+    ) -> None:
         attempt = incident.recovery.attempt_number if incident.recovery else 0
         tenant = caller.tenant(incident.signal.namespace)
         name = case_name(tenant, incident.remediation_id, attempt)
         at = time.time()
 
-        def render() -> Files:
-            return self._render(incident, result, recorder, workflows, at)
+        def render() -> bytes:
+            return self._render(name, incident, result, recorder, workflows, at)
 
         self.writer.offer((name, render))
+
+    def _kept(self, ids: list[str]) -> list[Workflow] | None:
+        """The workflows of `ids` as fetched in the last `FETCHED_SECONDS`; None when
+        one is not (a storm's investigations search the same few workflows)."""
+        now = time.monotonic()
+        found = []
+        for workflow_id in ids:
+            entry = self._fetched.get(workflow_id)
+            if entry is None or now - entry[0] > FETCHED_SECONDS:
+                return None
+            found.append(entry[1])
+        return found
 
     async def _workflows(self, ids: list[str]) -> list[Workflow]:
         """The workflows fetched within one `WORKFLOW_SECONDS`, in `ids` order; the
@@ -144,20 +169,20 @@ class Capture:
             exc = task.exception() if task in done and not task.cancelled() else TimeoutError()
             if exc is None:
                 found.append(task.result())
+                if len(self._fetched) >= _FETCHED_KEPT:
+                    self._fetched.clear()
+                self._fetched[task.result().workflow_id] = (time.monotonic(), task.result())
             else:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found
 
-    def _catalog_file(self, workflows: list[Workflow]) -> bytes:
-        """The workflows in the catalog file format; the same ones are rendered once."""
+    def _catalog_json(self, workflows: list[Workflow]) -> str:
+        """The workflows as the catalog file's `workflows`, in JSON; rendered once."""
         key = tuple((w.workflow_id, w.version) for w in workflows)
         found = self._catalogs.get(key)
-        if found is None or found[0] != workflows:
+        if found is None or not _same(found[0], workflows):
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            found = (
-                workflows,
-                labels.dump_yaml({"workflows": case_files.redacted(dumped)}).encode(),
-            )
+            found = (workflows, _json(case_files.redacted(dumped)))
             if len(self._catalogs) >= _CATALOGS_KEPT:
                 self._catalogs.clear()
             self._catalogs[key] = found
@@ -165,30 +190,15 @@ class Capture:
 
     def _render(
         self,
+        name: str,
         incident: Incident,
         result: r.AnalysisResult,
         recorder: CaseRecorder,
         workflows: list[Workflow],
         at: float,
-    ) -> Files:
-        files: Files = {
-            "request.json": json.dumps(
-                case_files.redacted(request_json(incident)), indent=2
-            ).encode(),
-            "cluster.yaml": case_files.cluster_yaml(recorder).encode(),
-        }
-        files |= {path: text.encode() for path, text in case_files.log_files(recorder).items()}
-        for node, summary in recorder.node_stats.items():
-            files[f"node_stats/{node}.json"] = json.dumps(case_files.redacted(summary)).encode()
+    ) -> bytes:
+        """The case's record: its content as data, redacted (`unpack` writes its files)."""
         metrics, unnamed = case_files.metrics_om(recorder, at)
-        optional = {
-            "metrics.om": metrics,
-            "alerts.yaml": case_files.alerts_yaml(recorder),
-            "history.yaml": case_files.history_yaml(recorder, at),
-        }
-        files |= {path: text.encode() for path, text in optional.items() if text}
-        if workflows:
-            files["catalog.yaml"] = self._catalog_file(workflows)
         captured, decision = self._provenance(incident, result, at)
         signal = incident.signal
         description = (
@@ -197,16 +207,24 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
-        stamp = datetime.fromtimestamp(at, UTC)
-        texts = labels.captured_texts(
-            description=case_files.redacted(description),
-            captured=captured,
-            expected=labels.derived_expected(decision, None, stamp),
-            # Replayed with the workflows this investigation was offered.
-            catalog="catalog.yaml" if workflows else None,
-        )
-        files |= {name: text.encode() for name, text in texts.items()}
-        return {path: body for path, body in files.items() if body}
+        case = {
+            "description": case_files.redacted(description),
+            "captured": captured,
+            "expected": labels.derived_expected(decision, None, datetime.fromtimestamp(at, UTC)),
+            "request": case_files.redacted(request_json(incident)),
+            "objects": case_files.cluster_objects(recorder),
+            "logs": case_files.log_files(recorder),
+            "node_stats": {
+                node: case_files.redacted(summary) for node, summary in recorder.node_stats.items()
+            },
+            "metrics": metrics,
+            "alerts": case_files.alerts(recorder),
+            "history": case_files.history(recorder, at),
+        }
+        line = _json({"name": name, "at": at, "case": case})
+        if workflows:  # replayed with the workflows this investigation was offered
+            line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
+        return (line + "\n").encode()
 
     def _provenance(
         self, incident: Incident, result: r.AnalysisResult, at: float
@@ -243,6 +261,17 @@ class Capture:
 
 
 _PROMPT_HASH: list[str] = []
+
+
+def _same(kept: list[Workflow], workflows: list[Workflow]) -> bool:
+    """The same workflows: the same objects (a catalog in memory), or equal ones."""
+    if len(kept) == len(workflows) and all(a is b for a, b in zip(kept, workflows, strict=True)):
+        return True
+    return kept == workflows
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _prompt_hash() -> str:

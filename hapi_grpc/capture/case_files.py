@@ -13,7 +13,8 @@ valid for the API server). On top of that, for Kubernetes objects:
 - a ConfigMap is present only when a tool read it, its values redacted;
 - an Event is written in the core API's form only (events.k8s.io serves the same).
 
-Run on the capture's writer thread, never on the event loop.
+Run on the capture's writer thread, never on the event loop (the texts it
+redacted lately are kept there, for that thread only).
 """
 
 from __future__ import annotations
@@ -25,9 +26,19 @@ from typing import Any
 
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.cases.labels import dump_yaml
-from hapi_grpc.domain.sensitive import redact, redact_mapping
+from hapi_grpc.domain.sensitive import redact, redact_mapping, redaction_generation
 
-__all__ = ["alerts_yaml", "cluster_yaml", "history_yaml", "log_files", "metrics_om", "redacted"]
+__all__ = [
+    "alerts",
+    "alerts_yaml",
+    "cluster_objects",
+    "cluster_yaml",
+    "history",
+    "history_yaml",
+    "log_files",
+    "metrics_om",
+    "redacted",
+]
 
 _SERVER_SET = frozenset(
     {"managedFields", "uid", "resourceVersion", "selfLink", "generation", "creationTimestamp"}
@@ -38,7 +49,29 @@ _MAX_DEPTH = 64  # deeper than any object the API server keeps
 
 def redacted(value: Any) -> Any:
     """A copy of a JSON value with the redaction above (types kept, strings redacted)."""
-    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True)
+    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
+
+
+# What `redact` gave the short texts of the cases written lately: a storm's cases
+# repeat most of their texts (warnings, reasons, labels, catalog descriptions).
+# Valid while the registered secrets stay the same (`redaction_generation`).
+_KEPT_TEXTS = 8192
+_KEPT_CHARS = 1024
+_kept: dict[str, str] = {}
+_kept_generation = [-1]
+
+
+def _redact_kept(text: str) -> str:
+    if len(text) > _KEPT_CHARS:
+        return redact(text)
+    generation = redaction_generation()
+    if generation != _kept_generation[0] or len(_kept) >= _KEPT_TEXTS:
+        _kept.clear()
+        _kept_generation[0] = generation
+    found = _kept.get(text)
+    if found is None:
+        found = _kept[text] = redact(text)
+    return found
 
 
 def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -67,15 +100,20 @@ def _object(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
 
 def cluster_yaml(recorder: CaseRecorder) -> str:
     """Every object read, once (the last answer for it), as YAML documents."""
-    found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    return dump_yaml(cluster_objects(recorder), documents=True)
+
+
+def cluster_objects(recorder: CaseRecorder) -> list[dict[str, Any]]:
+    """Every object read, once (the last answer for it), redacted."""
+    found: dict[tuple[str, str, str, str], tuple[dict[str, Any], str, str]] = {}
     for rtype, obj in recorder.objects:
         if rtype.group == "events.k8s.io":
             continue  # the same Events the core API serves: written once, in its form
         kind = str(obj.get("kind") or rtype.kind)
         meta = obj.get("metadata") or {}
         key = (rtype.api_version, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
-        found[key] = _object(rtype.api_version, kind, obj)
-    return dump_yaml(list(found.values()), documents=True)
+        found[key] = obj, rtype.api_version, kind
+    return [_object(api_version, kind, obj) for obj, api_version, kind in found.values()]
 
 
 def log_files(recorder: CaseRecorder) -> dict[str, str]:
@@ -84,13 +122,13 @@ def log_files(recorder: CaseRecorder) -> dict[str, str]:
     for log in recorder.logs:
         suffix = ".previous.log" if log.previous else ".log"
         path = f"logs/{log.namespace}/{log.pod}/{log.container}{suffix}"
-        text = "\n".join(redact(line) for line in log.text.splitlines())
+        text = "\n".join(_redact_kept(line) for line in log.text.splitlines())
         files[path] = text + "\n" if text else ""
     return files
 
 
 def _label_value(value: str) -> str:
-    return redact(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return _redact_kept(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _number(value: float) -> str:
@@ -130,13 +168,19 @@ def metrics_om(recorder: CaseRecorder, now: float) -> tuple[str, int]:
 
 
 def alerts_yaml(recorder: CaseRecorder) -> str:
+    """`alerts` as YAML ("" when none)."""
+    found = alerts(recorder)
+    return dump_yaml(found) if found else ""
+
+
+def alerts(recorder: CaseRecorder) -> list[dict[str, Any]]:
     """The alerts Alertmanager answered, once each, with their labels and annotations."""
     seen: dict[str, dict[str, Any]] = {}
     for alert in recorder.alerts:
         labels = alert.get("labels") or {}
         key = str(alert.get("fingerprint") or json.dumps(labels, sort_keys=True))
         seen[key] = {"labels": labels, "annotations": alert.get("annotations") or {}}
-    return dump_yaml(redacted(list(seen.values()))) if seen else ""
+    return redacted(list(seen.values())) if seen else []
 
 
 _RESULTS = {"Success": "succeeded", "Failed": "failed", "Escalated": "declined"}
@@ -185,6 +229,12 @@ def _safe_id(text: str) -> str:
 
 
 def history_yaml(recorder: CaseRecorder, now: float) -> str:
+    """`history` as YAML ("" when none)."""
+    found = history(recorder, now)
+    return dump_yaml(found) if found else ""
+
+
+def history(recorder: CaseRecorder, now: float) -> list[dict[str, Any]]:
     """The target histories read, as the outcome reports a replay sends first."""
     reports: dict[str, dict[str, Any]] = {}
     for context in recorder.history:
@@ -192,4 +242,4 @@ def history_yaml(recorder: CaseRecorder, now: float) -> str:
         for entry in entries:
             report = _report(context.target_resource, entry, now)
             reports[f"{report['remediationId']}#{report['attempt']}"] = report
-    return dump_yaml(redacted(list(reports.values()))) if reports else ""
+    return redacted(list(reports.values())) if reports else []

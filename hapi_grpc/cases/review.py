@@ -6,6 +6,8 @@
     hapi-grpc cases review DIR --reject NAME
     hapi-grpc cases review DIR --expect-review NAME REASON
                                [--by WHO] [--note TEXT]
+    hapi-grpc cases unpack DIR                          only write the records the
+                                                        server closed as case directories
 
 `--accept` says the captured decision was right (`--workflow`: this workflow
 was, not the captured one; `--param`: the constraint on that parameter, as
@@ -13,7 +15,8 @@ was, not the captured one; `--param`: the constraint on that parameter, as
 `--expect-review`, that only review was right, for REASON (a HumanReviewReason
 such as `precondition_not_met`, or `any`). Actions may be repeated for several
 cases. Every one is checked before any file is written; a label already in
-place is not written again. Exit 2 names what is wrong.
+place is not written again. Exit 2 names what is wrong. Each command first
+unpacks the records a server closed (`capture.unpack`) into case directories.
 """
 
 from __future__ import annotations
@@ -51,14 +54,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     review.add_argument("--by", default="", help="who labels (kept in expected.yaml)")
     review.add_argument("--note", default="", help="why (kept in expected.yaml)")
+    unpack = sub.add_parser("unpack", help="write the captured records as case directories")
+    unpack.add_argument("dir", type=Path, help="the directory of captured cases")
     return parser
+
+
+def unpacked(root: Path) -> None:
+    """The closed segments of a capture directory written as cases first (`unpack`)."""
+    from hapi_grpc.capture.unpack import unpack
+
+    done = unpack(root)
+    if done.cases or done.outcomes or done.too_large or done.evicted or done.failed:
+        skipped = f", {done.too_large} too large" if done.too_large else ""
+        evicted = f", {done.evicted} oldest removed" if done.evicted else ""
+        failed = f", {done.failed} unreadable" if done.failed else ""
+        print(
+            f"{root}: unpacked {done.cases} cases, {done.outcomes} outcomes"
+            f"{skipped}{evicted}{failed}",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if not args.dir.is_dir():
-        print(f"hapi-grpc cases review: {args.dir}: no such directory", file=sys.stderr)
+        print(f"hapi-grpc cases {args.action}: {args.dir}: no such directory", file=sys.stderr)
         return EXIT_USAGE
+    unpacked(args.dir)
+    if args.action == "unpack":
+        return 0
     if not (args.accept or args.reject or args.expect_review):
         if args.workflow or args.param:
             print(

@@ -5,8 +5,9 @@ Design notes: docs/internals.md (`domain/sensitive.py`).
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import re2
@@ -217,6 +218,9 @@ def redact_head(text: str, limit: int) -> tuple[str, int]:
     return shown, len(text) - len(shown)
 
 
+# Kept: the same few names (keys of objects, parameters) are asked about again and
+# again, by every redaction of a structured value.
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when a parameter, header or field name suggests its value is a secret."""
     upper = name.upper()
@@ -253,14 +257,20 @@ _MAX_DEPTH = 8
 
 
 def redact_mapping(
-    value: Any, *, depth: int = 0, max_depth: int = _MAX_DEPTH, keep_shape: bool = False
+    value: Any,
+    *,
+    depth: int = 0,
+    max_depth: int = _MAX_DEPTH,
+    keep_shape: bool = False,
+    text: Callable[[str], str] | None = None,
 ) -> Any:
     """Redacted copy of a JSON-like value: secret-named keys lose their values,
-    strings pass through `redact`, anything nested deeper than `max_depth` is
-    replaced. With `keep_shape` (objects written back to an API server) only
-    non-empty strings are hidden, never a `name` or `key` that names something."""
+    strings pass through `redact` (or `text`, a `redact` that keeps its answers),
+    anything nested deeper than `max_depth` is replaced. With `keep_shape`
+    (objects written back to an API server) only non-empty strings are hidden,
+    never a `name` or `key` that names something."""
     if isinstance(value, str):
-        return redact(value)
+        return (text or redact)(value)
     if value is None or isinstance(value, bool | int | float):
         return value
     if depth >= max_depth:
@@ -269,15 +279,19 @@ def redact_mapping(
         return {
             str(k): REDACTED
             if _hidden(value, k, keep_shape)
-            else redact_mapping(v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape)
+            else redact_mapping(
+                v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape, text=text
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
         return [
-            redact_mapping(v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape)
+            redact_mapping(
+                v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape, text=text
+            )
             for v in value
         ]
-    return redact(str(value))
+    return (text or redact)(str(value))
 
 
 def _hidden(mapping: Mapping[Any, Any], key: Any, keep_shape: bool) -> bool:

@@ -7,6 +7,7 @@ other case."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.capture import capture as capture_module
 from hapi_grpc.capture.capture import Capture
 from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.capture.segments import closed_segments, read_records
 from hapi_grpc.capture.writer import CaseWriter
 from hapi_grpc.domain.catalog import Workflow
 from hapi_grpc.domain.incident import Incident, SignalInfo
@@ -70,7 +72,7 @@ async def test_pending_captures_are_bounded_and_their_fetches_run_together(
     # 20 fetches of 0.5 s each, fetched together: well under one after another (10 s).
     assert time.monotonic() - started < capture_module.WORKFLOW_SECONDS + 1
     assert not capture._pending
-    await asyncio.to_thread(writer.flush)
+    await asyncio.to_thread(writer.flush, rotate=True)
     cases = written(tmp_path / "captured")
     assert len(cases) == queue
     catalog = (cases[0] / "catalog.yaml").read_text()
@@ -95,14 +97,39 @@ def test_a_case_larger_than_the_directory_is_refused_not_evicting_the_others(
     root = tmp_path / "captured"
     bound = 65536
     writer = CaseWriter(root, max_case_bytes=4 * bound, max_bytes=bound, queue_size=8)
-    small = {"case.yaml": b"x" * 1000}
     for name in ("a", "b"):
-        writer.offer((name, lambda: small))
+        writer.offer((name, lambda name=name: record(name, 1000)))
     writer.flush()
     too_large, evicted = counted("too_large"), counted("evicted")
-    writer.offer(("huge", lambda: {"case.yaml": b"y" * (2 * bound)}))
+    writer.offer(("huge", lambda: record("huge", 2 * bound)))
     writer.flush()
     writer.close()
-    assert sorted(d.name for d in root.iterdir()) == ["a", "b"]
+    assert records(root) == ["a", "b"]
     assert counted("too_large") - too_large == 1
     assert counted("evicted") == evicted
+
+
+def record(name: str, size: int) -> bytes:
+    return (
+        json.dumps({"name": name, "at": 0, "case": {"description": "x" * size}}) + "\n"
+    ).encode()
+
+
+def records(root: Path) -> list[str]:
+    """The names of the cases in the closed segments, in order."""
+    return [r["name"] for s in closed_segments(root) for r in read_records(s) if "case" in r]
+
+
+def test_the_oldest_segments_make_room_and_are_counted(tmp_path: Path) -> None:
+    root = tmp_path / "captured"
+    bound = 65536
+    writer = CaseWriter(root, max_case_bytes=bound, max_bytes=bound, queue_size=64)
+    evicted = counted("evicted")
+    for index in range(20):  # 20 cases of 8 KiB: a segment each (an eighth of the bound)
+        writer.offer((f"c{index:02d}", lambda index=index: record(f"c{index:02d}", 8192)))
+    writer.close()
+    kept = records(root)
+    assert kept == [f"c{i:02d}" for i in range(20)][-len(kept) :]  # the newest remain
+    assert 5 <= len(kept) < 8
+    assert sum(s.stat().st_size for s in closed_segments(root)) <= bound
+    assert counted("evicted") - evicted == 20 - len(kept)

@@ -112,19 +112,19 @@ def test_the_installed_package_captures_and_labels_without_the_harness(
 ) -> None:
     address, captured = served
     _analyze(address, tmp_path / "server.log")
+    # The running server's segment is closed within seconds; the command unpacks it.
     deadline = time.monotonic() + 20
     found: list[Path] = []
     while not found and time.monotonic() < deadline:
+        listed = _hapi(tmp_path, "cases", "review", str(captured))
+        assert listed.returncode == 0, listed.stderr
         found = [d for d in captured.iterdir() if (d / "expected.yaml").exists()]
-        time.sleep(0.05)
+        time.sleep(0.2)
     assert len(found) == 1, (tmp_path / "server.log").read_text()[-3000:]
     case = found[0]
     meta = yaml.safe_load((case / "case.yaml").read_text())
     assert meta["captured"]["remediation_id"] == "rr-installed-1"
     assert yaml.safe_load((case / "expected.yaml").read_text())["unreviewed"] is True
-
-    listed = _hapi(tmp_path, "cases", "review", str(captured))
-    assert listed.returncode == 0, listed.stderr
     assert case.name in listed.stdout and "1 captured cases, 1 unreviewed" in listed.stdout
     labelled = _hapi(
         tmp_path, "cases", "review", str(captured), "--expect-review", case.name, "any"

@@ -11,6 +11,8 @@ import yaml
 from google.protobuf import json_format
 
 from hapi.v1 import outcome_pb2
+from hapi_grpc.capture.segments import closed_segments, read_records
+from hapi_grpc.capture.unpack import unpack
 from hapi_grpc.cases.case import load_case
 from hapi_grpc.client import load_analyze_request
 from tests.fakes.first_hit_model import FirstHitModel
@@ -29,6 +31,9 @@ def analyze_request(namespace: str) -> Any:
 
 
 def cases(root: Path) -> dict[str, Path]:
+    """The cases captured, once the server closed their segment (unpacked first)."""
+    if root.exists():
+        unpack(root)
     found = [d for d in root.iterdir() if not d.name.startswith(".")] if root.exists() else []
     return {yaml.safe_load((d / "request.json").read_text())["incident"]["signal"]["namespace"]: d
             for d in found if (d / "expected.yaml").exists()}  # fmt: skip
@@ -96,4 +101,25 @@ async def test_a_case_over_its_bound_is_skipped(tmp_path: Path) -> None:
         await srv.stub.AnalyzeIncident(analyze_request("payments"), timeout=30)
         await asyncio.sleep(1.0)
     assert cases(root) == {}
-    assert not [d for d in root.iterdir()]  # nor a half-written one
+    assert not [d for d in root.iterdir() if d.name != ".segments"]  # nor a half-written one
+    assert not closed_segments(root) and not list((root / ".segments").iterdir())
+
+
+async def test_an_outcome_reported_before_its_case_is_unpacked_labels_it(tmp_path: Path) -> None:
+    root = tmp_path / "captured"
+    async with running_server(
+        catalog=wire_catalog(), llm=FirstHitModel(), capture_dir=str(root)
+    ) as srv:
+        response = await srv.stub.AnalyzeIncident(analyze_request("payments"), timeout=30)
+        selected = response.result.selected_workflow
+        await srv.stub.ReportRemediationOutcome(report("payments", selected), timeout=10)
+        assert not cases(root)  # still in the server's open segment
+    [segment] = closed_segments(root)  # closed at shutdown: the case, then its outcome
+    kinds = [next(k for k in ("case", "outcome") if k in r) for r in read_records(segment)
+             if "name" in r]  # fmt: skip
+    assert kinds == ["case", "outcome"]
+    [directory] = cases(root).values()
+    case = load_case(directory)
+    assert case.expected.workflows == (selected.workflow_id,) and not case.expected.unreviewed
+    assert case.meta.captured is not None and case.meta.captured.outcome is not None
+    assert not closed_segments(root)

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from evals.harness.cases import CASES_DIR
+from hapi_grpc.capture.segments import closed_segments
 from hapi_grpc.cases.case import load_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,8 +62,13 @@ def test_a_captured_investigation_replays_on_a_fresh_api_server(tmp_path: Path) 
     shutil.copytree(CASES_DIR / CASE, production / CASE)
     captured = tmp_path / "captured"
     first = run_of(evaluate(production, tmp_path / "a.json", HAPI_CAPTURE_DIR=str(captured)))
+    # The server wrote a record; the replay unpacks it into the case directory first.
+    assert closed_segments(captured)
+    assert not [d for d in captured.iterdir() if not d.name.startswith(".")]
 
-    [directory] = [d for d in captured.iterdir() if d.is_dir()]
+    replay = run_of(evaluate(captured, tmp_path / "b.json"))
+    assert not closed_segments(captured)
+    [directory] = [d for d in captured.iterdir() if d.is_dir() and not d.name.startswith(".")]
     case = load_case(directory)
     assert case.meta.captured is not None and case.expected.unreviewed
     kinds = {o["kind"] for o in case.objects}
@@ -71,8 +77,6 @@ def test_a_captured_investigation_replays_on_a_fresh_api_server(tmp_path: Path) 
     assert pod["status"]["containerStatuses"] and "managedFields" not in pod["metadata"]
     assert case.logs and case.metrics and "process_resident_memory_bytes" in case.metrics
     assert yaml.safe_load((directory / "catalog.yaml").read_text())["workflows"]
-
-    replay = run_of(evaluate(captured, tmp_path / "b.json"))
     assert first["tools_used"], "the production run read nothing"
     assert decision(replay) == decision(first)
     assert replay["tools_used"] == first["tools_used"]

@@ -19,6 +19,8 @@ import yaml
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
 from hapi_grpc.capture import case_files
 from hapi_grpc.capture.recorder import CaseRecorder
+from hapi_grpc.capture.segments import closed_segments
+from hapi_grpc.capture.unpack import unpack
 from hapi_grpc.domain import sensitive
 from tests.analyst.test_grpc import request
 from tests.fakes import kube_fixtures
@@ -39,9 +41,19 @@ LEAKS = (
 
 
 def written(directory: Path) -> list[Path]:
-    cases = [d for d in directory.iterdir() if not d.name.startswith(".")]
+    """The files of the case captured, once the server closed its segment; the
+    segment, as the server wrote it, is among them (read before it is unpacked)."""
+    segments = [directory / "segments.jsonl"] if (directory / "segments.jsonl").exists() else []
+    closed = closed_segments(directory)
+    if closed:
+        with (directory / "segments.jsonl").open("ab") as kept:
+            for segment in closed:
+                kept.write(segment.read_bytes())
+        segments = [directory / "segments.jsonl"]
+        unpack(directory)
+    cases = [d for d in directory.iterdir() if not d.name.startswith(".") and d.is_dir()]
     if cases and (cases[0] / "expected.yaml").exists():
-        return [f for f in cases[0].rglob("*") if f.is_file()]
+        return [*segments, *(f for f in cases[0].rglob("*") if f.is_file())]
     return []
 
 
@@ -89,7 +101,7 @@ async def test_a_captured_case_never_holds_a_secret(
         files = await captured_files(capture)
     assert any(t.name == "kubernetes_pod_logs" for t in result.tool_calls)
     names = {f.name for f in files}
-    assert {"request.json", "cluster.yaml", "case.yaml", "expected.yaml"} <= names
+    assert {"segments.jsonl", "request.json", "cluster.yaml", "case.yaml", "expected.yaml"} <= names
     assert any(f.suffix == ".log" for f in files), "the log read was captured"
     text = "\n".join(f.read_text() for f in files)
     assert "FATAL config key REDIS_URL missing" in text  # what was read is there...
@@ -120,3 +132,10 @@ async def test_a_secret_read_keeps_its_keys_never_its_data(
     shown = yaml.safe_dump(written)
     assert "secret-data-do-not-leak" not in shown and REGISTERED not in shown
     assert base64.b64encode(b"secret-data-do-not-leak").decode() not in shown
+
+
+def test_a_secret_registered_after_a_text_was_redacted_is_hidden_in_it_next_time() -> None:
+    text = "connect with key kept-text-secret-5521"
+    assert case_files.redacted({"note": text}) == {"note": text}
+    sensitive.register_secret("kept-text-secret-5521")
+    assert "kept-text-secret-5521" not in case_files.redacted({"note": text})["note"]

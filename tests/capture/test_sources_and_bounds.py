@@ -15,6 +15,7 @@ import yaml
 
 from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
+from hapi_grpc.capture.unpack import unpack
 from hapi_grpc.cases.case import load_case
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.investigation.engine import EngineSettings
@@ -36,8 +37,10 @@ from tests.toolsets.remediation_history.test_history_tool import HISTORY
 
 
 def written(root: Path) -> list[Path]:
+    """The cases captured, once the server closed their segment (unpacked first)."""
     if not root.exists():
         return []
+    unpack(root)
     return [d for d in root.iterdir() if not d.name.startswith(".") and (d / "case.yaml").exists()]
 
 

@@ -1,0 +1,126 @@
+"""Segment files: captured cases as records, one line of JSON each, appended.
+
+The server appends to `.segments/<start>-<pid>.jsonl.open` of the capture
+directory through one buffered handle, and closes it (renamed to `.jsonl`)
+after `SEGMENT_RECORDS` records, `SEGMENT_SECONDS` after its first one, when
+it has `max_bytes / 8` bytes, and at shutdown. A record is either a case
+(`{"name", "at", "case"}`: the case's content, already redacted) or an outcome
+(`{"name", "at", "outcome"}`); the first line of a segment names the bounds it
+was written under. `hapi-grpc cases unpack` (`unpack.py`) turns closed segments
+into case directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "OPEN",
+    "SEGMENTS",
+    "SEGMENT_RECORDS",
+    "SEGMENT_SECONDS",
+    "SegmentLog",
+    "closed_segments",
+    "read_records",
+]
+
+SEGMENTS = ".segments"
+OPEN = ".open"
+SEGMENT_RECORDS = 1000
+SEGMENT_SECONDS = 2.0
+
+
+def closed_segments(root: Path) -> list[Path]:
+    """The closed segments of a capture directory, oldest first."""
+    folder = root / SEGMENTS
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("*.jsonl"))
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a segment (a line cut short by a crash is skipped)."""
+    with path.open("rb") as lines:
+        for line in lines:
+            if not line.endswith(b"\n"):
+                return
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    yield record
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+class SegmentLog:
+    """The open segment of one server (writer thread only)."""
+
+    def __init__(self, root: Path, header: dict[str, Any]) -> None:
+        self.folder = root / SEGMENTS
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._header = (json.dumps({"segment": 1, **header}) + "\n").encode()
+        self._out: IO[bytes] | None = None
+        self._path = ""
+        self._records = 0
+        self.opened = 0.0
+        self.bytes = 0
+        self._close_left_open()
+
+    def _close_left_open(self) -> None:
+        """Segments a stopped server left open are closed (their whole lines are read)."""
+        for path in self.folder.glob(f"*.jsonl{OPEN}"):
+            pid = path.name.split(".")[0].rpartition("-")[2]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.rename(path, str(path).removesuffix(OPEN))
+
+    def append(self, line: bytes) -> None:
+        if self._out is None:
+            self.opened = time.monotonic()
+            self._path = f"{self.folder}/{time.time_ns()}-{os.getpid()}.jsonl{OPEN}"
+            self._out = open(self._path, "xb", buffering=1 << 20)
+            self._out.write(self._header)
+            self.bytes = len(self._header)
+        self._out.write(line)
+        self.bytes += len(line)
+        self._records += 1
+
+    def due(self, max_bytes: int) -> bool:
+        """Time to close it: records, age or bytes past the bounds."""
+        return self._out is not None and (
+            self._records >= SEGMENT_RECORDS
+            or self.bytes >= max_bytes
+            or time.monotonic() - self.opened >= SEGMENT_SECONDS
+        )
+
+    def seconds_left(self) -> float | None:
+        if self._out is None:
+            return None
+        return max(SEGMENT_SECONDS - (time.monotonic() - self.opened), 0.0)
+
+    def rotate(self) -> tuple[str, int, int] | None:
+        """Closes the segment: (its closed path, bytes, records); None when none is open."""
+        if self._out is None:
+            return None
+        self._out.close()
+        self._out = None
+        closed = self._path.removesuffix(OPEN)
+        os.rename(self._path, closed)
+        done = (closed, self.bytes, self._records)
+        self._records = 0
+        self.bytes = 0
+        return done

@@ -1,0 +1,64 @@
+"""`hapi-grpc cases unpack`: the records a writer closed become case directories,
+later records over earlier ones, within the bounds they were written under."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hapi_grpc.capture.segments import closed_segments
+from hapi_grpc.capture.writer import CaseWriter, Outcome
+from hapi_grpc.cases import review
+from hapi_grpc.cases.case import load_case
+
+AT = "2026-01-02T03:04:05Z"
+
+
+def case(description: str, logs: int = 1) -> dict[str, Any]:
+    return {
+        "description": description,
+        "captured": {"at": AT, "remediation_id": "rr-1", "decision": {}},
+        "expected": {"unreviewed": True, "review": {"reasons": []},
+                     "label": {"source": "capture", "at": AT}},
+        "request": {"incident": {"remediationId": "rr-1"}},
+        "objects": [{"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "api", "namespace": "payments"}}],
+        "logs": {"logs/payments/api/app.log": "line\n" * logs},
+    }  # fmt: skip
+
+
+def line(name: str, body: dict[str, Any]) -> bytes:
+    return (json.dumps({"name": name, "at": 1.0, "case": body}) + "\n").encode()
+
+
+def test_closed_segments_become_cases_the_latest_record_of_a_name_winning(
+    tmp_path: Path, capsys: Any
+) -> None:
+    root = tmp_path / "captured"
+    writer = CaseWriter(root, max_case_bytes=1 << 20, max_bytes=1 << 30, queue_size=16)
+    writer.offer(("rr-1-a", lambda: line("rr-1-a", case("first"))))
+    writer.offer(Outcome("rr-9-gone", {"remediationId": "rr-9"}, 1.0))  # no case: dropped
+    writer.flush(rotate=True)
+    writer.offer(("rr-1-a", lambda: line("rr-1-a", case("second"))))
+    writer.offer(("../escape", lambda: line("../escape", case("out of the directory"))))
+    writer.close()
+    segments = closed_segments(root)
+    assert len(segments) == 2
+    with segments[1].open("ab") as out:
+        out.write(b'{"name": "rr-3-c", "case": {"descr')  # cut short by a crash
+    # A segment written under a bound of 4 KiB a case: rr-2-b's files exceed it.
+    header = json.dumps({"segment": 1, "max_case_bytes": 4096, "max_bytes": 1 << 30})
+    (root / ".segments" / "9999999999999999999-1.jsonl").write_bytes(
+        header.encode() + b"\n" + line("rr-2-b", case("too large", 2000))
+    )
+
+    assert review.main(["unpack", str(root)]) == 0
+    assert not closed_segments(root)
+    cases = sorted(d.name for d in root.iterdir() if not d.name.startswith("."))
+    assert cases == ["rr-1-a"]
+    unpacked = load_case(root / "rr-1-a")
+    assert unpacked.meta.description == "second" and unpacked.expected.unreviewed
+    assert [o["kind"] for o in unpacked.objects] == ["Pod"]
+    assert "1 too large" in capsys.readouterr().err
+    assert not (tmp_path / "escape").exists()

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from hapi_grpc.capture.segments import closed_segments, read_records
 from hapi_grpc.cases import labels
@@ -63,7 +63,7 @@ def case_files(case: dict[str, Any], catalog: list[Any] | None) -> dict[str, byt
     return {path: text.encode() for path, text in files.items() if text}
 
 
-def _safe(name: Any) -> bool:
+def _safe(name: Any) -> TypeGuard[str]:
     return isinstance(name, str) and bool(name) and name == Path(name).name and name[0] != "."
 
 

@@ -102,7 +102,7 @@ class ExpandClaim:
         }
         own = growth.get(claim["name"])
         used = number(own.get("last")) if own else None
-        if used is None:
+        if own is None or used is None:
             return Objection(f"no volume usage of claim {claim['name']} was read")
         slope = _slope(own) or 0.0
         for peer, series in growth.items():

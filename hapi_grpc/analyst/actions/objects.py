@@ -109,10 +109,12 @@ class Certificate:
         kind = str(issuer.get("kind") or "Issuer")
         namespace = None if kind == "ClusterIssuer" else certificate["namespace"]
         found = situation.reads.got(kind, namespace, str(issuer["name"]))
-        needed = [found] if isinstance(found, tuple) else []
-        if not certificate.get("failed_issuance_attempts"):
-            return needed
+        if isinstance(found, tuple):
+            return [found]  # the issuer first: only an ACME one presents challenges
+        if not certificate.get("failed_issuance_attempts") or found.get("acme") is False:
+            return []
         # What the failed issuances tried: a challenge that failed validation fails again.
+        needed: list[Step] = []
         for attempt in _ACME_ATTEMPTS:
             arguments = {"kind": attempt, "namespace": certificate["namespace"]}
             if situation.reads.returned(LIST, arguments) is None:

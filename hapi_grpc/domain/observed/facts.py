@@ -203,6 +203,8 @@ class ClaimFacts(ObjectFacts):
     storage_request: str
     capacity: str
     storage_class: str
+    allocated_storage: str  # status.allocatedResources: what a resize was granted; "" none
+    resize_status: str  # status.allocatedResourceStatuses: a resize under way; "" none
 
 
 class LeaseFacts(ObjectFacts):

@@ -8,12 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import LIST, Step
+from hapi_grpc.analyst.conversation import EVENTS, LIST, Step
 
 __all__ = ["CleanupNode", "DrainNode", "NodeOnly", "RestartNode"]
 
 _LEASE_NAMESPACE = "kube-node-lease"
 _NODE_STATS = "kubernetes_node_stats"
+# The kubelet's events when image garbage collection frees less than it must, and the
+# words of its message when it found no image eligible (none unused by a container).
+_IMAGE_GC_FAILED = frozenset({"FreeDiskSpaceFailed", "ImageGCFailed"})
+_NOTHING_ELIGIBLE = "only found 0 bytes eligible to free"
 
 
 def _node(situation: Situation) -> dict[str, Any]:
@@ -50,14 +54,53 @@ class RestartNode(NodeOnly):
 
 
 class CleanupNode(NodeOnly):
+    """Reads the node's stats summary and its events: the kubelet reports there when
+    its image garbage collection found nothing eligible to free (every image is in use
+    by a container), and a clean-up then reclaims only container logs."""
+
     def reads(self, situation: Situation) -> list[Step]:
         node = _node(situation)
-        if not node or not situation.offered(_NODE_STATS):
+        if not node:
             return []
+        needed: list[Step] = []
+        events = {"kind": "Node", "name": node["name"]}
+        if situation.reads.returned(EVENTS, events) is None:
+            needed.append((EVENTS, {**events, "limit": 20}))
         arguments = {"node": node["name"]}
-        if situation.reads.returned(_NODE_STATS, arguments) is None:
-            return [(_NODE_STATS, arguments)]
-        return []
+        if (
+            situation.offered(_NODE_STATS)
+            and situation.reads.returned(_NODE_STATS, arguments) is None
+        ):
+            needed.append((_NODE_STATS, arguments))
+        return needed
+
+    def values(self, situation: Situation) -> Values | Objection:
+        values = super().values(situation)
+        if isinstance(values, Objection):
+            return values
+        name = str(values["node"])
+        refused = next(
+            (
+                e
+                for e in situation.reads.observed.events
+                if e["kind"] == "Node"
+                and e["name"] == name
+                and e["reason"] in _IMAGE_GC_FAILED
+                and _NOTHING_ELIGIBLE in e["message"]
+            ),
+            None,
+        )
+        stats = situation.reads.observed.node_stats.get(name)
+        logs = stats["logs_bytes"] if stats else 0
+        if refused and not (
+            stats and logs > stats["workload_bytes"] and 2 * logs > stats["fs_used_bytes"]
+        ):
+            return Objection(
+                f"the kubelet of node {name} reported {refused['reason']}: {refused['message']}"
+                " (every image is used by a container); a clean-up reclaims only container logs,"
+                " which are not most of its disk"
+            )
+        return values
 
 
 class DrainNode(NodeOnly):

@@ -340,11 +340,12 @@ class NodeStatsFacts(TypedDict):
     fs_available_bytes: int
     image_fs_used_bytes: int
     image_fs_shared: bool
+    images_in_use_bytes: int  # of the Node's images a Pod on it uses; -1 unknown
     logs_bytes: int
     rootfs_bytes: int
     volumes_bytes: int
     unattributed_bytes: int  # used, but in no pod's stats: hostPath data, host files
-    reclaimable_bytes: int  # logs, and images when on the node filesystem
+    reclaimable_bytes: int  # logs, and images no Pod uses when on the node filesystem
     workload_bytes: int  # node-local volumes and writable layers
     largest_volumes: list[VolumeUse]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
 from hapi_grpc.analyst.conversation import EVENTS, LIST, Step
+from hapi_grpc.domain.observed.facts import NodeStatsFacts
 
 __all__ = ["CleanupNode", "DrainNode", "NodeOnly", "RestartNode"]
 
@@ -18,6 +19,13 @@ _NODE_STATS = "kubernetes_node_stats"
 # words of its message when it found no image eligible (none unused by a container).
 _IMAGE_GC_FAILED = frozenset({"FreeDiskSpaceFailed", "ImageGCFailed"})
 _NOTHING_ELIGIBLE = "only found 0 bytes eligible to free"
+_GIB = 1024**3
+
+
+def _dominates(stats: NodeStatsFacts, freed: int) -> bool:
+    """`freed` bytes are most of the node's used disk and more than its workloads' data
+    (the CleanupNode pack's test)."""
+    return freed > stats["workload_bytes"] and 2 * freed > stats["fs_used_bytes"]
 
 
 def _node(situation: Situation) -> dict[str, Any]:
@@ -91,10 +99,15 @@ class CleanupNode(NodeOnly):
             None,
         )
         stats = situation.reads.observed.node_stats.get(name)
-        logs = stats["logs_bytes"] if stats else 0
-        if refused and not (
-            stats and logs > stats["workload_bytes"] and 2 * logs > stats["fs_used_bytes"]
-        ):
+        if stats and not _dominates(stats, stats["reclaimable_bytes"]):
+            in_use = stats["images_in_use_bytes"]
+            images = "unknown" if in_use < 0 else f"{in_use / _GIB:.1f} GiB"
+            return Objection(
+                f"on node {name} what a clean-up frees ({stats['reclaimable_bytes'] / _GIB:.1f}"
+                f" GiB: container logs and images no Pod on it uses; images in use {images})"
+                f" is not most of the {stats['fs_used_bytes'] / _GIB:.1f} GiB used"
+            )
+        if refused and not (stats and _dominates(stats, stats["logs_bytes"])):
             return Objection(
                 f"the kubelet of node {name} reported {refused['reason']}: {refused['message']}"
                 " (every image is used by a container); a clean-up reclaims only container logs,"

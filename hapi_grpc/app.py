@@ -1,10 +1,6 @@
 """Composition root: builds everything from settings and runs the server.
 
-This is the only module that knows every concrete adapter and wires them:
-the adapters, the investigation engine, the application object, the caller
-policy and the interceptors are built here and handed to the server, which
-builds none of them. Everything else depends on the ports in
-`hapi_grpc.domain`.
+Design notes: docs/internals.md (`app.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """`hapi-grpc calibration`: how often automated decisions worked, by confidence.
 
-Reads either a running server's `/metrics` (`hapi_decision_calibration_total`,
-counted as outcomes are reported to that replica) or a history export (JSON
-Lines of the embedded history's outcome records, e.g. the values of the
-`<ns>:history:outcome:*` keys in Redis, which hold every replica's reports).
-A well-set `HAPI_MIN_CONFIDENCE` sits where the success rate of the buckets
-above it is what the operator accepts without review.
+Design notes: docs/internals.md (`calibration.py`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The `hapi-grpc` command line.
 
-hapi-grpc serve                       start the server (settings from HAPI_* env and flags)
-hapi-grpc analyze INCIDENT.json       send an incident to a running server
-hapi-grpc validate WORKFLOW_ID PARAMS.json
-hapi-grpc datastorage serve --catalog FILE --port N
-hapi-grpc catalog check FILE          validate a catalog file and exit
-hapi-grpc eval [--repeat K] [--json PATH]   score decisions on evals/cases (source checkout)
-hapi-grpc cases review DIR            list captured evaluation cases, label them
-hapi-grpc calibration --metrics-url URL | --history-file FILE   success rate by confidence
+Design notes: docs/internals.md (`cli.py`).
 """
 
 from __future__ import annotations

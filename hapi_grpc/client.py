@@ -1,11 +1,6 @@
 """A small async Python client for hapi.v1, with the server's request rules.
 
-    async with HapiClient("localhost:50051") as client:
-        response = await client.analyze(load_analyze_request("examples/oomkilled.json"))
-
-Requests are checked with the same protovalidate rules the server enforces
-before they are sent (`validate_locally=True`), so a malformed request fails
-fast with the same field violations, without a round trip.
+Design notes: docs/internals.md (`client.py`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Service configuration: one `Settings` model read from `HAPI_*` environment
 variables (pydantic-settings) and overridden by command-line flags.
 
-`Settings` joins the service's own groups of settings (`ServerSettings` here,
-`DependencySettings`, `LlmSettings`, `SecuritySettings`) and each registered
-toolset's settings model into one flat model, so every field keeps its
-`HAPI_*` variable. Each field carries its description, rendered into
-docs/configuration.md by `config_reference`. Secrets are held as `SecretStr`
-so they never print in reprs or logs. Every mistake raises `ConfigError` with
-one line that names the environment variable and what it allows (URL schemes
-and hosts, number ranges, enum values, readable files).
+Design notes: docs/internals.md (`config.py`).
 """
 
 from __future__ import annotations

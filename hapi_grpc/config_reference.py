@@ -1,10 +1,6 @@
 """Render the configuration reference (docs/configuration.md) from `Settings`.
 
-Each row is a settings field: its environment variable (`config.env_name`), its
-default and its `Field` description. One section per group of the service's
-settings and per registered toolset, each introduced
-by its settings model's docstring. Regenerate with
-`python -m hapi_grpc.config_reference > docs/configuration.md`.
+Design notes: docs/internals.md (`config_reference.py`).
 """
 
 from __future__ import annotations

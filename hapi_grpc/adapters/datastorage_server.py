@@ -1,11 +1,6 @@
 """A small Data Storage REST server that serves a workflow catalog.
 
-It speaks the Data Storage contract (`POST /api/v1/workflows/search`,
-`GET /api/v1/workflows/{id}/schema`, `GET /api/v1/workflows/{id}`) on top of an
-`EmbeddedCatalog`, so the REST client can be exercised end to end and a
-deployment can run the catalog as its own service
-(`hapi-grpc datastorage serve`). Every error answer is an RFC 7807 problem
-document with content type `application/problem+json`.
+Design notes: docs/internals.md (`adapters/datastorage_server.py`).
 """
 
 from __future__ import annotations

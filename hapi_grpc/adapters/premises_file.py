@@ -1,10 +1,6 @@
 """The operator's premises file (`HAPI_PREMISES_FILE`): read and checked at start.
 
-`read_premises` reads the YAML (at most 1 MiB, nesting and aliases bounded by
-`domain.bounded_yaml`), parses every pack and workflow entry,
-compiles and type-checks every condition, and builds the book it makes with the
-shipped packs, so a mistake raises `PackError` with one line naming the entry and the
-server does not start (`hapi-grpc premises check` runs the same code).
+Design notes: docs/internals.md (`adapters/premises_file.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The one way this service opens a Redis client (`HAPI_CACHE_URL`).
 
-Every store that shares state between replicas (kept results, remediation
-history, the policy's rate-limit counters) takes its client from here, so all
-of them behave alike under an alert storm: a call beyond the pool waits for a
-connection within the operation timeout instead of failing at once (redis-py's
-default pool refuses past its size: 1,000 concurrent reads were 900
-`MaxConnectionsError`), and every socket operation is capped by the same timeout.
+Design notes: docs/internals.md (`adapters/redis_client.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Where automated decisions are counted for policy rate limits (`RemediationCounter`).
 
-Counted where results are kept (`HAPI_CACHE_URL`): `MemoryRemediationCounter`
-serves one replica; `RedisRemediationCounter` is shared by every replica, so
-a flapping alert answered by three replicas is still counted once per
-decision. Both keep a sliding log per (rule, key): the times of the decisions
-admitted in the last window, at most `limit` of them, so memory is bounded by
-the limits and never by the alert rate. A decision is counted under all the
-limits it falls under or, when one is reached, under none.
+Design notes: docs/internals.md (`adapters/remediation_counter.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Where finished analyses and per-id locks are kept (`domain.result_store_port.ResultStore`).
 
-`MemoryResultStore` serves one replica; `RedisResultStore` is shared by every
-replica through the Redis of `HAPI_CACHE_URL`. Results are bytes (the
-servicer's compressed stream of encoded messages) wrapped in a small JSON
-envelope; locks are `SET NX PX` keys holding their holder's token, renewed
-and released only by that holder (checked atomically in Lua), and expiring on
-their own when the holder dies.
+Design notes: docs/internals.md (`adapters/result_store.py`).
 """
 
 from __future__ import annotations

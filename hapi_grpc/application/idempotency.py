@@ -39,6 +39,9 @@ class Finished:
 
     payload: bytes
     keep: bool = True
+    # The result message `payload` was encoded from, handed to one caller of this
+    # replica instead of its decoding its own copy (the others decode theirs).
+    message: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,7 @@ class Outcome:
     # True when the investigation ran on this replica, so `on_event` saw its
     # events; False when the result came from the store or another replica.
     live: bool = True
+    message: Any = None  # `Finished.message`, for this call alone; else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,12 @@ class Flight(Generic[E]):
     listeners: list[Listener[E]] = field(default_factory=list)
     waiters: int = 0
     task: asyncio.Task[FlightResult] | None = None
+    message: Any = None  # `Finished.message` until a caller takes it
+
+    def take_message(self) -> Any:
+        """The finished result's message for one caller (None for the next ones)."""
+        message, self.message = self.message, None
+        return message
 
     async def publish(self, event: E) -> None:
         # Joiners replay `events`; their number is bounded by the engine's caps.
@@ -240,7 +250,13 @@ class IdempotencyCoordinator(Generic[E]):
                     del self._flights[remediation_id]
                 flight.task.cancel()
         reused = "joined" if joined else ended.origin
-        return Outcome(ended.payload, ended.completed_at, reused, live=ended.origin is None)
+        return Outcome(
+            ended.payload,
+            ended.completed_at,
+            reused,
+            live=ended.origin is None,
+            message=flight.take_message(),
+        )
 
     def _landed(self, remediation_id: str, flight: Flight[E], task: asyncio.Task[Any]) -> None:
         if self._flights.get(remediation_id) is flight:
@@ -264,6 +280,7 @@ class IdempotencyCoordinator(Generic[E]):
         # and the lookup before it started is the latest word.
         try:
             finished = await investigate(flight.publish)
+            flight.message = finished.message
             completed_at = self._clock()
             if finished.keep and self._store is not None:
                 await self._save(

@@ -1,11 +1,6 @@
 """How finished analyses are kept: which ones, packed how, and a store that never fails.
 
-A result is kept as its messages, length-prefixed and compressed (`pack`);
-results a retry could improve on are not kept (`worth_keeping`). The store
-(`domain.result_store_port.ResultStore`: this process, or Redis shared by
-every replica) is an optimisation, never a dependency: `TolerantStore`
-answers every failure as if nothing were kept and no lock held. A lock is
-held under a `LockToken`.
+Design notes: docs/internals.md (`application/kept_results.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Reported outcomes and the decisions they belong to, in the remediation history.
 
-`OutcomeService.report` records a controller's report in the remediation
-history (idempotent per remediation id and attempt) and counts it: outcomes
-by workflow and result, and the calibration of automated decisions (their
-confidence bucket against whether they worked). `OutcomeService.keep_decision`
-keeps every decision returned in that history, for the reports that follow
-and for later investigations of the same target.
+Design notes: docs/internals.md (`application/outcomes.py`).
 """
 
 from __future__ import annotations

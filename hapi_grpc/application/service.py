@@ -1,19 +1,6 @@
 """What the service does for a caller: the one application object behind the RPCs.
 
-`Application` analyses incidents (`analyze`, `analyze_stream`), checks a
-caller's workflow parameters (`validate`) and records outcome reports
-(`report`). The servicer hands it who asks (a `Caller`: identity, the
-namespace it may read, its exposure) and the caller's `Budget`; nothing
-reaches it through the call's context.
-
-An analysis goes through the `IdempotencyCoordinator`: a retry joins the
-investigation in flight or gets the kept result, whose events are replayed
-to a stream that did not see them happen. Results are kept as the wire
-messages the transport answers with (`MessageCodec`), packed by
-`kept_results`, so every caller decodes its own copy; each message is shaped
-to the caller's exposure as it leaves (`_shown`). Every decision returned is
-kept in the remediation history (`OutcomeService.keep_decision`) and, with a
-`CaseCapture`, captured as an evaluation case with what its tools read.
+Design notes: docs/internals.md (`application/service.py`).
 """
 
 from __future__ import annotations
@@ -259,10 +246,16 @@ class Application(Generic[M]):
             if incident.recovery is not None:
                 sent += f" (recovery attempt {incident.recovery.attempt_number})"
             raise IncidentConflictError(str(exc).replace(repr(key), sent, 1)) from None
-        # Every caller decodes its own copy; the events only when it replays them.
+        # Every caller has its own copy: the message the result was encoded from for
+        # one caller of this replica, decoded for the others; the events decoded
+        # only when it replays them.
         replay_needed = not outcome.live and on_event is not None
         codec = self._codec
-        result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)
+        replay: list[M] = []
+        if outcome.message is not None and not replay_needed:
+            result = outcome.message
+        else:
+            result, replay = unpack(codec.message_type, outcome.payload, with_events=replay_needed)
         codec.stamp(result, outcome.completed_at, outcome.reused is not None)
         if outcome.reused is not None:
             _REUSED[outcome.reused].inc()
@@ -293,4 +286,5 @@ class Application(Generic[M]):
         # each is converted once, while both are alive (ids stay unique).
         converted: dict[int, Message] = {}
         frames = [self._codec.event(e, converted) for e in events]
-        return Finished(pack(self._codec.result(result, converted), frames), worth_keeping(result))
+        message = self._codec.result(result, converted)
+        return Finished(pack(message, frames), worth_keeping(result), message)

@@ -1,15 +1,6 @@
 """Reading the model's final answer (ADR-038 "OUTPUT FORMAT" and "Response Validation").
 
-`parse_final_answer` finds the JSON object in the model's text (bare, in a
-```json fence, or surrounded by prose: `answer_json`), accepts the ADR's legacy names
-(`selected_playbook`/`playbook_id`, a `strategies` list) and checks the
-contract's shape, validating it straight into the result's records
-(`domain.result`, whose annotations carry the bounds: confidence in [0, 1],
-severity and risk in their enums, free text redacted and clipped once,
-because it reaches responses and stream events). It knows nothing about the
-catalog; the engine checks the workflow id, version and parameters afterwards.
-
-The text is only ever parsed as JSON, never evaluated.
+Design notes: docs/internals.md (`domain/answer.py`).
 """
 
 from __future__ import annotations

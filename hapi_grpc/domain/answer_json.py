@@ -1,10 +1,6 @@
 """Finding the final answer's JSON object in a model's free text.
 
-Models wrap their JSON in a ```json fence or in prose; `extract_json_object`
-takes the bare object, a fenced one, or the outermost balanced one, preferring
-an object that carries the answer contract's keys. The text is untrusted:
-its length, the candidates tried and the rescans are bounded, and it is only
-ever parsed as JSON.
+Design notes: docs/internals.md (`domain/answer_json.py`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """YAML from outside (catalog, premises and policy files), bounded in depth and aliases.
 
-`yaml.safe_load` composes nested collections recursively, so a few kilobytes of
-`[[[[...` end in RecursionError; and it shares an aliased node wherever it is
-named, so a few hundred bytes of anchors naming each other (an alias bomb) stand
-for billions of nodes that any walk of the value (a check, an error message, a
-copy) expands. `load` composes the same document with both bounded: collections
-nest at most `MAX_DEPTH` levels, and aliases add at most `MAX_ALIAS_NODES` nodes
-to the document as written (or none when `aliases=False`), and never name a node
-that contains them (a cycle no walk ends). Past a bound it
-raises `yaml.YAMLError` with the line, like any other malformed YAML.
+Design notes: docs/internals.md (`domain/bounded_yaml.py`).
 """
 
 from __future__ import annotations

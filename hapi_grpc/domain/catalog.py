@@ -1,11 +1,6 @@
 """The workflow catalog port: the models it speaks and the interface behind it.
 
-Two adapters implement `WorkflowCatalog`: the embedded catalog (in process, the
-default) and the Data Storage REST client. Field names follow the Data Storage
-contract (`shared/reference/data-storage-contract.md`), so the same models
-parse its JSON and serve the embedded catalog.
-
-Models are frozen: a value handed out by a cache cannot be changed by a caller.
+Design notes: docs/internals.md (`domain/catalog.py`).
 """
 
 from __future__ import annotations

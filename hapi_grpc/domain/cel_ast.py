@@ -1,12 +1,6 @@
 """The checked syntax tree of a compiled CEL program, read for cost estimation.
 
-`cel-expr-python` exposes a compiled program only as its serialized form: a
-`google.protobuf.Any` holding a `cel.expr.CheckedExpr`. This module reads the
-`expr` tree of that message with protobuf's own wire parser (fields kept as
-unknown fields of `Empty`), by the field numbers of the published `cel.expr`
-schema (cel-spec `syntax.proto`, `checked.proto`), into small `Node` values,
-each call with the overloads the type checker found possible for it. Macros
-are already expanded: `exists`, `all`, `map`, `filter` arrive as comprehensions.
+Design notes: docs/internals.md (`domain/cel_ast.py`).
 """
 
 from __future__ import annotations

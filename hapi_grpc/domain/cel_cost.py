@@ -105,8 +105,12 @@ def within_inputs(values: Mapping[str, Any], limits: CelLimits) -> bool:
             if len(value) > limits.input_chars:
                 return False
             continue
+        # Numbers and None before the `Mapping` check: an ABC's isinstance costs
+        # several times a concrete type's, and most values are scalars.
+        if value is None or isinstance(value, int | float):
+            continue
         most = limits.input_items if depth < 2 else limits.input_nested_items
-        if isinstance(value, Mapping):
+        if isinstance(value, dict | Mapping):
             if len(value) > most:
                 return False
             stack.extend((v, depth + 1) for v in (*value.keys(), *value.values()))

@@ -1,11 +1,6 @@
 """Shapes of credentials, hidden from text even when nobody registered them.
 
-Bearer and Basic credentials, `sk-` keys, cloud access keys, GitHub and Slack
-tokens, JWTs, PEM private keys, credentials in URLs and assignments such as
-`GIT_PASSWORD=...` or `"api_key": "..."`, each found by an RE2 pattern over the
-text's UTF-8 bytes and replaced by `REDACTED` (keeping a harmless prefix such
-as `Bearer ` so a reader still sees what was there). `sensitive.redact` is the
-way in; this module only holds the patterns and how they are applied.
+Design notes: docs/internals.md (`domain/credential_shapes.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The investigation prompt (ADR-038): instructions plus the incident's observable facts.
 
-The system prompt is static, so providers can cache it. The user message
-carries the facts as machine-readable lines (`- Signal Type: OOMKilled`)
-under the ADR's section headers.
-
-What never reaches the model: custom and detected labels (DD-HAPI-001: the
-engine appends them to catalog searches), the remediation id, and anything
-resembling a conclusion. Empty fields and empty sections are left out.
+Design notes: docs/internals.md (`domain/prompt.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The seam through which an investigation's reads can be recorded.
 
-An investigation gets one `ReadRecorder`; its toolsets (and the engine, for the
-catalog and the history it reads itself) pass each port they read through
-`recorder.reading(port)` when they are opened, and read through what comes
-back. `NOT_RECORDED` hands every port back as it is, so an investigation that
-is not recorded costs nothing. What records, and how, lives outside the domain
-(`hapi_grpc.capture`).
+Design notes: docs/internals.md (`domain/recording.py`).
 """
 
 from __future__ import annotations

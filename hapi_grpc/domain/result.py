@@ -1,13 +1,6 @@
 """The investigation's output (ADR-038 response contract) and its progress events.
 
-The engine fills these; the transport layer converts them to `hapi.v1`
-messages. Parameters are plain JSON values (str, int, float, bool, list,
-dict, None) with their types intact.
-
-The records a model's final answer carries (the selection, alternatives, the
-target, the context used) declare their bounds here, in their annotations:
-`domain.answer` validates the model's JSON straight into them. Code that
-builds them directly is not checked against these bounds.
+Design notes: docs/internals.md (`domain/result.py`).
 """
 
 from __future__ import annotations

@@ -96,6 +96,9 @@ class SelectionGate:
     # The search results' variables, converted with the record's fields their whole
     # premises read, awaiting the parameters of the one checked next (`LateBound`).
     _late: tuple[int, LateBound] | None = None
+    # Inside `reusing()`: each search result's premises, asked for by `prepare`, by
+    # `refuted` and by the result's summary alike (nothing kept beyond it).
+    _premises: dict[str, tuple[Declarations, Premises]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.premises is None:
@@ -112,6 +115,7 @@ class SelectionGate:
         finally:
             self._reuse = False
             self._bound = []
+            self._premises = {}
 
     def _activation(
         self,
@@ -165,6 +169,25 @@ class SelectionGate:
         hit: SearchHit | None = None,
     ) -> Premises:
         """The premise `workflow_id` must meet: its type's pack and its declarations."""
+        # Without parameters, and with the search result as the declarations, the
+        # same question is asked again for each result of one search.
+        remembered = self._reuse and params is None and (hit is None or hit is declared)
+        if remembered:
+            seen = self._premises.get(workflow_id)
+            if seen is not None and seen[0] is declared:
+                return seen[1]
+        premises = self._premises_of(workflow_id, declared, params, hit)
+        if remembered:
+            self._premises[workflow_id] = (declared, premises)
+        return premises
+
+    def _premises_of(
+        self,
+        workflow_id: str,
+        declared: Declarations,
+        params: Mapping[str, Any] | None,
+        hit: SearchHit | None,
+    ) -> Premises:
         specs = getattr(declared, "parameters", None) or ()
         names = list(dict.fromkeys([*(s.name for s in specs), *(params or ())]))
         source = hit if hit is not None else declared
@@ -177,17 +200,6 @@ class SelectionGate:
             declared_roles={s.name: s.role for s in specs if s.role},
             detected_labels=labels,
         )
-
-    def conditions(
-        self,
-        workflow_id: str,
-        declared: Declarations,
-        params: Mapping[str, Any],
-        hit: SearchHit | None = None,
-    ) -> list[ConditionResult]:
-        """Every condition of the workflow's premise evaluated on what was observed so far."""
-        premises = self.premises_of(workflow_id, declared, params, hit)
-        return evaluate_premises(premises, self._activation, params)
 
     def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
         version = self.observed.version

@@ -64,10 +64,6 @@ class log_context:
         _context.reset(self._token)
 
 
-def current_log_context() -> Mapping[str, str]:
-    return _context.get()
-
-
 # --- Redaction ---------------------------------------------------------------
 # What is secret and how it is hidden is decided once, in `domain.sensitive`;
 # here it is applied to every part of a record.
@@ -203,12 +199,3 @@ def configure_logging(
         root.addHandler(handler)
         root.setLevel(numeric)
         _handler = handler
-
-
-def reset_logging() -> None:
-    """Remove the handler `configure_logging()` installed (tests, embedding)."""
-    global _handler
-    with _configure_lock:
-        if _handler is not None:
-            logging.getLogger().removeHandler(_handler)
-            _handler = None

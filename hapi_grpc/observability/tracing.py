@@ -43,9 +43,6 @@ class _NoopSpan:
     def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
         pass
 
-    def is_recording(self) -> bool:
-        return False
-
 
 _NOOP_SPAN = _NoopSpan()
 _NOOP = contextlib.nullcontext(_NOOP_SPAN)  # reusable: it holds no state
@@ -182,15 +179,6 @@ def _attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def current_trace_id() -> str:
-    """Trace id of the current span as 32 hex digits, or "" when there is none."""
-    state = _state
-    if state is None:
-        return ""
-    context = state.trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else ""
-
-
 def _carrier(metadata: Metadata | None) -> dict[str, str]:
     carrier: dict[str, str] = {}
     for key, value in metadata or ():
@@ -199,18 +187,6 @@ def _carrier(metadata: Metadata | None) -> dict[str, str]:
             continue  # binary metadata never carries W3C headers
         carrier[key] = value.decode("latin-1") if isinstance(value, bytes) else value
     return carrier
-
-
-def extract_context(metadata: Metadata | None) -> Any:
-    """OpenTelemetry Context from `traceparent`/`tracestate` metadata (None when off).
-
-    Uses the configured propagators (W3C trace context and baggage unless
-    OTEL_PROPAGATORS says otherwise).
-    """
-    state = _state
-    if state is None:
-        return None
-    return state.propagate.extract(_carrier(metadata))
 
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")

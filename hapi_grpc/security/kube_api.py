@@ -7,7 +7,7 @@ from typing import Any
 
 from yarl import URL
 
-from hapi_grpc.adapters.http import HttpClient
+from hapi_grpc.adapters.http.client import HttpClient
 
 __all__ = ["ReviewClient"]
 

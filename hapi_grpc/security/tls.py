@@ -1,13 +1,6 @@
 """TLS and mutual TLS credentials for the gRPC server and its clients.
 
-Server certificates rotate without a restart: gRPC asks a fetcher for the
-certificate configuration at each new TLS handshake, and the fetcher reloads
-the files when their modification time, size or inode changed (a Kubernetes
-Secret or cert-manager update swaps a symlink, which changes the inode). A
-half-written pair (new certificate, old key) is not accepted: it is kept
-until both files form a valid pair, and the previous pair stays in use.
-Established connections keep their session; new connections get the new
-certificate.
+Design notes: docs/internals.md (`security/tls.py`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Bearer tokens checked by the Kubernetes TokenReview API.
 
-`TokenReviewAuthenticator` asks the API server whether a service-account
-token is valid (and meant for our audiences), caches accepted and refused
-answers briefly by the token's SHA-256, and fails closed on any error
-(`AuthenticationUnavailable`: the call ends UNAVAILABLE). Concurrent calls
-with one token share one review, and tokens never accepted before are
-reviewed under a bound of their own (`review_admission`), so a flood of
-random tokens cannot starve callers with valid ones.
+Design notes: docs/internals.md (`security/token_review.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,9 +24,6 @@ from hapi_grpc.security.review_admission import (
 
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
-
-
-_SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass
@@ -82,25 +72,6 @@ class TokenReviewAuthenticator:
         self._flights: Flights[Identity | None] = Flights()
         self._known = Known(size=max_cache_entries, clock=clock)
         self._unknown = UnknownGate(clock=clock)
-
-    @classmethod
-    def in_cluster(
-        cls, audiences: Sequence[str] | None = None, cache_ttl: float = 60.0
-    ) -> TokenReviewAuthenticator:
-        """Uses the API server address and service-account files Kubernetes gives every pod."""
-        host = os.environ.get("KUBERNETES_SERVICE_HOST")
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        if not host:
-            raise ValueError("KUBERNETES_SERVICE_HOST is not set: not running in a pod")
-        if ":" in host:
-            host = f"[{host}]"
-        return cls(
-            f"https://{host}:{port}",
-            f"{_SA_DIR}/ca.crt",
-            f"{_SA_DIR}/token",
-            audiences=audiences,
-            cache_ttl=cache_ttl,
-        )
 
     async def authenticate(self, token: str, peer: str = "") -> Identity | None:
         """The token's identity; reviews of tokens never accepted before are

@@ -1,13 +1,6 @@
 """What the service knows of a toolset: its `ToolsetPlugin` subclass.
 
-Each toolset package (`hapi_grpc/toolsets/<name>/`) defines in its
-`__init__.py` its settings model and a `ToolsetPlugin` subclass naming it;
-importing the package costs the settings and the class only. The client and
-the tools are imported by `open` (and `argument_models`), when the toolset is
-configured: an unconfigured toolset's client is never imported.
-`registry.TOOLSETS` lists the classes; the configuration, its reference, the
-argument recorder, the metrics and the prompt hash read them, never a
-toolset's name.
+Design notes: docs/internals.md (`toolsets/base.py`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Which namespaces one investigation's tools may read, and the refusal when not.
 
-Two bounds meet here: the caller's (`Caller.namespace`, the one namespace it was
-authorized for) and the operator's namespace allow and deny lists
-(`HAPI_KUBERNETES_NAMESPACES_ALLOW`/`_DENY`). Every toolset that reads by
-namespace (kubernetes, remediation_history, alertmanager) checks them here, so a
-refusal reads the same whichever tool the model called.
+Design notes: docs/internals.md (`toolsets/namespaces.py`).
 """
 
 from __future__ import annotations

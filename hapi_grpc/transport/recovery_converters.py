@@ -1,13 +1,6 @@
 """`hapi.v1.RecoveryContext` to the domain, with the checks protovalidate cannot express.
 
-The parameters of an executed workflow are a Struct that protovalidate does
-not walk (as for ValidateWorkflowParametersRequest.parameters): here they are
-held to `MAX_PROPOSED_PARAMETERS` entries, `MAX_PARAMETER_VALUES` JSON values,
-names of `MAX_PARAMETER_NAME_CHARS`, string values of `MAX_STRING_LENGTH` (no
-validated parameter is longer, so no executed one was) and
-`MAX_PARAMETERS_BYTES` of JSON in all, each refused with INVALID_ARGUMENT and
-a field violation. They are kept in the remediation history: these bounds
-are what one record can cost.
+Design notes: docs/internals.md (`transport/recovery_converters.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Server reflection that keeps the proto comments.
 
-grpcio-reflection rebuilds file descriptors from the runtime pool, which has
-no source info: `grpcurl describe` would show bare signatures. The contract's
-comments are its documentation, so for our own files this servicer answers
-with the descriptors protoc produced at generation time (`descriptor_set.pb`,
-source info included) and defers to grpcio-reflection for everything else.
-It also resolves method names (`pkg.Service.Method`), which the runtime pool
-does not.
+Design notes: docs/internals.md (`transport/reflection.py`).
 """
 
 from __future__ import annotations

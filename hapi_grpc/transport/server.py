@@ -2,13 +2,7 @@
 reflection, interceptors, shutdown. It builds no application service itself:
 `app.py` builds them and hands them over.
 
-Lifecycle: `start()` binds and flips health to SERVING (the hapi.v1 service
-only once `ready`, when given, has returned: a catalog read from the cluster
-is ready once it was read); `stop()` flips health
-to NOT_SERVING (probes see it at once), answers new hapi.v1 calls with
-UNAVAILABLE, shortens every running investigation so it answers with its best
-partial result inside the grace period, waits until no hapi.v1 call is in
-flight, only then stops the grpc.aio server, and closes the adapters.
+Design notes: docs/internals.md (`transport/server.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The thin servicer: who asks and until when, the request converted, one
 application call, the answer converted back.
 
-Each method builds the request's `Caller` (the identity the auth interceptor
-handed over, authorized for the namespace the request is about by
-`CallerPolicy`, with its exposure) and its `Budget` (the caller's deadline),
-and passes both to the `Application`. No business logic lives here. Request
-rules are enforced before these run, and exceptions are mapped to status
-codes after, by ServicePolicyInterceptor.
+Design notes: docs/internals.md (`transport/servicers.py`).
 """
 
 from __future__ import annotations

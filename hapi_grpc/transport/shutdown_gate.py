@@ -1,14 +1,6 @@
 """The shutdown gate: hapi.v1 calls are refused with UNAVAILABLE once shutdown begins.
 
-Why the server does not simply call `grpc.aio.Server.stop(grace)` at once:
-grpc core answers calls that reached the server but were not yet handed to a
-handler with CANCELLED when `stop()` begins, and clients and retry policies
-retry UNAVAILABLE, not CANCELLED. grpc.aio hands calls to handlers one at a
-time, so under load there is always a queue of them. Instead the server keeps
-accepting while it shuts down, the policy interceptor answers every hapi.v1
-call that arrives (or was queued) with UNAVAILABLE through this gate, and
-`stop()` is called only once `wait_until_idle` sees no call in flight and
-none arriving. Health and reflection do not pass through the gate.
+Design notes: docs/internals.md (`transport/shutdown_gate.py`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Our tools' arguments as their typed `tools.proto` messages, for `ToolCallRecord`.
 
-The field holding a tool's typed arguments is the one named as the tool;
-arguments map onto the message by field name (`json_format`).
-
-The record carries the raw argument text in every case; the typed message is
-a convenience for callers, filled when the arguments fit it (best effort).
+Design notes: docs/internals.md (`transport/tool_arguments.py`).
 """
 
 from __future__ import annotations

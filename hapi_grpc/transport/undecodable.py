@@ -1,13 +1,6 @@
 """Requests whose bytes are not a valid message.
 
-grpc.aio decodes the request before any handler or interceptor code runs; when
-the deserializer raises (corrupt wire format, invalid UTF-8 in a string,
-nesting past protobuf's recursion limit) the server answers UNKNOWN with the
-exception's class name and logs a full traceback, and the handler never runs,
-so the call is not counted either. `tolerant_deserializer` turns the failure
-into an `Undecodable` value instead: the handler receives it like a request and
-answers INVALID_ARGUMENT (see `ServicePolicyInterceptor`), with one WARNING
-line per method at most every `LOG_INTERVAL_SECONDS`.
+Design notes: docs/internals.md (`transport/undecodable.py`).
 """
 
 from __future__ import annotations

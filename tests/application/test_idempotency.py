@@ -27,7 +27,7 @@ from hapi.v1 import service_pb2, service_pb2_grpc
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
 from hapi_grpc.adapters.result_store import MemoryResultStore, RedisResultStore
 from hapi_grpc.app import build_server
-from hapi_grpc.application.idempotency import IdempotencyCoordinator
+from hapi_grpc.application.idempotency import Finished, IdempotencyCoordinator
 from hapi_grpc.application.service import idempotency_key
 from hapi_grpc.config import Settings
 from hapi_grpc.domain.fingerprint import incident_fingerprint
@@ -155,10 +155,38 @@ async def test_concurrent_calls_share_one_investigation() -> None:
         assert {f.selected_workflow.workflow_id for f in finals} == {"oomkill-increase-memory-v1"}
         assert sorted(f.reused for f in finals) == [False] + [True] * 6
         assert len({f.completed_at.ToNanoseconds() for f in finals}) == 1
+        # The caller that ran it answers with the message the result was encoded
+        # from; the others decode their own copies: the same result, apart from `reused`.
+        for final in finals:
+            final.reused = False
+        assert all(f == finals[0] for f in finals)
         assert reused("joined") - joined == 6
         for events in results[5:]:
             # Joiners replay what happened before they joined: every event, then the result.
             assert [m.WhichOneof("event") for m in events] == EVENTS
+
+
+async def test_the_unencoded_result_goes_to_one_caller_and_the_others_get_the_payload() -> None:
+    # The caller that gets the message may change it (its stamp, its exposure):
+    # no other caller, now or later, may get the same object.
+    message = service_pb2.AnalyzeIncidentResponse()
+    started = asyncio.Event()
+
+    async def investigate(publish: Any) -> Finished:
+        started.set()
+        await asyncio.sleep(0.05)
+        return Finished(b"encoded", True, message)
+
+    coordinator: IdempotencyCoordinator[Any] = IdempotencyCoordinator(MemoryResultStore())
+    first = asyncio.create_task(coordinator.run("rr-1", "f", investigate))
+    await started.wait()
+    joined = [asyncio.create_task(coordinator.run("rr-1", "f", investigate)) for _ in range(3)]
+    outcomes = await asyncio.gather(first, *joined)
+    later = await coordinator.run("rr-1", "f", investigate)  # from the store
+    assert [o.message is message for o in outcomes].count(True) == 1
+    assert [o.message for o in outcomes].count(None) == 3
+    assert later.message is None and later.payload == b"encoded"
+    assert {o.payload for o in outcomes} == {b"encoded"}
 
 
 async def test_a_cancelled_caller_does_not_cancel_the_others() -> None:

@@ -126,9 +126,13 @@ async def test_what_a_kept_result_costs_in_memory_is_within_what_is_counted() ->
         for key, result in results:
             await store.put(key, result, ttl=60)
         # The results themselves (the caller's objects) are counted too.
-        spent = tracemalloc.get_traced_memory()[0] - before + sum(
-            sys.getsizeof(r.payload) + sys.getsizeof(r.fingerprint) + sys.getsizeof(k)
-            for k, r in results
+        spent = (
+            tracemalloc.get_traced_memory()[0]
+            - before
+            + sum(
+                sys.getsizeof(r.payload) + sys.getsizeof(r.fingerprint) + sys.getsizeof(k)
+                for k, r in results
+            )
         )
     finally:
         tracemalloc.stop()

@@ -3,9 +3,14 @@ then the extra checks the engine was composed with."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from hapi_grpc.domain.investigation.engine import EngineSettings, InvestigationEngine
+from hapi_grpc.domain.preconditions import Bound, ConditionResult, incident_activation
+from hapi_grpc.domain.premises.evaluate import evaluate_premises
 from hapi_grpc.domain.result import HumanReviewReason
-from hapi_grpc.domain.selection_gate import Candidate, Veto
+from hapi_grpc.domain.selection_gate import Candidate, SelectionGate, Veto
 from hapi_grpc.toolsets.kubernetes.facts import record_object
 from tests.fakes.investigation import (
     GOOD_PARAMS,
@@ -20,6 +25,19 @@ from tests.fakes.investigation import (
     search,
     validate,
 )
+
+
+def fresh_conditions(
+    gate: SelectionGate, workflow_id: str, declared: Any, params: Mapping[str, Any]
+) -> list[ConditionResult]:
+    """Every condition of the workflow's premise, evaluated on new variables: what
+    the gate's reused activations must agree with."""
+
+    def bound_for(p: Mapping[str, Any], workflow: Any, fields: Any) -> Bound:
+        view = gate.observed.activation()
+        return Bound(incident_activation(gate.incident), view, dict(p), workflow, fields)
+
+    return evaluate_premises(gate.premises_of(workflow_id, declared, params), bound_for, params)
 
 
 async def test_without_cluster_evidence_a_state_changing_selection_is_not_automated() -> None:
@@ -118,7 +136,7 @@ def test_refuted_names_exactly_the_preconditions_observed_false_with_their_value
         for workflow_id in catalog._schemas
     ):
         schema = catalog._schemas[workflow_id]
-        full = gate.conditions(workflow_id, schema, {})
+        full = fresh_conditions(gate, workflow_id, schema, {})
         expected = [r for r in full if r.kind == "precondition" and r.holds is False]
         assert gate.refuted(workflow_id, schema) == expected, workflow_id
         assert (workflow_id in gate.refutations) == bool(expected)
@@ -141,7 +159,9 @@ def test_the_gate_sees_every_change_to_the_record_and_to_the_parameters() -> Non
     reusing.__enter__()
 
     def state(params: dict[str, str]) -> dict[str, bool | None]:
-        return {r.name: r.holds for r in gate.conditions(OOM_ID, schema, params)}
+        # Evaluated on the gate's own activations, the ones it reuses.
+        premises = gate.premises_of(OOM_ID, schema, params)
+        return {r.name: r.holds for r in evaluate_premises(premises, gate._activation, params)}
 
     assert "container_oomkilled" in [r.name for r in gate.refuted(OOM_ID, schema)]
     assert state(GOOD_PARAMS)["target_is_observed_deployment"] is False

@@ -220,3 +220,16 @@ def test_long_registered_values_are_hidden_whole() -> None:
     assert redact(f"token {jwt} and {jwt[:-4]}") == f"token {REDACTED} and {jwt[:-4]}"
     register_secret("x" * 300 + "-rotated", owner="test: long token")
     assert redact(jwt) == jwt
+
+
+def test_registered_values_are_hidden_whether_few_or_many_are_registered() -> None:
+    # Few values are looked for as text before the pattern runs; many, by the pattern.
+    try:
+        for count in (2, 30):
+            values = [f"owned-secret-{count}-{n}-ünï" for n in range(count)]
+            sensitive.replace_secrets("test-few-or-many", values)
+            for value in (values[0], values[-1]):
+                assert redact(f"before {value} after") == f"before {REDACTED} after"
+            assert redact("nothing secret here") == "nothing secret here"
+    finally:
+        sensitive.replace_secrets("test-few-or-many", ())

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import json_format
 
 from hapi.v1 import service_pb2
-from hapi_grpc.observability.logging import configure_logging, reset_logging
+from hapi_grpc.observability.logging import configure_logging
 from tests.fakes.investigation import bundled_catalog
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import running_server
@@ -86,11 +86,11 @@ def _request(remediation_id: str, signal_type: str) -> service_pb2.AnalyzeIncide
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
     stream = io.StringIO()
     configure_logging("DEBUG", "json", stream=stream)
     yield stream
-    reset_logging()
+    root.handlers[:] = handlers
     root.setLevel(level)
 
 

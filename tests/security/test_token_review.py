@@ -15,13 +15,11 @@ from hapi_grpc.security.auth import (
     AuthenticationUnavailable,
     Identity,
 )
-from hapi_grpc.security.token_review import TokenReviewAuthenticator
 from tests.fakes.clock import ManualClock
 from tests.security.auth_helpers import (
     GOOD,
     OTHER,
     SA_TOKEN,
-    TOKEN_REVIEW_PATH,
     Start,
     assert_not_logged,
     bearer,
@@ -162,13 +160,3 @@ async def test_listed_callers_only(serve: Start, kube_api, make_reviewer) -> Non
     assert err.value.code() is grpc.StatusCode.PERMISSION_DENIED
     assert "system:serviceaccount:ops:caller" in (err.value.details() or "")
     await denied(whoami_call(channel, bearer(OTHER)))
-
-
-def test_in_cluster_needs_the_kubernetes_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(ValueError):
-        TokenReviewAuthenticator.in_cluster()
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
-    reviewer = TokenReviewAuthenticator.in_cluster(audiences=["hapi-grpc"])
-    assert reviewer._api.url == "https://10.0.0.1:6443" + TOKEN_REVIEW_PATH

@@ -1,15 +1,6 @@
 """Load and check workflow catalog files (YAML or JSON).
 
-A catalog file holds a list of `Workflow` records, either at the top level or
-under a `workflows` key. Loading is all or nothing: any problem raises
-`CatalogFileError` naming the file, the entry (0-based index and workflow_id
-when known) and the problem, so a service never starts half-configured.
-
-Beyond the model's own validation, the loader rejects what would surface later
-as a confusing failure: duplicate id+version, ids unsafe in a URL path,
-duplicate or non-UPPER_SNAKE_CASE parameter names, inverted bounds, bounds on
-the wrong type, patterns RE2 cannot compile, `depends_on` naming an undeclared
-parameter, and defaults or enum values that their own spec rejects.
+Design notes: docs/internals.md (`adapters/catalog/loader.py`).
 """
 
 from __future__ import annotations

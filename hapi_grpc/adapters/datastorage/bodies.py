@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hapi_grpc.adapters.http import Response
+from hapi_grpc.adapters.http.transport import Response
 from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.history import Effectiveness, HashMatch, HistoryEntry, Outcome
 from hapi_grpc.domain.sensitive import redact

@@ -23,15 +23,9 @@ from hapi_grpc.adapters.datastorage.bodies import (
     parse_body,
     problem_text,
 )
-from hapi_grpc.adapters.http import (
-    HttpClient,
-    HttpUnavailable,
-    Response,
-    RetryPolicy,
-    TransientError,
-    parse_retry_after,
-)
-from hapi_grpc.adapters.http.transport import Transport
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable
+from hapi_grpc.adapters.http.retry import RetryPolicy, TransientError, parse_retry_after
+from hapi_grpc.adapters.http.transport import Response, Transport
 from hapi_grpc.domain.catalog import SearchQuery, SearchResult
 from hapi_grpc.domain.errors import (
     CatalogContractError,

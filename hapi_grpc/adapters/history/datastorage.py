@@ -1,13 +1,6 @@
 """`RemediationHistory` read from Data Storage, recorded here.
 
-Reads speak the Data Storage contract (`GET /api/v1/remediation-history/context`,
-`GET /api/v1/effectiveness/{id}`) through the Data Storage client the catalog
-uses too (`adapters/datastorage`: 5xx, 429, timeouts and dropped connections
-retried with backoff; each attempt's timeouts clipped to the caller's budget),
-with a circuit breaker of its own, and answers reused for a few seconds at most
-(`cache_ttl`, never long: history changes with every outcome). The contract has no
-write endpoint: decisions and reported outcomes are kept in the embedded history
-(`local`), and a context answer adds the local entries Data Storage does not hold yet.
+Design notes: docs/internals.md (`adapters/history/datastorage.py`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The embedded remediation history: the decisions this service returned and
 the outcomes controllers reported, in memory or in Redis (shared by replicas).
 
-It answers `RemediationHistory` in the Data Storage contract's shape: an
-entry is a reported outcome joined with the decision of its remediation id
-(confidence, automated or review, signal type). Nothing is assessed here:
-`effectiveness_score` stays None.
+Design notes: docs/internals.md (`adapters/history/embedded.py`).
 """
 
 from __future__ import annotations

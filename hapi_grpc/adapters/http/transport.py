@@ -1,18 +1,11 @@
 """What carries one HTTP exchange: the aiohttp session, or a handler in tests.
 
-`HttpClient` builds a `Request` and hands it to its transport (as httpx does):
-`AiohttpTransport` sends it over one pooled session; `MockTransport` answers
-it with a function, no network, for unit tests. Either one reads at most
-`limit` bytes of a body (`error_limit` for a status other than 2xx) and says
-whether there was more, whatever the server sends. A connection that fails,
-drops or cuts the body short raises `TransportError` naming the cause's type,
-never its text (aiohttp's names the URL, which may hold credentials).
+Design notes: docs/internals.md (`adapters/http/transport.py`).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -93,12 +86,6 @@ class Response:
         """The start of the body on one line, redacted, for messages."""
         text = self.body[: chars * 4].decode("utf-8", "replace")
         return " ".join(redact(clip(text, chars)).split())
-
-    @classmethod
-    def of_json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Response:
-        """An answer whose body is `value` as JSON (for handlers of a `MockTransport`)."""
-        body = json.dumps(value).encode()
-        return cls(status, body, {"Content-Type": "application/json", **(headers or {})})
 
 
 class Streamed(Protocol):

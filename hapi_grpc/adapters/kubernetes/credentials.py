@@ -1,13 +1,6 @@
 """Where the cluster is and how to authenticate: in-cluster, else `KUBECONFIG`.
 
-Credentials are loaded with `kubernetes_asyncio`'s loaders, chosen over
-`lightkube` because it runs on aiohttp, the HTTP stack every other outgoing
-request of this service already uses (one connection model, one way to
-bound and cancel requests), and because its loaders are the official
-client's: kubeconfig files with the current context, client certificates,
-exec plugins and OIDC, and the in-cluster service-account token, re-read as
-the kubelet rotates it. Only the loaders are used; requests are made by
-`reader.ApiServerReader`, which has no method that writes.
+Design notes: docs/internals.md (`adapters/kubernetes/credentials.py`).
 """
 
 from __future__ import annotations

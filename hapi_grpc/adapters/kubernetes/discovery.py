@@ -1,10 +1,6 @@
 """Kind resolution through the API server's discovery (`/api`, `/apis`).
 
-The aggregated discovery documents (`apidiscovery.k8s.io/v2`) list every
-group, version and resource in two requests; older servers get the classic
-walk (`/api/v1`, `/apis`, then each group's preferred version). The index
-is kept for a TTL; an unknown kind triggers one early refresh (a CRD
-created a moment ago), at most once per spelling per `min_refresh` seconds.
+Design notes: docs/internals.md (`adapters/kubernetes/discovery.py`).
 """
 
 from __future__ import annotations

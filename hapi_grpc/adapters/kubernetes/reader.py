@@ -1,13 +1,6 @@
 """`ApiServerReader`: read-only access to one cluster over HTTPS, GET requests only.
 
-There is no method that writes: every request goes through `_get` or
-`watch`, which send GET through the service's `HttpClient`. Each request has a
-timeout clipped to the investigation's budget, a body size bound (a larger
-answer is a `TOO_LARGE` failure, a longer log is cut), no redirects, and is
-abandoned at once when the investigation is cancelled. A watch is bounded per
-event instead (one JSON line) and by a read timeout between events. Error
-bodies from the server are reduced to their `message`, redacted. A read that
-gives no usable answer raises `KubeFailure`, its kind telling why.
+Design notes: docs/internals.md (`adapters/kubernetes/reader.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from hapi_grpc.adapters.http import HttpClient, HttpUnavailable, LineTooLong, lines
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable, LineTooLong, lines
 from hapi_grpc.adapters.http.transport import Transport
 from hapi_grpc.domain import bounded_json
 from hapi_grpc.domain.errors import BudgetExhaustedError
@@ -112,12 +105,6 @@ class ApiServerReader:
         )
         self.url = connection.url
         self._discovery = Discovery(self._discovery_fetch, ttl=discovery_ttl)
-        self._requests = 0
-
-    @property
-    def requests_made(self) -> int:
-        """How many requests this reader has sent (for benchmarks and tests)."""
-        return self._requests
 
     async def close(self) -> None:
         await self._http.close()
@@ -211,7 +198,6 @@ class ApiServerReader:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
-        self._requests += 1
         try:
             async with self._http.stream(
                 "GET",
@@ -309,7 +295,6 @@ class ApiServerReader:
             seconds = self._http.timeout(timeout)
         except BudgetExhaustedError:
             raise KubeFailure(KubeFailureKind.TIMEOUT, "no time left in the budget") from None
-        self._requests += 1
         try:
             response = await self._http.send(
                 "GET",

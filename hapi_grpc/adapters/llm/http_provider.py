@@ -20,15 +20,14 @@ from typing import Any, TypedDict
 
 import aiohttp
 
-from hapi_grpc.adapters.http import (
-    AiohttpTransport,
-    HttpClient,
+from hapi_grpc.adapters.http.client import HttpClient
+from hapi_grpc.adapters.http.retry import (
     RequestSlots,
-    Response,
     RetryPolicy,
     TransientError,
     parse_retry_after,
 )
+from hapi_grpc.adapters.http.transport import AiohttpTransport, Response
 from hapi_grpc.adapters.llm.error_body import (
     extract_error_message,
     http_status_label,
@@ -326,12 +325,13 @@ def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -
 
 
 def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
-    """`body` as JSON bytes, with members whose values are JSON text already (`encoded`)."""
+    """`body` as JSON bytes, with members whose values are JSON text already (`encoded`),
+    after its own: the bytes `json.dumps` writes for `{**body, **decoded}`."""
     text = json.dumps(body, ensure_ascii=False)
     if encoded:
         # Keyword names are identifiers: nothing in them needs escaping.
-        members = ",".join(f'"{name}":{value}' for name, value in encoded.items())
-        text = f"{text[:-1]}{',' if body else ''}{members}}}"
+        members = ", ".join(f'"{name}": {value}' for name, value in encoded.items())
+        text = f"{text[:-1]}{', ' if body else ''}{members}}}"
     return text.encode()
 
 

@@ -61,18 +61,19 @@ class OpenAICompatibleProvider(HttpProvider):
     def _body(
         self, messages: list[ChatMessage], tools: list[ToolDefinition], tool_choice: ToolChoice
     ) -> bytes:
-        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+        body: dict[str, Any] = {"model": self.model}
         if self._temperature is not None:
             body["temperature"] = self._temperature
         if self._max_tokens is not None:
             body["max_tokens"] = self._max_tokens
+        messages_json = _messages_json(messages)
         if not tools:
-            return encode_body(body)
+            return encode_body(body, messages=messages_json)
         # tool_choice without tools is rejected by OpenAI, so both or neither.
         # "none" keeps the tools described (the history calls them) and
         # makes the model answer in text.
         body["tool_choice"] = tool_choice
-        return encode_body(body, tools=self._tools_json(tools))
+        return encode_body(body, messages=messages_json, tools=self._tools_json(tools))
 
     def _parse(self, data: Any) -> LLMResponse:
         return parse_openai_response(data, self.model)
@@ -90,6 +91,33 @@ def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
         }
         for tool in tools
     ]
+
+
+# Every turn sends the whole conversation again, and a storm's investigations share
+# the system prompt and equal tool outputs: the JSON of a long message is kept
+# (bounded in characters) instead of escaping its text again on every request.
+_MESSAGE_JSON_CHARS = 1 << 20
+_LONG_MESSAGE = 512
+_message_json: dict[ChatMessage, str] = {}
+_message_json_chars = [0]
+
+
+def _messages_json(messages: list[ChatMessage]) -> str:
+    """The JSON text of `to_openai_messages(messages)`, as `json.dumps` writes it."""
+    return "[" + ", ".join(_one_message_json(m) for m in messages) + "]"
+
+
+def _one_message_json(message: ChatMessage) -> str:
+    if len(message.content) < _LONG_MESSAGE:
+        return json.dumps(to_openai_messages([message])[0], ensure_ascii=False)
+    known = _message_json.get(message)
+    if known is None:
+        known = json.dumps(to_openai_messages([message])[0], ensure_ascii=False)
+        _message_json[message] = known
+        _message_json_chars[0] += len(known)
+        while _message_json_chars[0] > _MESSAGE_JSON_CHARS:
+            _message_json_chars[0] -= len(_message_json.pop(next(iter(_message_json))))
+    return known
 
 
 def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:

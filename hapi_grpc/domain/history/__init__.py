@@ -1,10 +1,6 @@
 """Remediation history: what was done to a target before, and did it work.
 
-What it holds: decisions, reported outcomes, and the per-target context a
-decision reads (the Data Storage contract's shape), built from entries by
-`build_context` (windows, hash matches, regression); `spec_hash` is the hash
-both sources compare specs with. `RemediationHistory` is the port (embedded
-records or Data Storage's `/api/v1/remediation-history/context`).
+Design notes: docs/internals.md (`domain/history/__init__.py`).
 """
 
 from __future__ import annotations

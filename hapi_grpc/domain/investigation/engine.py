@@ -1,14 +1,6 @@
 """`InvestigationEngine`: runs `AnalyzeIncident` investigations, bounded and observable.
 
-One investigation is a bounded conversation (`loop.py`) in which the model
-uses the offered toolsets (`hapi_grpc.domain.toolsets`; today the
-`workflow_catalog`) and ends with an answer checked by `final_check.py`;
-`outcome.py` assembles the result. Bounds: model turns, tool calls per
-toolset, per-call timeouts and a wall-clock budget (the caller's deadline or
-`default_budget`, at most `max_budget`, minus a margin to answer). A bound
-that is hit, or an unavailable model, ends with the best partial result and a
-human-review reason. Cancellation propagates at once. `drain` shortens every
-running investigation (graceful shutdown) so each still answers in time.
+Design notes: docs/internals.md (`domain/investigation/engine.py`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The final-answer check: nothing leaves the service unchecked.
 
-The model's answer must parse as the ADR-038 contract, select only a
-workflow this investigation's searches returned (in its catalog version),
-carry parameters that pass the shared validator, and pass the selection gate
-(`domain.selection_gate`): the workflow's declared preconditions hold on what
-the tools observed, its invariants hold on the parameters, and no extra check
-(an operator policy) vetoes it. A failed check becomes
-a `Verdict` with feedback the model can act on while attempts remain; tool
-validations and final-answer checks share one budget of attempts. An answer
-that does not parse spends the format-repair budget (`max_format_repairs`)
-instead: nothing was validated.
+Design notes: docs/internals.md (`domain/investigation/final_check.py`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Result assembly: the checked answer, or the best partial result, with review reasons.
 
-`finished_result` turns the final verdict into the ADR-038 result;
-`partial_result` is what a bound (turns, time) or an unavailable model
-leaves. Both keep a rejected selection visible to humans as an alternative,
-drop alternatives the catalog never returned, and lower confidences when the
-catalog could not be consulted at all.
+Design notes: docs/internals.md (`domain/investigation/outcome.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Each kind of fact the observed record keeps, typed once.
 
-The record holds these as plain dicts (`TypedDict`): CEL's `observed` and the
-built-in analyst read them as they are, with no conversion per read. The
-toolset that reads a kind of data fills its facts (`hapi_grpc/toolsets/`:
-Kubernetes objects, events, logs and node stats; Prometheus series;
-Alertmanager alerts); `docs/preconditions.md` describes every field, and a test
-checks that it names each one. Strings are redacted and bounded by the toolset
-that fills them; times are epoch seconds, so CEL compares them as numbers.
+Design notes: docs/internals.md (`domain/observed/facts.py`).
 """
 
 from __future__ import annotations
@@ -256,6 +250,7 @@ class IssuerFacts(ObjectFacts):
     """A cert-manager Issuer or ClusterIssuer."""
 
     ca_secret: str
+    acme: bool  # issues through an ACME server (spec.acme): challenges, and their limits
 
 
 class CertificateFacts(ObjectFacts):

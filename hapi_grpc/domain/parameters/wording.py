@@ -1,10 +1,6 @@
 """The wording of every message and example the validator produces.
 
-`Phrases` is built once per declared parameter when a schema is compiled: it
-picks an example value, precomputes what a valid value is ("an integer from
-1 to 10") and the MISSING issue, and turns a rule's `Finding`s into sentences
-that name the parameter, what is allowed and an example. Values of
-secret-looking parameters are shown as `sensitive.REDACTED`.
+Design notes: docs/internals.md (`domain/parameters/wording.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """CEL expressions for policy rules, on Google's CEL C++ runtime (`cel-expr-python`).
 
-Every expression is parsed and type-checked once, when the policy loads,
-against the four declared variables (`incident`, `workflow`, `params`,
-`target`, all dynamic): a misspelt variable, an unknown function or an
-operator applied to the wrong literal types fails the load with one line.
-`Expression.evaluate` runs it on an `Activation` made once per decision.
-The policy file comes from outside the service: its expressions are bounded
-like a catalog's (`cel_cost.OUTSIDE`: size and estimated cost).
+Design notes: docs/internals.md (`domain/policy/cel.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Recovery: a new decision after a remediation of the incident failed.
 
-- here: what the controller tells (`RecoveryContext`: attempt, maximum,
-  previous executions; `hapi.v1.RecoveryContext`);
-- `failures`: the one table classifying a failure's reason code;
-- `repeats`: whether a selection repeats a failed attempt, and the selection
-  check that refuses such a repeat;
-- `prompt`: the recovery section of the prompt;
-- `exhausted`: the answer when the attempts are spent.
+Design notes: docs/internals.md (`domain/recovery/__init__.py`).
 """
 
 from __future__ import annotations

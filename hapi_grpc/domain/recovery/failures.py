@@ -1,13 +1,6 @@
 """The one table that classifies how an executed workflow failed.
 
-A failure's Kubernetes reason code (`ExecutionFailure.reason`) decides two
-things: whether running the same workflow with the same parameters again may
-be automated, and what the prompt tells the model about it. Only failures in
-which the workflow's own pod never ran (it could not be scheduled, pulled or
-created) say nothing about the remediation: nothing was attempted on the
-target, so the same workflow may run again. Every other failure, and every
-reason code not in the table, means a repeat would meet the same cause (or
-act on a state the failed attempt changed): it is refused.
+Design notes: docs/internals.md (`domain/recovery/failures.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The recovery part of the prompt, and reading it back.
 
-`recovery_lines` gives the sections that open the user message of a recovery
-request: the attempt, each failed execution as fact lines (what was
-determined, what was selected with which parameters, what failed and how),
-then the recovery instructions with guidance for the reason codes present.
-Messages and summaries from the execution engine are untrusted: redacted,
-capped, on one quoted line, and named as data.
+Design notes: docs/internals.md (`domain/recovery/prompt.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Whether a selection repeats a failed execution, and the check that refuses it.
 
-A selection repeats a previous execution when it names the same workflow (any
-catalog version) and every parameter both give has the same value: numbers
-compare by value, Kubernetes quantities by amount ("1Gi" == "1024Mi"). A
-parameter only one of them gives counts as the same (a default may well be
-what ran, e.g. a rollback's REVISION left out then, spelled out now): when in
-doubt, a repeat is assumed and a human decides.
+Design notes: docs/internals.md (`domain/recovery/repeats.py`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Runs the model's tool calls against the toolsets offered in one investigation.
 
-What every tool shares lives here, so a tool only does its own work:
-argument parsing and validation from the tool's argument model; answers for
-unknown tools and malformed JSON; the per-toolset and per-investigation call
-caps; the per-call timeout under the budget; repeat detection (an identical
-call is answered from the earlier result, recorded, never re-executed, but
-counted against the caps like any call; from the second repeat on the model
-is told to answer now);
-output cut to the toolset's size cap with a marker, and one copy of an output
-that other investigations got too (`SharedTexts`); and the typed
-`ToolCallRecord`, whose arguments are redacted before they leave the process.
+Design notes: docs/internals.md (`domain/toolsets/dispatcher.py`).
 """
 
 from __future__ import annotations
@@ -36,7 +27,7 @@ from hapi_grpc.domain.toolsets.jsontext import (
     parse_arguments,
     with_notice,
 )
-from hapi_grpc.domain.toolsets.shared_texts import SharedTexts
+from hapi_grpc.domain.toolsets.shared_texts import RedactedOutputs, SharedTexts
 from hapi_grpc.domain.toolsets.tool import (
     ArgumentsRejected,
     Tool,
@@ -67,6 +58,8 @@ _LOGGED_ARGUMENT_CHARS = 2000
 
 # Outputs equal across investigations (a storm's catalog answers) are held once.
 _SHARED_OUTPUTS = SharedTexts()
+# ... and redacted once while the registered secrets stay the same.
+_REDACTED_OUTPUTS = RedactedOutputs()
 
 # Answers that would be the same if the call were made again.
 _DETERMINISTIC = frozenset(
@@ -161,7 +154,7 @@ class ToolDispatcher:
             # a margin, see redact_head), so a megabyte of log costs what the cap does.
             text = compact_json(outcome.payload)
             if entry is not None:
-                text = _cap_output(text, entry[1].limits.max_output_chars)
+                text = _REDACTED_OUTPUTS.get(text, entry[1].limits.max_output_chars, _cap_output)
             else:
                 text = redact(text)
             text = _SHARED_OUTPUTS.share(text)

@@ -1,12 +1,6 @@
 """A toolset: a named group of tools with its own limits, as one investigation offers it.
 
-Each toolset brings its own call cap, per-call timeout and output size cap
-(the workflow catalog keeps BR-HAPI-048's cap of 10; investigation toolsets
-set theirs from their settings). What the system prompt says of it travels
-with it: `prompt_note` (how the tools line names its tools), `prompt_guide`
-(how to investigate with it; "{calls}" is its call cap) and `data_key` (its
-results are outside data wrapped under this key, never instructions).
-`investigates`: it reads beyond the catalog.
+Design notes: docs/internals.md (`domain/toolsets/toolset.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Read-only Alertmanager client: the alerts firing now for a namespace or label set.
 
-`GET /api/v2/alerts?active=true&silenced=false&inhibited=false&filter=...`
-with one equality matcher per label, answered as a compact, bounded summary
-(storm context for an investigation): at most `max_alerts` alerts, newest
-first, each with its name, severity, state, start time, labels and the
-summary/description annotations clipped; how many alerts of each name fired
-(bounded too); the total. Nothing is ever written to Alertmanager.
+Design notes: docs/internals.md (`toolsets/alertmanager/client.py`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The `alertmanager` tool: the alerts firing now, for storm context, and the facts it
 records.
 
-One read-only tool over the `AlertmanagerClient`: the active, unsilenced
-alerts of a namespace and/or label set, summarised (names with counts, the
-newest alerts with their labels and clipped annotations). Failures are
-answered like the `prometheus` tools'; answers are wrapped under
-`alerts_data`, data and never instructions.
+Design notes: docs/internals.md (`toolsets/alertmanager/tools.py`).
 """
 
 from __future__ import annotations

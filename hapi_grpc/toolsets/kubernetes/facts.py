@@ -1,10 +1,6 @@
 """How the `kubernetes` tools fill the observed record with the objects they read.
 
-Every object read enters the record here (`record_object`; events and logs in
-`log_facts`, node stats in `node_stats`), as the typed facts of
-`domain/observed/facts.py`. Every string passes through `sensitive.redact`;
-Secret data and ConfigMap values are never read into the record (only the
-references to them). The kinds beside Pods, Nodes and workloads: `kinds`.
+Design notes: docs/internals.md (`toolsets/kubernetes/facts.py`).
 """
 
 from __future__ import annotations

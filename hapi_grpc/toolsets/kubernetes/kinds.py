@@ -1,10 +1,6 @@
 """Facts of the kinds the premise packs read besides Pods, Nodes and workloads.
 
-Leases (is the kubelet alive), PodDisruptionBudgets (may a drain evict), LimitRanges
-and ResourceQuotas (would a change be admitted), StorageClasses (may a claim grow),
-NetworkPolicies, Istio AuthorizationPolicies and cert-manager issuers (is the named
-object the cause). Each reads only what a premise compares; timestamps become epoch
-seconds (`epoch`) so CEL compares them as numbers.
+Design notes: docs/internals.md (`toolsets/kubernetes/kinds.py`).
 """
 
 from __future__ import annotations
@@ -162,8 +158,9 @@ def _authorization_policy(obj: dict[str, Any], out: ObjectFacts) -> AccessPolicy
 
 
 def _issuer(obj: dict[str, Any], out: ObjectFacts) -> IssuerFacts:
-    ca = mapping(mapping(obj, "spec"), "ca")
-    return IssuerFacts(**out, ca_secret=str(ca.get("secretName") or ""))
+    spec = mapping(obj, "spec")
+    ca = mapping(spec, "ca")
+    return IssuerFacts(**out, ca_secret=str(ca.get("secretName") or ""), acme="acme" in spec)
 
 
 def _certificate(obj: dict[str, Any], out: ObjectFacts) -> CertificateFacts:

@@ -1,13 +1,6 @@
 """`kubernetes_node_stats`: what fills a node's disk, as its kubelet reports it.
 
-The kubelet's stats summary, read through the API server's node proxy
-(`/api/v1/nodes/{node}/proxy/stats/summary`): the node and image filesystems, and
-per pod its containers' logs and writable layers and its volumes. With it, the Node
-(`status.images`) and the Pods bound to it: images a Pod on the node uses are not
-reclaimable (`images.py`). The view shows the totals and the largest node-local
-volumes; the record keeps the same facts (`observed.node_stats`), which is how a node
-clean-up's premise (the disk is full of what a clean-up reclaims, not of workload
-data) is checked.
+Design notes: docs/internals.md (`toolsets/kubernetes/node_stats.py`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """`kubernetes_owner_chain`: from a Pod (or any object) up to what should be remediated.
 
-Pod -> ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job -> CronJob:
-the controller owner reference is followed (at most five levels), each link
-read through discovery so custom controllers work too. The top of the chain
-is the resource to remediate, spelled as ADR-038's `namespace/group/Kind/name`
-(`/core/Node/worker-3` for a cluster-scoped one). For a Pod, its Node is read
-as well, since a node condition is a root cause the Pod cannot show; for a
-Deployment at the top, its ReplicaSets (its revision history), which is what
-a rollback's premise compares.
+Design notes: docs/internals.md (`toolsets/kubernetes/owners.py`).
 """
 
 from __future__ import annotations

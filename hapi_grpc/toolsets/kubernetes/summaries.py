@@ -1,11 +1,6 @@
 """Compact forms: one line per listed object, and events folded by reason and message.
 
-A list answers "which of these look wrong" in a line each; events repeat
-(a crash loop writes the same BackOff hundreds of times), so they are folded
-by reason and message with a count and the first and last time seen, newest
-first. Both event APIs are read: core/v1 (`involvedObject`, `count`,
-`firstTimestamp`/`lastTimestamp`) and events.k8s.io/v1 (`regarding`, `note`,
-`series`, `eventTime`).
+Design notes: docs/internals.md (`toolsets/kubernetes/summaries.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The `kubernetes` tools: read-only investigation of the incident's cluster.
 
-Six tools, each reading through the cluster client (`ApiServerReader`): get, list,
-events, pod logs, owner chain and a node's stats summary (`node_stats`). What they share lives in
-`KubernetesSession` (one per investigation): the scope checks that run
-before any request, the per-investigation output budget, and the wrapper
-that marks every answer as data read from the cluster, never instructions.
-Views: `views`, `summaries`; the owner chain:
-`owners`.
+Design notes: docs/internals.md (`toolsets/kubernetes/tools.py`).
 """
 
 from __future__ import annotations

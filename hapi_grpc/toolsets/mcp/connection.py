@@ -1,13 +1,6 @@
 """One open session with one MCP server, stdio or streamable HTTP.
 
-The SDK's transports and `ClientSession` are anyio context managers that
-must be entered and left by the same task, so each connection runs in a
-task of its own that opens the transport, initializes the session, signals
-readiness and then waits to be closed. Calls and listings come from other
-tasks through the session. A server that exits or drops the connection
-fails the calls in flight with the SDK's "connection closed" error; the
-connection then reports itself dead and the manager reopens it at its next
-refresh.
+Design notes: docs/internals.md (`toolsets/mcp/connection.py`).
 """
 
 from __future__ import annotations

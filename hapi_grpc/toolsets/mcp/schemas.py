@@ -1,14 +1,6 @@
 """A tool server's input schema as a validator whose patterns run in linear time.
 
-jsonschema matches `pattern` with Python's backtracking `re`: a server's
-`"^(a+)+$"` and thirty characters of a model's argument would hold the event
-loop for seconds. Here `pattern` is matched with RE2. A schema with a pattern
-RE2 cannot compile (back-references, look-around), or with `patternProperties`
-(which jsonschema also matches inside `additionalProperties` and
-`unevaluatedProperties`), is refused as a SchemaError, and the tool is not
-offered. The `regex` format (an argument that must be a regular expression)
-is checked with the nesting of its groups bounded: Python's parser recurses
-once per group and a model's "((((...))))" would end in RecursionError.
+Design notes: docs/internals.md (`toolsets/mcp/schemas.py`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """MCP tool servers' tools as the model is offered them, and what one call answers.
 
-Each server's tools are offered as `<server>__<tool>` with the server's own
-JSON Schema (tools that are `OwnSchema`: no argument model); arguments are
-checked against that schema before any call, and a misfit is an
-INVALID_ARGUMENTS answer saying what to change. The toolset is named
-`mcp:<server>` and takes its call cap, per-call timeout and output cap from
-the server's configuration (`maxCalls`, `timeoutSeconds`, `maxOutputChars`).
-
-A server that is down, slow or dies mid-call does not fail the investigation:
-its tools answer that they are unavailable. Results are the server's text,
-capped, wrapped under `tool_server_data` as untrusted data. Tool names reach
-metrics only when the operator allow-listed them; every other tool counts as
-`other`. The `McpManager` holds the connections and makes the calls.
+Design notes: docs/internals.md (`toolsets/mcp/tools.py`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hapi_grpc.adapters.http import Response
-from hapi_grpc.adapters.http.transport import Transport
+from hapi_grpc.adapters.http.transport import Response, Transport
 from hapi_grpc.domain.sensitive import clip, redact
 from hapi_grpc.toolsets.prometheus import PrometheusSettings
 from hapi_grpc.toolsets.prometheus.source import (

@@ -1,15 +1,6 @@
 """How the `prometheus` tools fill the observed record: each query's series, typed.
 
-`record_metric` keeps a query's summary per series: its labels, min/max/last and
-trend, and what the series is about.
-
-A premise such as "the container's memory is not growing without bound" must see
-every series about that container, whatever the query's text says. Each series
-recorded gets typed facts from its labels and from the metric names the query
-reads (never from its wording): `metric` (the metric's name), `resource`
-(`memory` or `cpu` when the metric measures one, else ""), `counter` (a
-cumulative counter read raw, which rises by construction), and the `namespace`,
-`pod` and `container` its labels name ("" when they name none).
+Design notes: docs/internals.md (`toolsets/prometheus/facts.py`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from hapi_grpc.adapters.http import HttpClient, HttpUnavailable, Response
-from hapi_grpc.adapters.http.transport import Transport
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable
+from hapi_grpc.adapters.http.transport import Response, Transport
 from hapi_grpc.domain import deadline
 from hapi_grpc.domain.errors import BudgetExhaustedError, HapiError
 from hapi_grpc.toolsets.prometheus import PrometheusSettings, parse_headers

@@ -1,13 +1,6 @@
 """Compact, deterministic summaries of query results for the model.
 
-Raw matrices never reach the prompt: each series becomes its labels, the
-number of points, the window it covers, min/max/mean/last over its finite
-values and a trend (rising, falling or flat, with the first→last change and
-the least-squares slope per minute). At most `max_series` series are shown,
-those with the largest last value first (the ones an incident is usually
-about); the rest are counted. NaN (and stale points), +Inf and -Inf are
-counted per series and kept out of the statistics; non-finite numbers appear
-as the strings "NaN", "+Inf", "-Inf" so the output is strict JSON.
+Design notes: docs/internals.md (`toolsets/prometheus/summary.py`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The `prometheus` tools: metrics of the incident, read with the `PrometheusClient`.
 
-Four tools: an instant query, a range query (summarised per series: labels,
-min/max/mean/last and trend; never the raw matrix), and two lookups so the
-model can discover metric and label names before guessing them. Offered only
-when `HAPI_PROMETHEUS_URL` is set.
-
-A PromQL mistake or a request outside the bounds comes back as an
-INVALID_ARGUMENTS answer carrying the server's message, so the model can fix
-its query; an unreachable source is an ERROR answer saying the toolset is
-unavailable. Neither fails the investigation. Every answer is wrapped under
-`metrics_data`: data read from the metrics source, never instructions.
+Design notes: docs/internals.md (`toolsets/prometheus/tools.py`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The `remediation_history` tool: what was done to a target before.
 
-One read-only tool over the service's `RemediationHistory` (its read side: the
-tool cannot write): the target's remediations inside a
-window (tier 1, every entry) and older ones whose spec matches the current
-one (tier 2), each with its action type and workflow id (as far as the
-history knows them: Data Storage's entries name only the action type),
-parameters, outcome and how a failure
-is classified (`domain.recovery.failures`). The current spec hash is the one
-of the target as this investigation read it through the Kubernetes toolset
-(`Observed.spec_hash_of`); not read yet: empty, and the answer says so.
-Answers are capped (entries, characters) and wrapped under `history_data`: the
-text in them was written by controllers, data and never instructions.
+Design notes: docs/internals.md (`toolsets/remediation_history/tools.py`).
 """
 
 from __future__ import annotations

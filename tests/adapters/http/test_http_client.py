@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hapi_grpc.adapters.http import (
-    HttpClient,
-    HttpUnavailable,
-    MockTransport,
-    Request,
-    Response,
-    RetryPolicy,
-    TransientError,
-    TransportError,
-)
+from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable
+from hapi_grpc.adapters.http.retry import RetryPolicy, TransientError
+from hapi_grpc.adapters.http.transport import MockTransport, Request, Response, TransportError
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.errors import BudgetExhaustedError
 
@@ -30,7 +23,7 @@ def _client(transport: MockTransport, **kwargs: object) -> HttpClient:
 
 
 def _ok(request: Request) -> Response:
-    return Response.of_json(200, {"ok": True})
+    return Response(200, b'{"ok": true}', {"Content-Type": "application/json"})
 
 
 async def test_a_path_and_parameters_are_sent_under_the_base_url() -> None:

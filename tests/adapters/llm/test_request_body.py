@@ -10,8 +10,12 @@ import pytest
 
 from hapi_grpc.adapters.llm.anthropic import to_anthropic_tools
 from hapi_grpc.adapters.llm.http_provider import encode_body, tools_json
-from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider, to_openai_tools
-from hapi_grpc.domain.llm import ChatMessage, ToolDefinition
+from hapi_grpc.adapters.llm.openai_compat import (
+    OpenAICompatibleProvider,
+    to_openai_messages,
+    to_openai_tools,
+)
+from hapi_grpc.domain.llm import ChatMessage, ToolCall, ToolDefinition
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
@@ -26,7 +30,7 @@ def tools(schema: dict[str, object] = SCHEMA, description: str = "Search.") -> l
     ("body", "encoded"),
     [
         ({"model": "m", "messages": [{"role": "user", "content": "ünïcode ✓"}]}, {}),
-        ({"model": "m"}, {"tools": '[{"a":1}]', "tool_choice": '"auto"'}),
+        ({"model": "m"}, {"tools": '[{"a": 1}]', "tool_choice": '"auto"'}),
         ({}, {"tools": "[]"}),
     ],
 )
@@ -34,7 +38,9 @@ def test_encode_body_is_the_json_of_body_with_the_encoded_members(
     body: dict[str, object], encoded: dict[str, str]
 ) -> None:
     data = encode_body(body, **encoded)
-    assert json.loads(data) == {**body, **{k: json.loads(v) for k, v in encoded.items()}}
+    whole = {**body, **{k: json.loads(v) for k, v in encoded.items()}}
+    assert json.loads(data) == whole
+    assert data == json.dumps(whole, ensure_ascii=False).encode()  # the same bytes
     assert b"\\u" not in data  # UTF-8 as it is, not escaped
 
 
@@ -83,3 +89,32 @@ async def test_each_attempt_sends_the_conversation_as_it_stands() -> None:
     assert bodies[0]["tools"] == to_openai_tools(tools())
     assert bodies[0]["tool_choice"] == "auto"
     assert [m["content"] for m in bodies[0]["messages"]] == ["You are an SRE.", "OOMKilled"]
+
+
+async def test_a_conversation_sent_again_is_the_same_json_as_its_messages() -> None:
+    # Long messages (the system prompt, tool outputs) are encoded once and reused on
+    # the next turns and by other conversations; the body must not tell.
+    long = 'Investigate ünïcode "quoted" text.\n' * 40
+    conversation = [
+        ChatMessage("system", long),
+        ChatMessage("user", "OOMKilled in payments"),
+        ChatMessage("assistant", "", (ToolCall("c1", "search_workflow_catalog", "{}"),)),
+        ChatMessage("tool", long + "!", tool_call_id="c1", name="search_workflow_catalog"),
+    ]
+    async with ScriptedLLMServer("openai", [Step.text("a"), Step.text("b")]) as server:
+        llm = OpenAICompatibleProvider(server.base_url, "m", max_retries=0)
+        try:
+            await llm.complete(conversation, tools())
+            await llm.complete(
+                [
+                    ChatMessage(m.role, m.content, m.tool_calls, m.tool_call_id, m.name)
+                    for m in conversation
+                ],
+                tools(),
+            )
+        finally:
+            await llm.close()
+    for sent in server.requests:
+        assert sent.json["messages"] == to_openai_messages(conversation)
+        as_dumped = json.dumps(sent.json, ensure_ascii=False).encode()
+        assert int(sent.headers["Content-Length"]) == len(as_dumped)

@@ -2,7 +2,8 @@
 or Challenge of the Certificate's issuer that is invalid (or, after failed issuances, a
 presented Challenge whose self-check still fails) will be presented again, through the
 same solver, by a new issuance. A failure that was not the challenge's (a rate limit)
-may be retried."""
+may be retried. An issuer that is not ACME (a CA issuer) presents no challenge: its
+failed issuances do not call for one to be read."""
 
 from __future__ import annotations
 
@@ -16,11 +17,17 @@ PARAMS = {"NAMESPACE": NS, "CERTIFICATE_NAME": "shop-tls"}
 ISSUER_REF = {"kind": "Issuer", "name": "acme", "group": "cert-manager.io"}
 
 
-def scene(*attempts: dict[str, Any], failed: int = 3) -> Observed:
+ACME_SPEC = {"acme": {"server": "https://acme.example.org/directory"}}
+
+
+def scene(
+    *attempts: dict[str, Any], failed: int = 3, issuer_spec: dict[str, Any] | None = None
+) -> Observed:
     issuer = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Issuer",
         "metadata": {"name": "acme", "namespace": NS},
+        "spec": ACME_SPEC if issuer_spec is None else issuer_spec,
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
     certificate = {
@@ -78,3 +85,11 @@ def test_failed_issuances_with_no_acme_attempt_read_are_unverified() -> None:
     veto = verdict(scene(shop_order), RENEW, PARAMS)  # another group's Order says nothing
     assert veto is not None and "last_attempt_not_refused_by_its_challenge" in veto.message
     assert verdict(scene(shop_order, failed=0), RENEW, PARAMS) is None
+
+
+def test_failed_issuances_through_a_ca_issuer_need_no_challenge_read() -> None:
+    ca_issuer = {"ca": {"secretName": "shop-ca"}}
+    assert verdict(scene(issuer_spec=ca_issuer), RENEW, PARAMS) is None
+    # Through an ACME issuer, or one not read, the attempts must have been read.
+    veto = verdict(scene(), RENEW, PARAMS)
+    assert veto is not None and "last_attempt_not_refused_by_its_challenge" in veto.message

@@ -1,11 +1,6 @@
 """The parameter validation attempts of one investigation and their shared budget.
 
-Tool validations and final-answer checks draw on the same budget. A final
-answer whose parameters already passed a tool validation is confirmed
-without spending another attempt, and gated on the declarations it was
-validated against (kept here, so they are not fetched again). Proposed
-parameters are recorded redacted (`sensitive.redact_mapping`): they reach
-responses, stream events and logs.
+Design notes: docs/internals.md (`domain/toolsets/workflow_catalog/ledger.py`).
 """
 
 from __future__ import annotations

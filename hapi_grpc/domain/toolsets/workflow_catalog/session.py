@@ -1,10 +1,6 @@
 """One investigation's use of the workflow catalog.
 
-`SearchContext` is what the engine appends to every search (DD-HAPI-001: the
-model never sees custom or detected labels). `CatalogSession` remembers the
-workflows the catalog returned, counts successful searches and failures, and
-owns `call`: the one place a catalog request runs under a timeout and its
-failures are classified, for the tools and the final-answer check alike.
+Design notes: docs/internals.md (`domain/toolsets/workflow_catalog/session.py`).
 """
 
 from __future__ import annotations

@@ -8,12 +8,24 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import LIST, Step
+from hapi_grpc.analyst.conversation import EVENTS, LIST, Step
+from hapi_grpc.domain.observed.facts import NodeStatsFacts
 
 __all__ = ["CleanupNode", "DrainNode", "NodeOnly", "RestartNode"]
 
 _LEASE_NAMESPACE = "kube-node-lease"
 _NODE_STATS = "kubernetes_node_stats"
+# The kubelet's events when image garbage collection frees less than it must, and the
+# words of its message when it found no image eligible (none unused by a container).
+_IMAGE_GC_FAILED = frozenset({"FreeDiskSpaceFailed", "ImageGCFailed"})
+_NOTHING_ELIGIBLE = "only found 0 bytes eligible to free"
+_GIB = 1024**3
+
+
+def _dominates(stats: NodeStatsFacts, freed: int) -> bool:
+    """`freed` bytes are most of the node's used disk and more than its workloads' data
+    (the CleanupNode pack's test)."""
+    return freed > stats["workload_bytes"] and 2 * freed > stats["fs_used_bytes"]
 
 
 def _node(situation: Situation) -> dict[str, Any]:
@@ -50,14 +62,58 @@ class RestartNode(NodeOnly):
 
 
 class CleanupNode(NodeOnly):
+    """Reads the node's stats summary and its events: the kubelet reports there when
+    its image garbage collection found nothing eligible to free (every image is in use
+    by a container), and a clean-up then reclaims only container logs."""
+
     def reads(self, situation: Situation) -> list[Step]:
         node = _node(situation)
-        if not node or not situation.offered(_NODE_STATS):
+        if not node:
             return []
+        needed: list[Step] = []
+        events = {"kind": "Node", "name": node["name"]}
+        if situation.reads.returned(EVENTS, events) is None:
+            needed.append((EVENTS, {**events, "limit": 20}))
         arguments = {"node": node["name"]}
-        if situation.reads.returned(_NODE_STATS, arguments) is None:
-            return [(_NODE_STATS, arguments)]
-        return []
+        if (
+            situation.offered(_NODE_STATS)
+            and situation.reads.returned(_NODE_STATS, arguments) is None
+        ):
+            needed.append((_NODE_STATS, arguments))
+        return needed
+
+    def values(self, situation: Situation) -> Values | Objection:
+        values = super().values(situation)
+        if isinstance(values, Objection):
+            return values
+        name = str(values["node"])
+        refused = next(
+            (
+                e
+                for e in situation.reads.observed.events
+                if e["kind"] == "Node"
+                and e["name"] == name
+                and e["reason"] in _IMAGE_GC_FAILED
+                and _NOTHING_ELIGIBLE in e["message"]
+            ),
+            None,
+        )
+        stats = situation.reads.observed.node_stats.get(name)
+        if stats and not _dominates(stats, stats["reclaimable_bytes"]):
+            in_use = stats["images_in_use_bytes"]
+            images = "unknown" if in_use < 0 else f"{in_use / _GIB:.1f} GiB"
+            return Objection(
+                f"on node {name} what a clean-up frees ({stats['reclaimable_bytes'] / _GIB:.1f}"
+                f" GiB: container logs and images no Pod on it uses; images in use {images})"
+                f" is not most of the {stats['fs_used_bytes'] / _GIB:.1f} GiB used"
+            )
+        if refused and not (stats and _dominates(stats, stats["logs_bytes"])):
+            return Objection(
+                f"the kubelet of node {name} reported {refused['reason']}: {refused['message']}"
+                " (every image is used by a container); a clean-up reclaims only container logs,"
+                " which are not most of its disk"
+            )
+        return values
 
 
 class DrainNode(NodeOnly):

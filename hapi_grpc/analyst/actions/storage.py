@@ -9,6 +9,11 @@ Objects when the claim grows while its replicas' claims do not (at a quarter of 
 rate or less): a replicated store writes its data on every replica, so growth on one
 alone is state local to that replica, which a larger volume only postpones.
 
+Objects, too, while an earlier resize of the claim is unfinished (a resize condition,
+an `allocatedResourceStatuses` entry, a capacity below the request or the size
+allocated): a larger request changes nothing until that resize completes, often when
+the claim's Pod restarts.
+
 Values: the claim and a new size that keeps it clear of the kubernetes-mixin's
 KubePersistentVolumeFillingUp condition for that alert's whole horizon: the data
 used now plus four days of the growth read, at most 85% full. Never smaller than
@@ -33,6 +38,10 @@ _HORIZON_MINUTES = 4 * 24 * 60  # predict_linear(...[6h], 4 * 24 * 3600)
 _MOST_FULL = 0.85  # the mixin's warning: less than 15% available
 _GI = 1024**3
 _SHARED = 0.25  # a replica's claim growing slower than this share of the claim's does not share it
+# The PersistentVolumeClaim conditions of a resize that has not completed.
+_RESIZING = frozenset(
+    {"Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"}
+)
 _ORDINAL = re2.compile(r"-[0-9]+$")
 
 
@@ -89,6 +98,12 @@ class ExpandClaim:
         capacity = bytes_of(claim.get("capacity")) or requested
         if not requested or not capacity:
             return Objection(f"claim {claim['name']} shows no size that could be read")
+        unfinished = _resize_under_way(claim, requested, capacity)
+        if unfinished:
+            return Objection(
+                f"claim {claim['name']} has a resize it has not finished ({unfinished}):"
+                " another expansion changes nothing until it completes"
+            )
         storage_class = situation.reads.object("StorageClass", "", str(claim.get("storage_class")))
         if storage_class and not storage_class.get("allow_expansion"):
             return Objection(
@@ -118,6 +133,22 @@ class ExpandClaim:
         values = target_values("PersistentVolumeClaim", claim["namespace"])
         values.update(pvc=claim["name"], size_bytes=size)
         return values
+
+
+def _resize_under_way(claim: dict[str, Any], requested: int, capacity: int) -> str:
+    """What shows an earlier resize of the claim is unfinished; "" when nothing does."""
+    for condition in claim.get("conditions") or ():
+        if condition.get("status") == "True" and condition.get("type") in _RESIZING:
+            return f"condition {condition['type']}"
+    if claim.get("resize_status"):
+        return f"allocatedResourceStatuses {claim['resize_status']}"
+    allocated = bytes_of(claim.get("allocated_storage"))
+    if capacity < max(requested, allocated or 0):
+        return (
+            f"capacity {claim.get('capacity')} below its request {claim.get('storage_request')}"
+            f" or allocated size {claim.get('allocated_storage') or '-'}"
+        )
+    return ""
 
 
 def _slope(series: dict[str, Any]) -> float | None:

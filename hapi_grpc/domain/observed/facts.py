@@ -197,6 +197,8 @@ class ClaimFacts(ObjectFacts):
     storage_request: str
     capacity: str
     storage_class: str
+    allocated_storage: str  # status.allocatedResources: what a resize was granted; "" none
+    resize_status: str  # status.allocatedResourceStatuses: a resize under way; "" none
 
 
 class LeaseFacts(ObjectFacts):
@@ -333,11 +335,12 @@ class NodeStatsFacts(TypedDict):
     fs_available_bytes: int
     image_fs_used_bytes: int
     image_fs_shared: bool
+    images_in_use_bytes: int  # of the Node's images a Pod on it uses; -1 unknown
     logs_bytes: int
     rootfs_bytes: int
     volumes_bytes: int
     unattributed_bytes: int  # used, but in no pod's stats: hostPath data, host files
-    reclaimable_bytes: int  # logs, and images when on the node filesystem
+    reclaimable_bytes: int  # logs, and images no Pod uses when on the node filesystem
     workload_bytes: int  # node-local volumes and writable layers
     largest_volumes: list[VolumeUse]
 

@@ -248,6 +248,9 @@ def _claim(obj: dict[str, Any], out: ObjectFacts) -> ClaimFacts:
         storage_request=str(requests.get("storage", "")),
         capacity=str((status.get("capacity") or {}).get("storage", "")),
         storage_class=str(spec.get("storageClassName") or ""),
+        # A resize the resizer or the kubelet has not finished (docs/premises.md, ExpandPVC).
+        allocated_storage=str((status.get("allocatedResources") or {}).get("storage", "")),
+        resize_status=str((status.get("allocatedResourceStatuses") or {}).get("storage", "")),
     )
 
 

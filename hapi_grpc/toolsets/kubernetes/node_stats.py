@@ -9,11 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.adapters.kubernetes.reader import KubeFailure
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import NodeStatsFacts, VolumeUse
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.toolsets.kubernetes.args import KubernetesNodeStatsArgs
+from hapi_grpc.toolsets.kubernetes.images import images_in_use_bytes
 from hapi_grpc.toolsets.kubernetes.kinds import mapping
+from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 
 __all__ = [
@@ -38,16 +41,23 @@ def _bytes(fs: dict[str, Any], key: str = "usedBytes") -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def record_node_stats(observed: Observed, node: str, summary: dict[str, Any]) -> None:
-    """A node's kubelet stats summary, as read."""
-    observed.add_node_stats(node_stats_facts(node, summary))
+def record_node_stats(
+    observed: Observed, node: str, summary: dict[str, Any], images_in_use: int | None = None
+) -> None:
+    """A node's kubelet stats summary, as read, and the bytes of its images in use."""
+    observed.add_node_stats(node_stats_facts(node, summary, images_in_use=images_in_use))
 
 
 def node_stats_facts(
-    node: str, summary: dict[str, Any], readable: Callable[[str], bool] = lambda _: True
+    node: str,
+    summary: dict[str, Any],
+    readable: Callable[[str], bool] = lambda _: True,
+    *,
+    images_in_use: int | None = None,
 ) -> NodeStatsFacts:
     """The facts of one summary: what a clean-up can reclaim (the container logs and,
-    when images share the node filesystem, the image filesystem) and what it must
+    when images share the node filesystem, the images no Pod on the node uses: none
+    when `images_in_use` is unknown, None) and what it must
     not touch (the workloads' node-local volumes and writable layers, and whatever
     the summary attributes to nobody: hostPath data and the host's own files, which
     the kubelet neither accounts for nor garbage-collects; claims are not on the
@@ -88,8 +98,10 @@ def node_stats_facts(
         largest.append(VolumeUse(namespace="", pod="", volume=OTHER_NAMESPACES, used_bytes=hidden))
     largest.sort(key=lambda v: -v["used_bytes"])
     image_used = _bytes(image_fs)
-    reclaimable = logs + (image_used if shared else 0)
-    unattributed = max(0, _bytes(fs) - reclaimable - rootfs - volumes)
+    unused_images = 0 if images_in_use is None else max(0, image_used - images_in_use)
+    reclaimable = logs + (unused_images if shared else 0)
+    images = image_used if shared else 0
+    unattributed = max(0, _bytes(fs) - logs - images - rootfs - volumes)
     return {
         "node": node,
         "fs_used_bytes": _bytes(fs),
@@ -97,6 +109,7 @@ def node_stats_facts(
         "fs_available_bytes": _bytes(fs, "availableBytes"),
         "image_fs_used_bytes": image_used,
         "image_fs_shared": shared,
+        "images_in_use_bytes": -1 if images_in_use is None else images_in_use,
         "logs_bytes": logs,
         "rootfs_bytes": rootfs,
         "volumes_bytes": volumes,
@@ -128,10 +141,36 @@ class KubernetesNodeStats:
         session = self.session
         await session.resolve("v1/Node", None, ctx)  # the scope checks of a Node read
         summary = await session.reader.node_stats(args.node, ctx.timeout)
-        facts = node_stats_facts(args.node, summary, session.scope.allows_namespace)
+        in_use = await _images_in_use(session, args.node, ctx.timeout)
+        facts = node_stats_facts(
+            args.node, summary, session.scope.allows_namespace, images_in_use=in_use
+        )
         if ctx.observed is not None:
             ctx.observed.add_node_stats(facts)
         return session.answer(_view(facts))
+
+
+async def _images_in_use(session: KubernetesSession, node: str, timeout: float) -> int | None:
+    """The bytes of the node's images its Pods use (every Pod bound to it, in any
+    namespace: only the sum is kept); None when the Node or its Pods could not all be
+    read, so that no image counts as reclaimable."""
+    reader = session.reader
+    try:
+        session.scope.check_kind("Pod")
+        node_obj = await reader.get(await reader.resolve("v1/Node", timeout), None, node, timeout)
+        found = await reader.list(
+            await reader.resolve("v1/Pod", timeout),
+            None,
+            timeout,
+            field_selector=f"spec.nodeName={node}",
+            limit=_PODS,
+        )
+    except (KubeFailure, ScopeRefusal):
+        return None
+    if (found.get("metadata") or {}).get("continue"):
+        return None  # more Pods than one page: some images' use is unknown
+    pods = [p for p in found.get("items") or [] if isinstance(p, dict)]
+    return images_in_use_bytes(node_obj, pods)
 
 
 def _view(facts: NodeStatsFacts) -> dict[str, Any]:
@@ -144,6 +183,10 @@ def _view(facts: NodeStatsFacts) -> dict[str, Any]:
         "node_fs_used_percent": round(100 * used / capacity, 1) if capacity else None,
         "image_fs_used_gib": _gib(facts["image_fs_used_bytes"]),
         "image_fs_on_node_fs": facts["image_fs_shared"],
+        "images_in_use_gib": (
+            _gib(facts["images_in_use_bytes"]) if facts["images_in_use_bytes"] >= 0 else "unknown"
+        ),
+        "reclaimable_gib": _gib(facts["reclaimable_bytes"]),
         "container_logs_gib": _gib(facts["logs_bytes"]),
         "container_writable_layers_gib": _gib(facts["rootfs_bytes"]),
         "node_local_volumes_gib": _gib(facts["volumes_bytes"]),

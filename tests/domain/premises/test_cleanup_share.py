@@ -32,7 +32,9 @@ def summary(*, used: int, images: int, logs: int, rootfs: int, empty_dir: int) -
 
 def test_bytes_no_pod_accounts_for_are_counted_as_unattributed() -> None:
     facts = node_stats_facts(
-        "w7", summary(used=180 * GIB, images=12 * GIB, logs=3 * GIB, rootfs=GIB, empty_dir=GIB)
+        "w7",
+        summary(used=180 * GIB, images=12 * GIB, logs=3 * GIB, rootfs=GIB, empty_dir=GIB),
+        images_in_use=0,
     )
     assert facts["unattributed_bytes"] == 163 * GIB
     assert facts["reclaimable_bytes"] == 15 * GIB and facts["workload_bytes"] == 2 * GIB
@@ -57,5 +59,6 @@ def test_a_disk_mostly_full_of_images_and_logs_is_cleaned_up() -> None:
         observed,
         "w7",
         summary(used=180 * GIB, images=120 * GIB, logs=30 * GIB, rootfs=2 * GIB, empty_dir=GIB),
+        images_in_use=0,
     )
     assert verdict(observed, CLEANUP, {"NODE_NAME": "w7"}) is None

@@ -232,7 +232,10 @@ def test_a_disk_full_of_one_pods_emptydir_is_not_cleaned_up() -> None:
 
 def test_a_disk_full_of_images_and_logs_is_cleaned_up() -> None:
     observed = record(node("n1", pressure=("DiskPressure",)))
-    record_node_stats(observed, "n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB))
+    # No Pod on the node uses the images (the Node's images and its Pods were read).
+    record_node_stats(
+        observed, "n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB), images_in_use=0
+    )
     assert verdict(observed, CLEANUP, {"TARGET_RESOURCE_NAME": "n1"}) is None
 
 

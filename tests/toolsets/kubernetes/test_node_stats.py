@@ -64,6 +64,31 @@ def stats_node(api: kubernetes.client.ApiClient, kubelet: FakeKubelet, name: str
     register_node(api, name, kubelet.port_for(name), address=kubelet.node_address)
 
 
+def on_node(
+    api: kubernetes.client.ApiClient,
+    node: str,
+    images: list[dict[str, Any]],
+    namespace: str,
+    image: str,
+) -> None:
+    """The Node reports `images`; a Pod bound to it runs `image`."""
+    core = kubernetes.client.CoreV1Api(api)
+    core.patch_node_status(node, {"status": {"images": images}}, _request_timeout=30)
+    try:
+        core.create_namespace({"metadata": {"name": namespace}}, _request_timeout=30)
+    except kubernetes.client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": f"ingest-{node}"},
+            "spec": {"nodeName": node, "containers": [{"name": "ingest", "image": image}]},
+        },
+        _request_timeout=30,
+    )
+
+
 async def node_stats(reader: ApiServerReader, node: str, observed: Observed) -> Any:
     tools = toolset(reader)
     tool = next(t for t in tools.tools if t.name == "kubernetes_node_stats")
@@ -80,6 +105,12 @@ async def test_the_summary_comes_through_the_node_proxy_and_is_recorded(
     kubelet.set_stats_summary(
         node_name, summary(node_name, images=10 * GIB, logs=GIB, empty_dir=70 * GIB)
     )
+    # Of the Node's two images, its Pod runs one (named without its registry).
+    images = [
+        {"names": ["docker.io/library/ingest:2.1"], "sizeBytes": 3 * GIB},
+        {"names": ["registry.example/old/ingest:1.9"], "sizeBytes": 4 * GIB},
+    ]
+    on_node(kube_api, node_name, images, "logs", "ingest:2.1")
     observed = Observed()
     result = await node_stats(reader, node_name, observed)
     assert result.status is ToolCallStatus.SUCCESS, result.payload
@@ -95,8 +126,10 @@ async def test_the_summary_comes_through_the_node_proxy_and_is_recorded(
     assert node_name in kubelet.stats_requests  # the kubelet of that node answered
     facts = observed.activation()["node_stats"][0]
     assert facts["node"] == node_name and facts["image_fs_shared"] is True
-    # The claim-backed volume is not on the node's disk: counted in neither sum.
-    assert facts["reclaimable_bytes"] == 10 * GIB + GIB
+    # The claim-backed volume is not on the node's disk: counted in neither sum; the
+    # image its Pod runs is not reclaimable.
+    assert facts["images_in_use_bytes"] == 3 * GIB
+    assert facts["reclaimable_bytes"] == 10 * GIB - 3 * GIB + GIB
     assert facts["workload_bytes"] == 70 * GIB + GIB
 
 

@@ -280,6 +280,8 @@ class EventFacts(TypedDict):
     reason: str
     message: str  # whole, up to the API's own 1024 characters
     count: int
+    first_at: float  # when it was first seen (folded: the earliest); 0 unknown
+    last_at: float  # when it was last seen; 0 unknown
 
 
 class LogFacts(TypedDict):

@@ -131,6 +131,7 @@ class PodFacts(ObjectFacts):
     containers: list[ContainerFacts]
     init_containers: list[ContainerFacts]
     config_refs: list[ConfigRef]
+    service_account: str  # spec.serviceAccountName; "default" when the spec names none
 
 
 class PodView(PodFacts):

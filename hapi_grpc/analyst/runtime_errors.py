@@ -57,13 +57,15 @@ _PULL: tuple[tuple[PullFailure, str], ...] = (
         r"|requested access to the resource is denied|no basic auth credentials"
         r"|code = (?:Unauthenticated|PermissionDenied)",
     ),
+    # containerd reports a missing platform variant as NotFound: the reference exists,
+    # the node's architecture does not fit it.
+    (PullFailure.PLATFORM, r"(?i)no match for platform in manifest|no matching manifest for"),
     (
         PullFailure.NOT_FOUND,
         r"(?i)code = NotFound|manifest unknown|name unknown|repository name not known"
         r"|manifest for \S{1,300} not found|failed to resolve reference \"[^\"]{1,300}\": "
         r"[^\s:]{1,300}: not found|: not found$",
     ),
-    (PullFailure.PLATFORM, r"(?i)no match for platform in manifest"),
     (
         PullFailure.UNREACHABLE,
         r"(?i)dial tcp|i/o timeout|connection refused|no such host|TLS handshake timeout"

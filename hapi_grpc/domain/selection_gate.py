@@ -262,7 +262,7 @@ class SelectionGate:
     ) -> Veto | None:
         """The first veto of the premise and the extra checks; None to automate."""
         premises = self.premises_of(workflow_id, declared, params, hit)
-        failed = self._failing(premises, params)
+        failed = self._failing(premises, _as_run(declared, params))
         veto: Veto | None = None
         if premises.unverified and not (
             self.allow_unverified is not None
@@ -292,3 +292,11 @@ class SelectionGate:
         if veto is not None:
             self.vetoes.append(veto)
         return veto
+
+
+def _as_run(declared: Declarations, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters the workflow runs with: those given, and each omitted one's schema
+    default (an omitted service account is the default one, and must fit too)."""
+    specs = getattr(declared, "parameters", None) or ()
+    defaults = {s.name: s.default for s in specs if s.default is not None and s.name not in params}
+    return {**defaults, **params}

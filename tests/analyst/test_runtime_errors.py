@@ -50,11 +50,19 @@ DIAL = (
     " 10.0.0.5:443: i/o timeout"
 )
 
+# containerd's answer when the image exists but has no variant for the node's
+# architecture: NotFound, yet the reference is right (a node-to-image fit).
+CONTAINERD_NO_PLATFORM = (
+    f'Failed to pull image "{REF}": rpc error: code = NotFound desc = failed to pull and unpack'
+    f' image "{REF}": no match for platform in manifest: not found'
+)
+
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         (CONTAINERD_NOT_FOUND, PullFailure.NOT_FOUND),
+        (CONTAINERD_NO_PLATFORM, PullFailure.PLATFORM),
         (CONTAINERD_TOKEN_401, PullFailure.UNAUTHORIZED),
         (CONTAINERD_HOST_403, PullFailure.UNAUTHORIZED),
         (CRIO_MANIFEST_UNKNOWN, PullFailure.NOT_FOUND),

@@ -91,6 +91,10 @@ class PullSecret:
             return Objection("no single image pull secret of the failing Pod was found")
         values = target_values("Secret", situation.namespace)
         values["pull_secret"] = secret
+        # The account whose imagePullSecrets the Pods use is the one they run as.
+        account = (situation.findings.pod or {}).get("service_account")
+        if account:
+            values["service_account"] = account
         return values
 
 

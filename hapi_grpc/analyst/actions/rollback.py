@@ -13,6 +13,10 @@ from hapi_grpc.analyst.runtime_errors import PullFailure
 
 __all__ = ["Rollback", "revision_of"]
 
+# A rollout that served this long after completing was a healthy release (seconds).
+_SUSTAINED = 1800.0
+_PODS_LISTED = 50
+
 
 def revision_of(obj: dict[str, Any]) -> int | None:
     revision = obj.get("revision")
@@ -25,17 +29,21 @@ class Rollback:
         return workload if workload.get("kind") == "Deployment" else {}
 
     def reads(self, situation: Situation) -> list[Step]:
+        """The Deployment's ReplicaSets, then every Pod it runs (all revisions): whether
+        earlier revisions fail too is what says the failure came with the rollout."""
         deployment = self._deployment(situation)
         selector = deployment.get("selector") or {}
         if not selector:
             return []
-        arguments = {
-            "kind": "ReplicaSet",
-            "namespace": deployment["namespace"],
-            "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
-        }
-        if situation.reads.returned(LIST, arguments) is None:
-            return [(LIST, {**arguments, "limit": 20})]
+        labels = ",".join(f"{k}={v}" for k, v in selector.items())
+        for kind, limit in (("ReplicaSet", 20), ("Pod", _PODS_LISTED)):
+            arguments = {
+                "kind": kind,
+                "namespace": deployment["namespace"],
+                "label_selector": labels,
+            }
+            if situation.reads.returned(LIST, arguments) is None:
+                return [(LIST, {**arguments, "limit": limit})]
         return []
 
     def _revisions(self, deployment: dict[str, Any], situation: Situation) -> list[dict[str, Any]]:
@@ -72,6 +80,9 @@ class Rollback:
         ]
         if not earlier:
             return Objection(f"no earlier revision of Deployment {deployment['name']} was read")
+        shared = self._earlier_failure(deployment, earlier, situation)
+        if shared:
+            return Objection(shared)
         differing = [rs for rs in earlier if rs.get("template_hash") != now]
         if not differing:
             return Objection(
@@ -90,3 +101,59 @@ class Rollback:
         values = target_values("Deployment", deployment["namespace"])
         values.update(workload=deployment["name"], revision=revision_of(target))
         return values
+
+    def _earlier_failure(
+        self, deployment: dict[str, Any], earlier: list[dict[str, Any]], situation: Situation
+    ) -> str:
+        """Why the failure did not come with the latest rollout ("" when nothing says so):
+        a Pod of an earlier revision fails too, or the rollout completed and the Pods'
+        failures were first seen long after (the template served before failing)."""
+        namespace = deployment["namespace"]
+        names = {rs["name"] for rs in earlier}
+        for pod in situation.reads.objects("Pod", namespace):
+            owner = pod.get("controller", {}).get("name", "")
+            if owner in names and any(_failing(c) for c in pod.get("containers", [])):
+                return (
+                    f"Pod {pod['name']} of an earlier revision ({owner}) fails too: the failure"
+                    " did not begin with the latest rollout, and a rollback keeps it"
+                )
+        completed = (deployment.get("rollout") or {}).get("completed_at") or 0.0
+        owned = {rs["name"] for rs in self._revisions(deployment, situation)}
+        for event in situation.reads.observed.events:
+            if event["kind"] != "Pod" or event["namespace"] != namespace:
+                continue
+            if not (event["type"] == "Warning" or event["reason"] == "BackOff"):
+                continue
+            owner = next((n for n in owned if event["name"].startswith(n + "-")), "")
+            if owner in names:
+                return (
+                    f"{event['reason']} on Pod {event['name']} of an earlier revision ({owner}):"
+                    " the failure is not the latest revision's own"
+                )
+            if owner and completed and event["first_at"] > completed + _SUSTAINED:
+                return (
+                    f"the rollout completed at {int(completed)} and {event['reason']} on Pod"
+                    f" {event['name']} was first seen at {int(event['first_at'])}: the template"
+                    " served before it failed, so the failure did not come with the release"
+                )
+        return ""
+
+
+def _failing(container: dict[str, Any]) -> bool:
+    last = container.get("last_termination") or {}
+    return container.get("state_reason", "") in _FAILING or (
+        container.get("restarts", 0) > 0
+        and (last.get("exit_code", -1) > 0 or last.get("reason") == "OOMKilled")
+    )
+
+
+_FAILING = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)

@@ -125,6 +125,7 @@ class PodFacts(ObjectFacts):
     containers: list[ContainerFacts]
     init_containers: list[ContainerFacts]
     config_refs: list[ConfigRef]
+    service_account: str  # spec.serviceAccountName; "default" when the spec names none
 
 
 class PodView(PodFacts):
@@ -277,6 +278,8 @@ class EventFacts(TypedDict):
     reason: str
     message: str  # whole, up to the API's own 1024 characters
     count: int
+    first_at: float  # when it was first seen (folded: the earliest); 0 unknown
+    last_at: float  # when it was last seen; 0 unknown
 
 
 class LogFacts(TypedDict):

@@ -219,6 +219,10 @@ def _pod(obj: dict[str, Any], out: ObjectFacts) -> PodFacts:
         containers=_containers(spec, status.get("containerStatuses"), "containers"),
         init_containers=_containers(spec, status.get("initContainerStatuses"), "initContainers"),
         config_refs=_config_refs(spec),
+        # The API server admits a Pod without one as the namespace's `default` account.
+        service_account=str(
+            spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        ),
     )
 
 

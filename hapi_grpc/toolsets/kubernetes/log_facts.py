@@ -14,6 +14,7 @@ import re2
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import EventFacts, LogFacts
 from hapi_grpc.domain.sensitive import redact
+from hapi_grpc.toolsets.kubernetes.kinds import epoch
 
 __all__ = ["record_event", "record_log"]
 
@@ -55,6 +56,8 @@ def record_event(
             reason=str(event.get("reason", "")),
             message=redact(str(event.get("message", "")))[:_NOTE],
             count=count if isinstance(count, int) else 1,
+            first_at=epoch(event.get("first_seen")),
+            last_at=epoch(event.get("last_seen")),
         )
     )
 

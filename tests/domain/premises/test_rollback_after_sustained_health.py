@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.domain.observed import Observed
-from hapi_grpc.toolsets.kubernetes.log_facts import record_log
+from hapi_grpc.toolsets.kubernetes.log_facts import record_event, record_log
 from tests.domain.premises.scenes import (
     NS,
     container,
@@ -49,7 +49,21 @@ def conditions(completed: str, unavailable: str) -> list[dict[str, Any]]:
     ]
 
 
-def failing_release(completed: str, unavailable: str) -> Observed:
+def back_off(
+    observed: Observed, pod_name: str, first: str, last: str = "2026-11-26T14:00:00Z"
+) -> None:
+    """The kubelet's folded BackOff warning about a Pod, first seen at `first`."""
+    event = {
+        "type": "Warning",
+        "reason": "BackOff",
+        "message": "Back-off restarting failed container",
+    }
+    record_event(
+        observed, "Pod", NS, pod_name, {**event, "count": 9, "first_seen": first, "last_seen": last}
+    )
+
+
+def failing_release(completed: str, unavailable: str, failing_since: str = "") -> Observed:
     current = deployment("orders", 12, NEW)
     current["status"]["conditions"] = conditions(completed, unavailable)
     failing = pod("orders-c3-p1", "orders-c3", [container("orders")], [crash_status("orders")])
@@ -61,6 +75,7 @@ def failing_release(completed: str, unavailable: str) -> Observed:
     )
     lines = ["orders 7.2 listening", "FATAL: remaining connection slots are reserved"]
     record_log(observed, NS, "orders-c3-p1", "orders", previous=True, lines=lines)
+    back_off(observed, "orders-c3-p1", failing_since or unavailable)
     return observed
 
 
@@ -81,3 +96,29 @@ def test_the_rollouts_completion_is_its_last_update_not_its_last_transition() ->
     rollout, and only lastUpdateTime says when the new ReplicaSet became available."""
     observed = failing_release("2026-11-26T13:30:00Z", "2026-11-26T13:40:00Z")
     assert verdict(observed, ROLLBACK, PARAMS) is None
+
+
+def test_a_failure_first_seen_long_after_the_rollout_completed_is_not_rolled_back() -> None:
+    """The Available condition can say little (its transition is when availability last
+    changed, not when this failure began): the Pods' own failure events, first seen
+    hours after the rollout completed, show a template that served before failing."""
+    observed = failing_release(
+        "2026-11-26T10:00:00Z", "2026-11-26T10:06:00Z", failing_since="2026-11-26T13:35:00Z"
+    )
+    veto = verdict(observed, ROLLBACK, PARAMS)
+    assert veto is not None
+    assert "RollbackDeployment.failure_first_seen_near_completion" in veto.message
+
+
+def test_a_completed_rollout_needs_the_time_its_failure_began() -> None:
+    """Without a failure event read, nothing says the failure came with the rollout."""
+    current = deployment("orders", 12, NEW)
+    current["status"]["conditions"] = conditions("2026-11-26T10:00:00Z", "2026-11-26T10:06:00Z")
+    failing = pod("orders-c3-p1", "orders-c3", [container("orders")], [crash_status("orders")])
+    observed = record(
+        current, replica_set("orders", "b2", 11, OLD), replica_set("orders", "c3", 12, NEW), failing
+    )
+    record_log(observed, NS, "orders-c3-p1", "orders", previous=True, lines=["FATAL: boom"])
+    veto = verdict(observed, ROLLBACK, PARAMS)
+    assert veto is not None
+    assert "RollbackDeployment.failure_first_seen_near_completion" in veto.message

@@ -54,20 +54,25 @@ def busy_web(reason: str, updated: str) -> Observed:
     web["status"]["conditions"] = progressing(reason, updated)
     serving = pod("web-a1-1", "web-a1", [container("api")], [running_status("api")], ready=True)
     observed = record(web, replica_set("web", "a1", 6, CPU, 2), serving)
+    throttled(observed, "web-a1-1")
+    return observed
+
+
+def throttled(observed: Observed, pod_name: str) -> None:
+    """The `api` container of `pod_name` throttled, and rising."""
     record_metric(
         observed,
         'rate(container_cpu_cfs_throttled_periods_total{namespace="shop"}[5m])',
         {
             "series": [
                 {
-                    "labels": {"namespace": NS, "pod": "web-a1-1", "container": "api"},
+                    "labels": {"namespace": NS, "pod": pod_name, "container": "api"},
                     "last": 0.7,
                     "trend": {"direction": "rising", "slope_per_minute": 0.01},
                 }
             ]
         },
     )
-    return observed
 
 
 def verdict(observed: Observed, workflow: WorkflowSchema, params: dict[str, Any]) -> Veto | None:
@@ -131,19 +136,7 @@ def busy_statefulset(current: str, update: str, updated_replicas: int = 3) -> Ob
         ready=True,
     )
     observed = record(web, serving)
-    record_metric(
-        observed,
-        'rate(container_cpu_cfs_throttled_periods_total{namespace="shop"}[5m])',
-        {
-            "series": [
-                {
-                    "labels": {"namespace": NS, "pod": "web-0", "container": "api"},
-                    "last": 0.7,
-                    "trend": {"direction": "rising", "slope_per_minute": 0.01},
-                }
-            ]
-        },
-    )
+    throttled(observed, "web-0")
     return observed
 
 

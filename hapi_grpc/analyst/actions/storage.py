@@ -53,10 +53,14 @@ class ExpandClaim:
         return situation.reads.object(subject.kind, subject.namespace, subject.name)
 
     def _claims(self, situation: Situation, claim: dict[str, Any]) -> list[str]:
-        """The claim, and its replicas' when a StatefulSet read uses it."""
+        """The claim, and its replicas' (of the same volume template) when a
+        StatefulSet read uses it."""
         for statefulset in situation.reads.objects("StatefulSet", claim["namespace"]):
             if claim["name"] in statefulset.get("claims", ()):
-                return list(statefulset["claims"])
+                for template in statefulset.get("claim_templates", ()):
+                    stem = f"{template}-{statefulset['name']}-"
+                    if claim["name"].startswith(stem):
+                        return [c for c in statefulset["claims"] if c.startswith(stem)]
         return [claim["name"]]
 
     def _query(self, situation: Situation, claim: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ def queue_cluster(replicas: int = 3) -> Observed:
         "spec": {
             "replicas": replicas,
             "template": template(container("broker")),
-            "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+            "volumeClaimTemplates": [{"metadata": {"name": n}} for n in ("data", "logs")],
         },
         "status": {"replicas": replicas},
     }
@@ -89,4 +89,11 @@ def test_a_claim_kept_after_a_scale_in_is_no_peer() -> None:
 def test_without_the_peers_read_the_claim_alone_decides() -> None:
     observed = queue_cluster()
     used(observed, {"data-queue-0": 25e6})
+    assert verdict(observed, EXPAND, PARAMS) is None
+
+
+def test_another_volume_template_of_the_same_pod_is_no_peer() -> None:
+    """logs-queue-0 is the same Pod's other volume, not another replica's data."""
+    observed = queue_cluster(replicas=1)
+    used(observed, {"data-queue-0": 25e6, "logs-queue-0": 0.0})
     assert verdict(observed, EXPAND, PARAMS) is None

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from hapi_grpc.domain import bounded_json
+
 __all__ = [
     "OPEN",
     "SEGMENTS",
@@ -36,6 +38,10 @@ SEGMENT_RECORDS = 1000
 SEGMENT_SECONDS = 2.0
 
 
+# The longest record line read back: far past the largest case the writer keeps.
+MAX_RECORD_BYTES = 256 * 1024 * 1024
+
+
 def closed_segments(root: Path) -> list[Path]:
     """The closed segments of a capture directory, oldest first."""
     folder = root / SEGMENTS
@@ -44,14 +50,20 @@ def closed_segments(root: Path) -> list[Path]:
     return sorted(folder.glob("*.jsonl"))
 
 
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a segment (a line cut short by a crash is skipped)."""
+def read_records(path: Path, max_bytes: int = MAX_RECORD_BYTES) -> Iterator[dict[str, Any]]:
+    """The records of a segment: a line cut short by a crash, longer than `max_bytes`
+    or nested deeper than the shared JSON bound is skipped (a segment is a file on
+    disk anyone with access to the directory could have changed)."""
     with path.open("rb") as lines:
-        for line in lines:
+        while line := lines.readline(max_bytes + 1):
             if not line.endswith(b"\n"):
-                return
+                if len(line) <= max_bytes:
+                    return  # the last line, cut short
+                while (rest := lines.readline(max_bytes)) and not rest.endswith(b"\n"):
+                    pass  # the rest of an overlong line
+                continue
             with contextlib.suppress(ValueError):
-                record = json.loads(line)
+                record = bounded_json.loads(line, max_bytes=max_bytes)
                 if isinstance(record, dict):
                     yield record
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hapi_grpc.capture.segments import closed_segments
+from hapi_grpc.capture.segments import closed_segments, read_records
 from hapi_grpc.capture.writer import CaseWriter, Outcome
 from hapi_grpc.cases import review
 from hapi_grpc.cases.case import load_case
@@ -62,3 +62,14 @@ def test_closed_segments_become_cases_the_latest_record_of_a_name_winning(
     assert [o["kind"] for o in unpacked.objects] == ["Pod"]
     assert "1 too large" in capsys.readouterr().err
     assert not (tmp_path / "escape").exists()
+
+
+def test_an_overlong_or_too_deep_record_is_skipped_and_the_rest_read(tmp_path: Path) -> None:
+    """A segment is a file on disk: a line past the record bound, or nested past the
+    shared JSON depth, is skipped without reading it whole or recursing into it."""
+    segment = tmp_path / "s.jsonl"
+    deep = b"[" * 5000 + b"]" * 5000 + b"\n"
+    overlong = b'{"name": "' + b"x" * 5000 + b'"}\n'
+    segment.write_bytes(deep + overlong + line("rr-1-a", case("kept")))
+    records = list(read_records(segment, max_bytes=4096))
+    assert [r["name"] for r in records] == ["rr-1-a"]

@@ -43,7 +43,6 @@ __all__ = [
     "LOGS_TOOL",
     "NODE_STATS_TOOL",
     "OWNERS_TOOL",
-    "KubernetesSession",
     "KubernetesToolsetSource",
     "kubernetes_toolset",
 ]

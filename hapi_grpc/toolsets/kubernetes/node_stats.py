@@ -143,7 +143,7 @@ class KubernetesNodeStats:
         summary = await session.reader.node_stats(args.node, ctx.timeout)
         in_use = await _images_in_use(session, args.node, ctx.timeout)
         facts = node_stats_facts(
-            args.node, summary, session.scope.allows_namespace, images_in_use=in_use
+            args.node, summary, session.scope.namespaces.allows, images_in_use=in_use
         )
         if ctx.observed is not None:
             ctx.observed.add_node_stats(facts)

@@ -138,7 +138,7 @@ class KubernetesEvents:
             if not target.namespaced:
                 namespace = None  # a Node's events may be in any namespace
         elif namespace is not None:
-            session.scope.check_namespace(namespace)
+            session.scope.namespaces.check(namespace)
         else:
             raise ScopeRefusal("give the kind of the object together with its name.")
         core = await session.reader.resolve("v1/Event", ctx.timeout)
@@ -160,7 +160,7 @@ class KubernetesEvents:
                 i
                 for i in found.get("items") or []
                 if isinstance(i, dict)
-                and session.scope.allows_namespace(
+                and session.scope.namespaces.allows(
                     (i.get("metadata") or {}).get("namespace") or "default"
                 )
             ]
@@ -290,7 +290,7 @@ class KubernetesToolsetSource:
         per_call = max(256, self.limits.max_output_chars - 256)
         scope = self.scope.confined_to(caller.namespace)
         session = KubernetesSession(
-            recorder.reading(self.reader, scope.allows_namespace),
+            recorder.reading(self.reader, scope.namespaces.allows),
             scope,
             per_call,
             self.investigation_chars,

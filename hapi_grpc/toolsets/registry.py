@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TOOLSETS",
-    "OpenedToolsets",
     "WorkflowCatalogToolset",
     "open_toolsets",
     "prompt_template_hash",

@@ -19,13 +19,7 @@ from hapi_grpc.toolsets.kubernetes.kinds import mapping
 from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 
-__all__ = [
-    "NODE_STATS_TOOL",
-    "OTHER_NAMESPACES",
-    "KubernetesNodeStats",
-    "node_stats_facts",
-    "record_node_stats",
-]
+__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts", "record_node_stats"]
 
 NODE_STATS_TOOL = "kubernetes_node_stats"
 # What stands for the volumes of namespaces the investigation may not read: their

@@ -44,7 +44,6 @@ __all__ = [
     "NODE_STATS_TOOL",
     "OWNERS_TOOL",
     "KubernetesToolsetSource",
-    "kubernetes_toolset",
 ]
 
 GET_TOOL = "kubernetes_get"

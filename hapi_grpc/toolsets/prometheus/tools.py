@@ -47,7 +47,6 @@ __all__ = [
     "PrometheusToolsetSource",
     "metrics_failures",
     "parse_duration",
-    "parse_time",
 ]
 
 DEFAULT_MAX_SERIES = 10

@@ -247,21 +247,6 @@ def _log_line(line: str) -> str:
     return text[: _LOG_LINE_CHARS - 1] + "…" if cut else text
 
 
-def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Toolset:
-    """The six tools bound to one investigation's session."""
-    return KubernetesToolset.toolset(
-        (
-            KubernetesGet(session),
-            KubernetesList(session),
-            KubernetesEvents(session),
-            KubernetesPodLogs(session),
-            KubernetesOwnerChain(session),
-            KubernetesNodeStats(session),
-        ),
-        limits,
-    )
-
-
 @dataclass(frozen=True)
 class KubernetesToolsetSource:
     """Makes each investigation's `kubernetes` toolset (its own output budget)."""
@@ -294,4 +279,12 @@ class KubernetesToolsetSource:
             per_call,
             self.investigation_chars,
         )
-        return kubernetes_toolset(session, self.limits)
+        tools = (
+            KubernetesGet(session),
+            KubernetesList(session),
+            KubernetesEvents(session),
+            KubernetesPodLogs(session),
+            KubernetesOwnerChain(session),
+            KubernetesNodeStats(session),
+        )
+        return KubernetesToolset.toolset(tools, self.limits)

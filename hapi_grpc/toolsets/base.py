@@ -99,7 +99,7 @@ class ToolsetPlugin(Generic[S]):
         """One investigation's instance, named and described as this toolset."""
         return Toolset(
             f"{cls.name}:{instance}" if instance else cls.name,
-            tools,
+            tuple(tools),
             limits,
             prompt_note=note or cls.prompt_note,
             prompt_guide=cls.prompt_guide,

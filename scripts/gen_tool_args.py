@@ -284,14 +284,23 @@ def generate(descriptor_set: Path, generated: Path) -> str:
     ]
     comments = _comments(tools)
     index = {m.name: i for i, m in enumerate(tools.message_type)}
+    parsed = {
+        name: [
+            _field(field, validate, descriptor, comments.get((4, index[name], 2, j), ""), messages)
+            for j, field in enumerate(messages[name].field)
+        ]
+        for name in wanted
+    }
+    aliases = _shared_rules(parsed)
     blocks = []
-    uses_annotated = False
+    uses_annotated = bool(aliases)
     for name in wanted:
-        message = messages[name]
         fields, blanks = [], []
-        for j, field in enumerate(message.field):
-            comment = comments.get((4, index[name], 2, j), "")
-            fname, annotation, kw, blank = _field(field, validate, descriptor, comment, messages)
+        for fname, annotation, kw, blank in parsed[name]:
+            rules = _rules_key(annotation, kw)
+            if rules in aliases:
+                annotation = annotation.replace("str", aliases[rules], 1)
+                kw = {k: v for k, v in kw.items() if k not in ("max_length", "pattern")}
             uses_annotated = uses_annotated or "Annotated[" in annotation
             args = ", ".join(_kwargs(kw))  # one line: ruff format folds what is long
             fields.append(f"    {fname}: {annotation} = Field({args})\n")
@@ -304,10 +313,39 @@ def generate(descriptor_set: Path, generated: Path) -> str:
             body += f"    _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({{{listed}}})\n\n"
         blocks.append(f"\n\nclass {name}(ProtoArgs):\n{body}" + "".join(fields))
     names = "\n".join(f'    "{n}",' for n in sorted(["ProtoArgs", *wanted]))
-    text = HEADER.format(names=names) + "".join(blocks)
+    shared = "".join(
+        f"{alias} = Annotated[str, Field({', '.join(_kwargs(dict(rules)))})]\n"
+        for rules, alias in aliases.items()
+    )
+    if shared:
+        shared = "\n\n# String rules several fields share.\n" + shared
+    text = HEADER.format(names=names) + shared + "".join(blocks)
     if uses_annotated:
         text = text.replace("from typing import Any,", "from typing import Annotated, Any,")
     return text
+
+
+def _rules_key(annotation: str, kw: dict[str, Any]) -> tuple | None:
+    """The (max_length, pattern) rules of a plain string field, None for any other field."""
+    if annotation not in ("str", "str | None") or "pattern" not in kw:
+        return None
+    return (("max_length", kw.get("max_length")), ("pattern", kw["pattern"]))
+
+
+def _shared_rules(parsed: dict[str, list[tuple]]) -> dict[tuple, str]:
+    """A named constrained type per string rule set that several fields repeat, named
+    after the first field having it (`namespace` -> `_Namespace`)."""
+    seen: dict[tuple, list[str]] = {}
+    for fields in parsed.values():
+        for fname, annotation, kw, _ in fields:
+            key = _rules_key(annotation, kw)
+            if key is not None:
+                seen.setdefault(key, []).append(fname)
+    return {
+        key: "_" + "".join(part.title() for part in names[0].split("_"))
+        for key, names in seen.items()
+        if len(names) > 1
+    }
 
 
 def _tool_of(record: Any, message: str) -> str:

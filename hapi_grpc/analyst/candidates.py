@@ -1,4 +1,5 @@
-"""The catalog's candidates, one after the other: read, fill, validate, or pass over.
+"""The catalog's candidates, one after the other: read, fill (each parameter by its
+role, from the evidence), validate, or pass over.
 
 Design notes: docs/internals.md (`analyst/candidates.py`).
 """
@@ -9,16 +10,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hapi_grpc.analyst.actions import Objection, Situation, evidence_for
+import re2
+
+from hapi_grpc.analyst.actions import Objection, Situation, Values, evidence_for
 from hapi_grpc.analyst.actions.base import ActionEvidence
 from hapi_grpc.analyst.actions.restarts import NoTarget
+from hapi_grpc.analyst.amounts import write_bytes, write_cores
 from hapi_grpc.analyst.conversation import Step
-from hapi_grpc.analyst.parameters import fill, respelled
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import VALIDATE_TOOL
 
-__all__ = ["Outcome", "Selection", "next_step"]
+__all__ = ["Outcome", "Selection", "fill", "next_step", "respelled"]
 
 _READ_ONLY = NoTarget()
+_SUGGESTED_RE = re2.compile(r"did you mean '(?P<value>[^']{1,200})'")
 
 
 @dataclass(frozen=True)
@@ -148,3 +152,59 @@ def _validate(
         outcome.stop = "the parameter validation attempts are spent"
         return None
     return VALIDATE_TOOL, {"workflow_id": workflow, "parameters": parameters}
+
+
+@dataclass(frozen=True)
+class Filled:
+    """The parameters filled, or the name of the first required one with no value."""
+
+    parameters: dict[str, Any]
+    missing: str = ""
+
+
+def _value(role: str, spec: dict[str, Any], values: Values) -> Any:
+    if role == "memory_limit" and "memory_limit_bytes" in values:
+        return write_bytes(int(values["memory_limit_bytes"]), spec)
+    if role == "size" and "size_bytes" in values:
+        return write_bytes(int(values["size_bytes"]), spec)
+    if role == "cpu_limit" and "cpu_cores" in values:
+        return write_cores(float(values["cpu_cores"]), spec)
+    value = values.get(role)
+    if value is None:
+        return None
+    kind = spec.get("type")
+    if kind == "integer" and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def fill(specs: list[dict[str, Any]], values: Values) -> Filled:
+    """The parameters of one workflow from the evidence's values by role."""
+    filled: dict[str, Any] = {}
+    for spec in specs:
+        name = str(spec.get("name", ""))
+        role = str(spec.get("role") or "")
+        value = _value(role, spec, values) if role else None
+        if value is None:
+            if spec.get("required"):
+                return Filled(filled, name)
+            continue
+        filled[name] = value
+    return Filled(filled)
+
+
+def respelled(proposed: dict[str, Any], errors: list[Any]) -> dict[str, Any] | None:
+    """The proposal with the validator's respellings applied; None when an error
+    suggests none (then a human looks at it: the values came from the evidence)."""
+    fixed = dict(proposed)
+    for error in errors:
+        if not isinstance(error, dict):
+            return None
+        match = _SUGGESTED_RE.search(str(error.get("message", ""))[:2000])
+        name = str(error.get("parameter", ""))
+        if match is None or name not in fixed:
+            return None
+        fixed[name] = match.group("value")
+    return fixed if fixed != proposed else None

@@ -18,14 +18,7 @@ import re2
 from hapi_grpc.analyst.conversation import Reads, Step
 from hapi_grpc.toolsets.prometheus import LABEL_VALUES_TOOL, RANGE_TOOL, PrometheusToolset
 
-__all__ = [
-    "LABEL_VALUES_TOOL",
-    "RANGE_TOOL",
-    "gauge_names",
-    "pod_selector",
-    "range_read",
-    "series_of",
-]
+__all__ = ["gauge_names", "pod_selector", "range_read", "series_of"]
 
 WINDOW = "6h"
 _COUNTER = re2.compile(r"_(?:total|count|sum|bucket|created|info)$")

@@ -25,13 +25,7 @@ from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.tenancy import Caller
 from hapi_grpc.observability import metrics
 
-__all__ = [
-    "CONFIDENCE_BUCKETS",
-    "OutcomeService",
-    "action_type_of",
-    "confidence_bucket",
-    "decision_of",
-]
+__all__ = ["OutcomeService", "confidence_bucket"]
 
 log = logging.getLogger(__name__)
 

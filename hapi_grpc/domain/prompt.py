@@ -15,18 +15,7 @@ from hapi_grpc.domain.llm import ChatMessage
 from hapi_grpc.domain.recovery.prompt import recovery_lines
 from hapi_grpc.domain.toolsets.toolset import Toolset
 
-__all__ = [
-    "BUSINESS",
-    "CLUSTER",
-    "DEDUPLICATION",
-    "ERROR_DETAILS",
-    "SIGNAL",
-    "STORM",
-    "SYSTEM_PROMPT",
-    "build_messages",
-    "incident_facts",
-    "system_prompt",
-]
+__all__ = ["SIGNAL", "SYSTEM_PROMPT", "build_messages", "incident_facts", "system_prompt"]
 
 SIGNAL = "Signal Information"
 ERROR_DETAILS = "Error Details"

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QuantityError", "parse_quantity", "quantity_bytes"]
+__all__ = ["QuantityError", "parse_quantity"]
 
 
 class QuantityError(ValueError):
@@ -49,10 +49,3 @@ def parse_quantity(text: str | int | float) -> Decimal:
         return _parser()(text)
     except (ValueError, ArithmeticError, TypeError) as exc:
         raise QuantityError(f"{str(text)[:64]!r} is not a Kubernetes quantity") from exc
-
-
-def quantity_bytes(text: str | int | float) -> int:
-    """A memory quantity in whole bytes (rounded up, as the kubelet does)."""
-    value = parse_quantity(text)
-    whole = int(value)
-    return whole if whole == value else whole + 1

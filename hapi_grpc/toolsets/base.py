@@ -79,11 +79,6 @@ class ToolsetPlugin(Generic[S]):
         self.settings = settings
 
     @classmethod
-    def matches(cls, toolset_name: str) -> bool:
-        """Whether the offered toolset `toolset_name` is (an instance of) this one."""
-        return toolset_name == cls.name or toolset_name.startswith(cls.name + ":")
-
-    @classmethod
     def settings_from(cls, values: object) -> S | None:
         """This toolset's settings, read from an object holding them as attributes."""
         if cls.settings_model is None:
@@ -104,7 +99,7 @@ class ToolsetPlugin(Generic[S]):
         """One investigation's instance, named and described as this toolset."""
         return Toolset(
             f"{cls.name}:{instance}" if instance else cls.name,
-            tools,
+            tuple(tools),
             limits,
             prompt_note=note or cls.prompt_note,
             prompt_guide=cls.prompt_guide,

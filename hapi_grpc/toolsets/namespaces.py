@@ -9,7 +9,7 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-__all__ = ["ANYWHERE", "NamespaceBound", "ScopeRefusal"]
+__all__ = ["ANYWHERE", "NamespaceBound", "ScopeRefusal", "cleaned"]
 
 
 class ScopeRefusal(Exception):
@@ -18,6 +18,11 @@ class ScopeRefusal(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def cleaned(items: Iterable[str]) -> tuple[str, ...]:
+    """A settings list without blank items and surrounding spaces."""
+    return tuple(i.strip() for i in items if i and i.strip())
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,7 @@ class NamespaceBound:
 
     @classmethod
     def of(cls, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> NamespaceBound:
-        def clean(items: Iterable[str]) -> tuple[str, ...]:
-            return tuple(i.strip() for i in items if i and i.strip())
-
-        return cls(clean(allow), clean(deny))
+        return cls(cleaned(allow), cleaned(deny))
 
     def confined_to(self, namespace: str | None) -> NamespaceBound:
         """This bound, narrowed to the caller's namespace; None: no such bound."""

@@ -35,11 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TOOLSETS",
-    "OpenedToolsets",
     "WorkflowCatalogToolset",
     "open_toolsets",
     "prompt_template_hash",
-    "toolset_named",
 ]
 
 log = logging.getLogger(__name__)
@@ -73,11 +71,6 @@ TOOLSETS: tuple[type[ToolsetPlugin[Any]], ...] = (
     RemediationHistoryToolset,
     McpToolset,
 )
-
-
-def toolset_named(toolset_name: str) -> type[ToolsetPlugin[Any]] | None:
-    """The class of an offered toolset (`mcp:<server>` is an instance of `mcp`)."""
-    return next((t for t in TOOLSETS if t.matches(toolset_name)), None)
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from hapi_grpc.analyst.amounts import (
     write_bytes,
     write_cores,
 )
-from hapi_grpc.analyst.parameters import fill, respelled
+from hapi_grpc.analyst.candidates import fill, respelled
 
 MI = 1024**2
 GI = 1024**3

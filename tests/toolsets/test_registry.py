@@ -21,7 +21,7 @@ from hapi_grpc.domain.toolsets import arguments_gen
 from hapi_grpc.domain.toolsets.tool import tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.base import ToolsetPlugin
-from hapi_grpc.toolsets.registry import TOOLSETS, WorkflowCatalogToolset, toolset_named
+from hapi_grpc.toolsets.registry import TOOLSETS, WorkflowCatalogToolset
 from hapi_grpc.transport.tool_arguments import typed_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +29,8 @@ NAMES = [spec.name for spec in TOOLSETS]
 CONFIGURED = [spec for spec in TOOLSETS if spec.settings_model is not None]
 
 
-def test_names_are_unique_and_found_again() -> None:
+def test_names_are_unique() -> None:
     assert len(set(NAMES)) == len(NAMES)
-    for spec in TOOLSETS:
-        assert toolset_named(spec.name) is spec
-        assert toolset_named(f"{spec.name}:instance") is spec
-    assert toolset_named("no_such_toolset") is None
 
 
 @pytest.mark.parametrize("spec", CONFIGURED, ids=lambda s: s.name)

@@ -18,13 +18,7 @@ from hapi_grpc.domain.result import (
 from hapi_grpc.domain.sensitive import redact
 from hapi_grpc.domain.tenancy import Caller
 
-__all__ = [
-    "DEGRADED_CONFIDENCE_FACTOR",
-    "StopReason",
-    "confine_target",
-    "finished_result",
-    "partial_result",
-]
+__all__ = ["StopReason", "confine_target", "finished_result", "partial_result"]
 
 # Confidences reported while the catalog was unavailable are scaled by this:
 # nothing the model said about workflows could be checked.

@@ -3,6 +3,6 @@
 Design notes: docs/internals.md (`domain/observed/__init__.py`).
 """
 
-from hapi_grpc.domain.observed.record import EMPTY_VIEW, Observed, object_key
+from hapi_grpc.domain.observed.record import EMPTY_VIEW, Observed
 
-__all__ = ["EMPTY_VIEW", "Observed", "object_key"]
+__all__ = ["EMPTY_VIEW", "Observed"]

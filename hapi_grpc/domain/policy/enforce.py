@@ -20,13 +20,7 @@ from hapi_grpc.domain.result import AlternativeWorkflow, AnalysisResult, HumanRe
 if TYPE_CHECKING:  # the rules carry compiled CEL; importing them loads the library
     from hapi_grpc.domain.policy.rules import Finding, Policy
 
-__all__ = [
-    "POLICY_REVIEW_REASON",
-    "DecisionPolicy",
-    "Limit",
-    "PolicySource",
-    "RemediationCounter",
-]
+__all__ = ["POLICY_REVIEW_REASON", "DecisionPolicy", "Limit", "RemediationCounter"]
 
 logger = logging.getLogger(__name__)
 

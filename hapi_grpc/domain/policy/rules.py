@@ -20,16 +20,7 @@ from hapi_grpc.domain.policy.cel import (
 )
 from hapi_grpc.domain.policy.decision import VARIABLES, Decision
 
-__all__ = [
-    "Action",
-    "Evaluation",
-    "Finding",
-    "Policy",
-    "PolicyError",
-    "Rule",
-    "Unverified",
-    "parse_policy",
-]
+__all__ = ["Action", "Evaluation", "Finding", "Policy", "PolicyError", "Rule", "parse_policy"]
 
 MAX_RULES = 200
 MAX_LIMIT = 10_000

@@ -32,14 +32,7 @@ from hapi_grpc.domain.premises.packs import (
 )
 from hapi_grpc.domain.premises.roles import ROLE_NAME, RoleBinding, RoleTable, bind_roles
 
-__all__ = [
-    "OperatorPremises",
-    "PremiseBook",
-    "Premises",
-    "WorkflowPremises",
-    "describe_workflow",
-    "parse_operator",
-]
+__all__ = ["OperatorPremises", "PremiseBook", "Premises", "describe_workflow", "parse_operator"]
 
 _RESOLVED = 4096  # resolutions kept (a catalog's workflows, each with its parameter names)
 

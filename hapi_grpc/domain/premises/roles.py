@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = ["ROLE_NAME", "Role", "RoleBinding", "RoleTable", "bind_roles", "canonical_kind"]
 
 ROLE_NAME = r"^[a-z][a-z0-9_]{0,63}$"
-_PARAMETER = r"^[A-Za-z][A-Za-z0-9_]{0,127}$"
 # Kinds as workflows may spell them in a TARGET_RESOURCE_KIND parameter.
 _KINDS = {
     k.lower(): k

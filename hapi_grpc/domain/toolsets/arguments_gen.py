@@ -58,6 +58,15 @@ def _values_only(schema: dict[str, Any]) -> None:
         schema["additionalProperties"] = next(iter(rules.values()))
 
 
+# String rules several fields share.
+_Kind = Annotated[str, Field(max_length=128, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$")]
+_Name = Annotated[
+    str, Field(max_length=253, pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$")
+]
+_Namespace = Annotated[str, Field(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+_LabelSelector = Annotated[str, Field(max_length=512, pattern=r"^[-A-Za-z0-9_./=!,() ]{0,512}$")]
+
+
 class SearchWorkflowCatalogArgs(ProtoArgs):
     """Arguments of `search_workflow_catalog` (proto `SearchWorkflowCatalogArgs`)."""
 
@@ -116,26 +125,16 @@ class KubernetesGetArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"namespace"})
 
-    kind: str = Field(
+    kind: _Kind = Field(
         min_length=1,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$",
         description=(
             "Kind as the cluster serves it (Pod, Deployment, Node, Certificate, "
             "or group/version/Kind)."
         ),
     )
-    name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
-        description="Object name.",
-    )
-    namespace: str | None = Field(
-        default=None,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Namespace; empty for cluster-scoped kinds.",
+    name: _Name = Field(min_length=1, description="Object name.")
+    namespace: _Namespace | None = Field(
+        default=None, description="Namespace; empty for cluster-scoped kinds."
     )
 
 
@@ -146,29 +145,15 @@ class KubernetesListArgs(ProtoArgs):
         {"namespace", "label_selector", "field_selector"}
     )
 
-    kind: str = Field(
-        min_length=1,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$",
-        description="Kind to list.",
+    kind: _Kind = Field(min_length=1, description="Kind to list.")
+    namespace: _Namespace | None = Field(
+        default=None, description="Namespace; required for namespaced kinds."
     )
-    namespace: str | None = Field(
-        default=None,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Namespace; required for namespaced kinds.",
+    label_selector: _LabelSelector | None = Field(
+        default=None, description='Label selector, e.g. "app=payment-api".'
     )
-    label_selector: str | None = Field(
-        default=None,
-        max_length=512,
-        pattern=r"^[-A-Za-z0-9_./=!,() ]{0,512}$",
-        description='Label selector, e.g. "app=payment-api".',
-    )
-    field_selector: str | None = Field(
-        default=None,
-        max_length=512,
-        pattern=r"^[-A-Za-z0-9_./=!,() ]{0,512}$",
-        description='Field selector, e.g. "spec.nodeName=worker-3".',
+    field_selector: _LabelSelector | None = Field(
+        default=None, description='Field selector, e.g. "spec.nodeName=worker-3".'
     )
     limit: int = Field(default=30, ge=1, le=100, description="Maximum objects, 1-100. Default 30.")
 
@@ -178,23 +163,12 @@ class KubernetesEventsArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"namespace", "kind", "name"})
 
-    namespace: str | None = Field(
-        default=None,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Namespace; empty for a cluster-scoped object such as a Node.",
+    namespace: _Namespace | None = Field(
+        default=None, description="Namespace; empty for a cluster-scoped object such as a Node."
     )
-    kind: str | None = Field(
-        default=None,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$",
-        description="Kind of the object the events are about.",
-    )
-    name: str | None = Field(
-        default=None,
-        max_length=253,
-        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
-        description="Name of the object; empty for the whole namespace.",
+    kind: _Kind | None = Field(default=None, description="Kind of the object the events are about.")
+    name: _Name | None = Field(
+        default=None, description="Name of the object; empty for the whole namespace."
     )
     limit: int = Field(
         default=20, ge=1, le=50, description="Maximum folded events, 1-50. Default 20."
@@ -206,23 +180,10 @@ class KubernetesPodLogsArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"container", "filter"})
 
-    namespace: str = Field(
-        min_length=1,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Pod namespace.",
-    )
-    pod: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
-        description="Pod name.",
-    )
-    container: str | None = Field(
-        default=None,
-        max_length=253,
-        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
-        description="Container; empty when the pod has one.",
+    namespace: _Namespace = Field(min_length=1, description="Pod namespace.")
+    pod: _Name = Field(min_length=1, description="Pod name.")
+    container: _Name | None = Field(
+        default=None, description="Container; empty when the pod has one."
     )
     previous: bool = Field(default=False, description="The previous (crashed) container instance.")
     tail_lines: int = Field(
@@ -241,24 +202,11 @@ class KubernetesOwnerChainArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"namespace", "kind"})
 
-    namespace: str | None = Field(
-        default=None,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Namespace; empty for cluster-scoped kinds.",
+    namespace: _Namespace | None = Field(
+        default=None, description="Namespace; empty for cluster-scoped kinds."
     )
-    kind: str = Field(
-        default="Pod",
-        max_length=128,
-        pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]{0,127}$",
-        description="Kind of the starting object. Default Pod.",
-    )
-    name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?$",
-        description="Name of the starting object.",
-    )
+    kind: _Kind = Field(default="Pod", description="Kind of the starting object. Default Pod.")
+    name: _Name = Field(min_length=1, description="Name of the starting object.")
 
 
 class PrometheusQueryArgs(ProtoArgs):
@@ -341,11 +289,8 @@ class AlertmanagerActiveAlertsArgs(ProtoArgs):
 
     _BLANK_IS_UNSET: ClassVar[frozenset[str]] = frozenset({"namespace"})
 
-    namespace: str | None = Field(
-        default=None,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Only alerts with this namespace label.",
+    namespace: _Namespace | None = Field(
+        default=None, description="Only alerts with this namespace label."
     )
     labels: dict[
         Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")],

@@ -19,18 +19,15 @@ from hapi_grpc.domain.result import ToolCallStatus, ValidationAttempt
 __all__ = [
     "ArgumentsRejected",
     "FailureAnswers",
-    "OwnSchema",
     "Tool",
     "ToolArgs",
     "ToolContext",
     "ToolResult",
-    "describe_validation_error",
     "metric_label",
     "refused",
     "tool_definition",
     "tool_hint",
     "tool_json_schema",
-    "tool_parameters",
     "unavailable",
     "validate_arguments",
 ]

@@ -5,8 +5,8 @@ Design notes: docs/internals.md (`domain/toolsets/toolset.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 
 from hapi_grpc.domain.llm import ToolDefinition
 from hapi_grpc.domain.recording import ReadRecorder
@@ -30,31 +30,16 @@ class ToolsetLimits:
 @dataclass(frozen=True, slots=True)
 class Toolset:
     name: str
-    tools: tuple[Tool, ...]
+    tools: tuple[Tool, ...]  # a list given is kept as a tuple
     limits: ToolsetLimits
     prompt_note: str = ""
+    _: KW_ONLY
     prompt_guide: str = ""
     data_key: str = ""
     investigates: bool = True
 
-    def __init__(
-        self,
-        name: str,
-        tools: Sequence[Tool],
-        limits: ToolsetLimits,
-        prompt_note: str = "",
-        *,
-        prompt_guide: str = "",
-        data_key: str = "",
-        investigates: bool = True,
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "tools", tuple(tools))
-        object.__setattr__(self, "limits", limits)
-        object.__setattr__(self, "prompt_note", prompt_note)
-        object.__setattr__(self, "prompt_guide", prompt_guide)
-        object.__setattr__(self, "data_key", data_key)
-        object.__setattr__(self, "investigates", investigates)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tools", tuple(self.tools))
 
     def definitions(self) -> list[ToolDefinition]:
         return [tool_definition(tool) for tool in self.tools]

@@ -22,12 +22,7 @@ from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
 from hapi_grpc.toolsets.namespaces import ANYWHERE, NamespaceBound, ScopeRefusal
 from hapi_grpc.toolsets.prometheus.tools import metrics_failures
 
-__all__ = [
-    "ACTIVE_ALERTS_TOOL",
-    "AlertmanagerActiveAlertsArgs",
-    "AlertmanagerToolsetSource",
-    "record_alerts",
-]
+__all__ = ["ACTIVE_ALERTS_TOOL", "AlertmanagerActiveAlertsArgs", "AlertmanagerToolsetSource"]
 
 ACTIVE_ALERTS_TOOL = "alertmanager_active_alerts"
 _guarded = metrics_failures(AlertmanagerToolset.name)

@@ -19,13 +19,7 @@ from hapi_grpc.toolsets.kubernetes.kinds import mapping
 from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 
-__all__ = [
-    "NODE_STATS_TOOL",
-    "OTHER_NAMESPACES",
-    "KubernetesNodeStats",
-    "node_stats_facts",
-    "record_node_stats",
-]
+__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts", "record_node_stats"]
 
 NODE_STATS_TOOL = "kubernetes_node_stats"
 # What stands for the volumes of namespaces the investigation may not read: their
@@ -143,7 +137,7 @@ class KubernetesNodeStats:
         summary = await session.reader.node_stats(args.node, ctx.timeout)
         in_use = await _images_in_use(session, args.node, ctx.timeout)
         facts = node_stats_facts(
-            args.node, summary, session.scope.allows_namespace, images_in_use=in_use
+            args.node, summary, session.scope.namespaces.allows, images_in_use=in_use
         )
         if ctx.observed is not None:
             ctx.observed.add_node_stats(facts)

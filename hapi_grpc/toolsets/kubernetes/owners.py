@@ -118,7 +118,7 @@ class KubernetesOwnerChain:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         try:
             rstype = await self.session.reader.resolve("apps/v1/ReplicaSet", ctx.timeout)
-            self.session.scope.check_type(rstype)
+            self.session.scope.check_kind(rstype.kind)
             found = await self.session.reader.list(
                 rstype,
                 meta.get("namespace"),
@@ -166,7 +166,7 @@ class KubernetesOwnerChain:
             return None
         try:
             ntype = await self.session.reader.resolve("v1/Node", ctx.timeout)
-            self.session.scope.check_type(ntype)
+            self.session.scope.check_kind(ntype.kind)
             raw = await self.session.reader.get(ntype, None, name, ctx.timeout)
             if ctx.observed is not None:
                 record_object(ctx.observed, raw, "Node")

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from hapi_grpc.adapters.kubernetes.reader import ResourceType
-from hapi_grpc.toolsets.namespaces import NamespaceBound, ScopeRefusal
+from hapi_grpc.toolsets.namespaces import ANYWHERE, NamespaceBound, ScopeRefusal, cleaned
 
 __all__ = [
     "KubernetesScope",
@@ -45,22 +44,21 @@ def kind_key(kind: str) -> str:
 
 @dataclass(frozen=True)
 class KubernetesScope:
-    """Namespace allow/deny lists (shell patterns such as `kube-*`) and a kind allow-list.
+    """The namespaces the tools may read (`NamespaceBound`) and a kind allow-list.
 
-    An empty allow-list allows everything not denied; an empty kind list
-    allows every kind the cluster serves (the service account's RBAC role is
-    the other bound). Secrets are refused in every case.
+    An empty kind list allows every kind the cluster serves (the service
+    account's RBAC role is the other bound). Secrets are refused in every case.
     """
 
-    namespaces_allow: tuple[str, ...] = ()
-    namespaces_deny: tuple[str, ...] = ()
+    namespaces: NamespaceBound = ANYWHERE
     kinds: tuple[str, ...] = ()
-    only_namespace: str | None = None  # set per investigation, see confined_to
 
     def confined_to(self, namespace: str | None) -> KubernetesScope:
         """This scope, bound to the one namespace (and cluster-scoped objects) the
         investigation's caller was authorized for; None: no such bound."""
-        return self if namespace is None else replace(self, only_namespace=namespace)
+        if namespace is None:
+            return self
+        return replace(self, namespaces=self.namespaces.confined_to(namespace))
 
     @classmethod
     def of(
@@ -69,13 +67,11 @@ class KubernetesScope:
         deny: Iterable[str] = (),
         kinds: Iterable[str] = (),
     ) -> KubernetesScope:
-        def clean(items: Iterable[str]) -> tuple[str, ...]:
-            return tuple(i.strip() for i in items if i and i.strip())
-
-        return cls(clean(allow), clean(deny), clean(kinds))
+        return cls(NamespaceBound.of(allow, deny), cleaned(kinds))
 
     def check_kind(self, kind: str) -> None:
-        """Before discovery: refuse Secrets and kinds outside the allow-list."""
+        """Refuse Secrets and kinds outside the allow-list: before discovery, and after it
+        for the resolved kind (short names, plurals)."""
         key = kind_key(kind)
         if not key:
             raise ScopeRefusal("kind is empty; give a kind such as Pod, Deployment or Node.")
@@ -89,19 +85,3 @@ class KubernetesScope:
                 f"kind {kind.strip()[:64]!r} is outside the configured scope; allowed kinds:"
                 f" {', '.join(self.kinds)}."
             )
-
-    def check_type(self, rtype: ResourceType) -> None:
-        """After discovery: the resolved kind meets the same checks (short names, plurals)."""
-        self.check_kind(rtype.kind)
-
-    def check_namespace(self, namespace: str) -> None:
-        NamespaceBound(self.namespaces_allow, self.namespaces_deny, self.only_namespace).check(
-            namespace
-        )
-
-    def allows_namespace(self, namespace: str) -> bool:
-        try:
-            self.check_namespace(namespace)
-        except ScopeRefusal:
-            return False
-        return True

@@ -41,9 +41,9 @@ class KubernetesSession:
         """Scope checks (before any request), then discovery, then the checks again."""
         self.scope.check_kind(kind)
         if namespace is not None:
-            self.scope.check_namespace(namespace)
+            self.scope.namespaces.check(namespace)
         rtype = await self.reader.resolve(kind, ctx.timeout)
-        self.scope.check_type(rtype)
+        self.scope.check_kind(rtype.kind)
         if rtype.namespaced and namespace is None:
             raise ScopeRefusal(f"{rtype.kind} is namespaced: give its namespace.")
         return rtype

@@ -43,9 +43,7 @@ __all__ = [
     "LOGS_TOOL",
     "NODE_STATS_TOOL",
     "OWNERS_TOOL",
-    "KubernetesSession",
     "KubernetesToolsetSource",
-    "kubernetes_toolset",
 ]
 
 GET_TOOL = "kubernetes_get"
@@ -139,7 +137,7 @@ class KubernetesEvents:
             if not target.namespaced:
                 namespace = None  # a Node's events may be in any namespace
         elif namespace is not None:
-            session.scope.check_namespace(namespace)
+            session.scope.namespaces.check(namespace)
         else:
             raise ScopeRefusal("give the kind of the object together with its name.")
         core = await session.reader.resolve("v1/Event", ctx.timeout)
@@ -161,7 +159,7 @@ class KubernetesEvents:
                 i
                 for i in found.get("items") or []
                 if isinstance(i, dict)
-                and session.scope.allows_namespace(
+                and session.scope.namespaces.allows(
                     (i.get("metadata") or {}).get("namespace") or "default"
                 )
             ]
@@ -249,21 +247,6 @@ def _log_line(line: str) -> str:
     return text[: _LOG_LINE_CHARS - 1] + "…" if cut else text
 
 
-def kubernetes_toolset(session: KubernetesSession, limits: ToolsetLimits) -> Toolset:
-    """The six tools bound to one investigation's session."""
-    return KubernetesToolset.toolset(
-        (
-            KubernetesGet(session),
-            KubernetesList(session),
-            KubernetesEvents(session),
-            KubernetesPodLogs(session),
-            KubernetesOwnerChain(session),
-            KubernetesNodeStats(session),
-        ),
-        limits,
-    )
-
-
 @dataclass(frozen=True)
 class KubernetesToolsetSource:
     """Makes each investigation's `kubernetes` toolset (its own output budget)."""
@@ -291,9 +274,17 @@ class KubernetesToolsetSource:
         per_call = max(256, self.limits.max_output_chars - 256)
         scope = self.scope.confined_to(caller.namespace)
         session = KubernetesSession(
-            recorder.reading(self.reader, scope.allows_namespace),
+            recorder.reading(self.reader, scope.namespaces.allows),
             scope,
             per_call,
             self.investigation_chars,
         )
-        return kubernetes_toolset(session, self.limits)
+        tools = (
+            KubernetesGet(session),
+            KubernetesList(session),
+            KubernetesEvents(session),
+            KubernetesPodLogs(session),
+            KubernetesOwnerChain(session),
+            KubernetesNodeStats(session),
+        )
+        return KubernetesToolset.toolset(tools, self.limits)

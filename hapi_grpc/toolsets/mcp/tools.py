@@ -31,14 +31,11 @@ if TYPE_CHECKING:
     from hapi_grpc.toolsets.mcp.manager import McpManager
 
 __all__ = [
-    "OTHER_TOOL_LABEL",
     "SEPARATOR",
     "CallCounter",
     "McpCallResult",
-    "McpServerTool",
     "McpTool",
     "McpToolError",
-    "McpToolsetSource",
     "McpUnavailableError",
     "content_text",
     "mcp_toolset_sources",

@@ -22,15 +22,7 @@ from hapi_grpc.toolsets.prometheus.source import (
     json_body,
 )
 
-__all__ = [
-    "LabelValues",
-    "PrometheusClient",
-    "PrometheusLimits",
-    "QueryResult",
-    "Series",
-    "SeriesList",
-    "format_duration",
-]
+__all__ = ["PrometheusClient", "PrometheusLimits", "QueryResult", "Series", "format_duration"]
 
 ResultType = Literal["matrix", "vector", "scalar", "string"]
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")

@@ -40,10 +40,6 @@ from hapi_grpc.toolsets.prometheus.source import MetricsQueryError, MetricsUnava
 from hapi_grpc.toolsets.prometheus.summary import summarize_result
 
 __all__ = [
-    "LABEL_VALUES_TOOL",
-    "QUERY_TOOL",
-    "RANGE_TOOL",
-    "SERIES_TOOL",
     "PrometheusLabelValuesArgs",
     "PrometheusQueryArgs",
     "PrometheusRangeQueryArgs",
@@ -51,7 +47,6 @@ __all__ = [
     "PrometheusToolsetSource",
     "metrics_failures",
     "parse_duration",
-    "parse_time",
 ]
 
 DEFAULT_MAX_SERIES = 10

@@ -31,12 +31,7 @@ from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.toolsets.namespaces import ANYWHERE, NamespaceBound, ScopeRefusal
 from hapi_grpc.toolsets.remediation_history import HISTORY_TOOL, RemediationHistoryToolset
 
-__all__ = [
-    "HISTORY_TOOL",
-    "GetRemediationHistoryArgs",
-    "RemediationHistorySource",
-    "entry_view",
-]
+__all__ = ["HISTORY_TOOL", "GetRemediationHistoryArgs", "RemediationHistorySource"]
 
 _MAX_WINDOW_HOURS = 24 * 7  # tier 1 look-back the model may ask for
 _PARAMETERS_CHARS = 400

@@ -49,6 +49,7 @@ def _load(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("fresh_arguments_gen", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic resolves the annotations in it
     spec.loader.exec_module(module)
     return module
 

@@ -44,11 +44,11 @@ def test_kind_keys_of_other_kinds() -> None:
 
 def test_scope_allow_deny_and_kinds() -> None:
     scope = KubernetesScope.of(allow=["prod-*", "payments"], deny=["prod-secure"], kinds=["Pod"])
-    scope.check_namespace("prod-eu")
+    scope.namespaces.check("prod-eu")
     with pytest.raises(ScopeRefusal, match="excluded"):
-        scope.check_namespace("prod-secure")
+        scope.namespaces.check("prod-secure")
     with pytest.raises(ScopeRefusal, match="allowed: prod-"):
-        scope.check_namespace("kube-system")
+        scope.namespaces.check("kube-system")
     with pytest.raises(ScopeRefusal, match="allowed kinds: Pod"):
         scope.check_kind("Deployment")
     scope.check_kind("pods")

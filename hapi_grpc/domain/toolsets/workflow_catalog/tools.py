@@ -39,7 +39,6 @@ from hapi_grpc.domain.toolsets.workflow_catalog.session import (
 from hapi_grpc.domain.workflow_validation import validate_workflow_parameters
 
 __all__ = [
-    "DEGRADED_FALLBACK",
     "NAME",
     "PROMPT_NOTE",
     "SEARCH_TOOL",
@@ -47,7 +46,6 @@ __all__ = [
     "VALIDATE_TOOL",
     "SearchWorkflowCatalogArgs",
     "ValidateWorkflowParametersArgs",
-    "failure_result",
     "render_validation",
     "workflow_catalog_toolset",
 ]

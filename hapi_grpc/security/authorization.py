@@ -20,7 +20,7 @@ from hapi_grpc.domain.errors import (
 )
 from hapi_grpc.domain.tenancy import Caller, Exposure
 from hapi_grpc.security.auth import Identity
-from hapi_grpc.security.kube_api import ReviewClient
+from hapi_grpc.security.token_review import ReviewClient
 
 log = logging.getLogger(__name__)
 

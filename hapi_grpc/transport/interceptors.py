@@ -19,7 +19,14 @@ from hapi_grpc.domain.errors import FieldViolation
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.observability import metrics
 from hapi_grpc.transport.call_metrics import CallMetrics, MethodMetrics
-from hapi_grpc.transport.request_limits import rule_path, structural_violations
+from hapi_grpc.transport.request_limits import (
+    Undecodable,
+    WarningThrottle,
+    invalid_message,
+    rule_path,
+    structural_violations,
+    tolerant_deserializer,
+)
 from hapi_grpc.transport.shutdown_gate import ShutdownGate
 from hapi_grpc.transport.status import (
     bad_request,
@@ -27,12 +34,6 @@ from hapi_grpc.transport.status import (
     retry_info,
     rich_status,
     status_for,
-)
-from hapi_grpc.transport.undecodable import (
-    Undecodable,
-    WarningThrottle,
-    invalid_message,
-    tolerant_deserializer,
 )
 
 log = logging.getLogger(__name__)

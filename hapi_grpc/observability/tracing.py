@@ -25,7 +25,7 @@ Metadata = Sequence[tuple[str, str | bytes]]
 
 # Health checks and reflection run every few seconds per probe: spans for them
 # are noise that costs export bandwidth.
-DEFAULT_UNTRACED_PREFIXES = (
+UNTRACED_PREFIXES = (
     "/grpc.health.v1.Health/",
     "/grpc.reflection.v1alpha.ServerReflection/",
     "/grpc.reflection.v1.ServerReflection/",
@@ -234,9 +234,6 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
     list so it also sees calls rejected by later interceptors.
     """
 
-    def __init__(self, untraced_prefixes: Sequence[str] = DEFAULT_UNTRACED_PREFIXES) -> None:
-        self._untraced = tuple(untraced_prefixes)
-
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -244,7 +241,7 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or method.startswith(self._untraced):
+        if handler is None or method.startswith(UNTRACED_PREFIXES):
             return handler
         metadata = handler_call_details.invocation_metadata
         state = _state

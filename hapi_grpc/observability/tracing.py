@@ -222,6 +222,14 @@ _SERVER_FAULTS = frozenset(
 
 Around = Callable[[grpc.aio.ServicerContext], contextlib.AbstractContextManager[Any]]
 
+# A method handler's behaviour attribute, and how to build a handler of that kind.
+HANDLER_KINDS = (
+    ("unary_unary", grpc.unary_unary_rpc_method_handler),
+    ("unary_stream", grpc.unary_stream_rpc_method_handler),
+    ("stream_unary", grpc.stream_unary_rpc_method_handler),
+    ("stream_stream", grpc.stream_stream_rpc_method_handler),
+)
+
 
 class TracingInterceptor(grpc.aio.ServerInterceptor):
     """Opens a SERVER span per RPC, child of the caller's trace context.
@@ -299,13 +307,7 @@ def wrap_handler(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMeth
     Only coroutine and async-generator behaviours are wrapped; a synchronous
     behaviour (run by grpc.aio in a thread) is returned unchanged.
     """
-    kinds = (
-        ("unary_unary", grpc.unary_unary_rpc_method_handler),
-        ("unary_stream", grpc.unary_stream_rpc_method_handler),
-        ("stream_unary", grpc.stream_unary_rpc_method_handler),
-        ("stream_stream", grpc.stream_stream_rpc_method_handler),
-    )
-    for attribute, build in kinds:
+    for attribute, build in HANDLER_KINDS:
         behaviour = getattr(handler, attribute)
         if behaviour is None:
             continue

@@ -18,6 +18,7 @@ import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
+from hapi_grpc.observability.tracing import HANDLER_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         caller. A unary request arrives as raw bytes and is decoded then, so a
         refused caller's payload is never parsed; a request stream is decoded
         as the behaviour reads it, which it starts doing only then."""
-        for kind, build in _KINDS:
+        for kind, build in HANDLER_KINDS:
             behaviour = getattr(handler, kind)
             if behaviour is None:
                 continue
@@ -241,14 +242,6 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         return handler
-
-
-_KINDS = (
-    ("unary_unary", grpc.unary_unary_rpc_method_handler),
-    ("unary_stream", grpc.unary_stream_rpc_method_handler),
-    ("stream_unary", grpc.stream_unary_rpc_method_handler),
-    ("stream_stream", grpc.stream_stream_rpc_method_handler),
-)
 
 
 def _raw(request: Any) -> Any:

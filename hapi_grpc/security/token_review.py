@@ -10,7 +10,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from yarl import URL
@@ -21,6 +20,7 @@ from hapi_grpc.security.review_admission import (
     Flights,
     Known,
     LaneFull,
+    ReviewCache,
     UnknownGate,
     peer_host,
 )
@@ -74,12 +74,6 @@ class ReviewClient:
         await self._http.close()
 
 
-@dataclass
-class _CacheEntry:
-    expires_at: float
-    identity: Identity | None
-
-
 class TokenReviewAuthenticator:
     """Validates tokens with the Kubernetes TokenReview API.
 
@@ -105,7 +99,6 @@ class TokenReviewAuthenticator:
         max_cache_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._clock = clock
         self._api = ReviewClient(
             api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews",
             ca_file,
@@ -115,8 +108,7 @@ class TokenReviewAuthenticator:
         self._audiences = list(audiences or ())
         self._cache_ttl = cache_ttl
         self._negative_ttl = negative_cache_ttl
-        self._max_entries = max_cache_entries
-        self._cache: dict[bytes, _CacheEntry] = {}
+        self._cache: ReviewCache[bytes, Identity | None] = ReviewCache(max_cache_entries, clock)
         self._flights: Flights[Identity | None] = Flights()
         self._known = Known(size=max_cache_entries, clock=clock)
         self._unknown = UnknownGate(clock=clock)
@@ -125,10 +117,9 @@ class TokenReviewAuthenticator:
         """The token's identity; reviews of tokens never accepted before are
         bounded per caller address (`peer`)."""
         key = token_digest(token)
-        now = self._clock()
-        entry = self._cache.get(key)
-        if entry is not None and entry.expires_at > now:
-            return entry.identity
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached[0]
         return await self._flights.run(key, lambda: self._reviewed(key, token, peer))
 
     async def _reviewed(self, key: bytes, token: str, peer: str) -> Identity | None:
@@ -152,20 +143,10 @@ class TokenReviewAuthenticator:
         if identity is None:
             self._unknown.refused(peer_host(peer))
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
-        self._remember(key, _CacheEntry(self._clock() + ttl, identity))
+        self._cache.put(key, identity, ttl)
         if identity is not None:
             self._known.add(key)
         return identity
-
-    def _remember(self, key: bytes, entry: _CacheEntry) -> None:
-        if len(self._cache) >= self._max_entries:
-            now = self._clock()
-            for stale in [k for k, e in self._cache.items() if e.expires_at <= now]:
-                del self._cache[stale]
-            while len(self._cache) >= self._max_entries:
-                del self._cache[next(iter(self._cache))]  # oldest insertion first
-        self._cache.pop(key, None)
-        self._cache[key] = entry
 
     async def _review(self, token: str) -> Identity | None:
         spec: dict[str, Any] = {"token": token}

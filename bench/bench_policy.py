@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from hapi_grpc.adapters.policy_file import read_policy
+from hapi_grpc.adapters.operator_files import read_policy
 from hapi_grpc.adapters.remediation_counter import (
     MemoryRemediationCounter,
     build_remediation_counter,

@@ -177,7 +177,7 @@ def build_policy(settings: Settings) -> DecisionPolicy | None:
     ConfigError naming the rule."""
     if not settings.policy_file:
         return None
-    from hapi_grpc.adapters.policy_file import PolicyFile
+    from hapi_grpc.adapters.operator_files import PolicyFile
     from hapi_grpc.adapters.remediation_counter import build_remediation_counter
     from hapi_grpc.domain.policy.enforce import DecisionPolicy
     from hapi_grpc.domain.policy.rules import PolicyError
@@ -236,7 +236,7 @@ def build_premises(settings: Settings) -> PremiseBook:
     try:
         if not settings.premises_file:
             return bundled_book()
-        from hapi_grpc.adapters.premises_file import read_premises
+        from hapi_grpc.adapters.operator_files import read_premises
 
         book = read_premises(settings.premises_file)
     except PackError as exc:

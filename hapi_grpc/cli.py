@@ -215,7 +215,7 @@ def _catalog_check(args: argparse.Namespace) -> int:
 
 
 def _policy_check(args: argparse.Namespace) -> int:
-    from hapi_grpc.adapters.policy_file import read_policy
+    from hapi_grpc.adapters.operator_files import read_policy
     from hapi_grpc.domain.policy.rules import PolicyError
 
     try:
@@ -229,7 +229,7 @@ def _policy_check(args: argparse.Namespace) -> int:
 
 def _premises_check(args: argparse.Namespace) -> int:
     from hapi_grpc.adapters.catalog.loader import CatalogFileError, load_catalog_file
-    from hapi_grpc.adapters.premises_file import read_premises
+    from hapi_grpc.adapters.operator_files import read_premises
     from hapi_grpc.domain.premises import PackError, bundled_book
     from hapi_grpc.domain.premises.book import describe_workflow
 

@@ -22,6 +22,7 @@ from aiocache.base import BaseCache
 from aiocache.serializers import StringSerializer
 from pydantic import BaseModel, ValidationError
 
+from hapi_grpc.adapters.redis_client import uses_redis
 from hapi_grpc.domain.catalog import SearchQuery
 from hapi_grpc.domain.deadline import await_shared
 from hapi_grpc.observability import metrics
@@ -125,19 +126,15 @@ class CatalogCache:
         # sees, and counts an entry until it leaves it.
         self._lru: OrderedDict[str, tuple[float, int]] | None = None
         self._backend: BaseCache
-        scheme = urlsplit(url).scheme if url else "memory"
-        if scheme == "memory":
+        if uses_redis(url):
+            self.backend = "redis"
+            self._backend = _redis_backend(url or "", op_timeout)
+        else:
             self.backend = "memory"
             self._lru = OrderedDict()
             # Dict operations cannot hang: no per-op timeout, which would cost
             # an extra task per lookup for nothing.
             self._backend = Cache(Cache.MEMORY, serializer=StringSerializer(), timeout=0)
-        elif scheme in ("redis", "rediss"):
-            self.backend = "redis"
-            self._backend = _redis_backend(url or "", op_timeout)
-        else:
-            # The scheme only: the URL may carry a password.
-            raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
         self._lookups = {
             (kind, result): metrics.CACHE_LOOKUPS.labels(kind=kind, result=result)
             for kind in KINDS

@@ -1,4 +1,4 @@
-"""The one way this service opens a Redis client (`HAPI_CACHE_URL`).
+"""The one way this service reads `HAPI_CACHE_URL` and opens a Redis client.
 
 Design notes: docs/internals.md (`adapters/redis_client.py`).
 """
@@ -6,10 +6,21 @@ Design notes: docs/internals.md (`adapters/redis_client.py`).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "redis_client"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "redis_client", "uses_redis"]
 
 DEFAULT_MAX_CONNECTIONS = 50
+
+
+def uses_redis(url: str | None) -> bool:
+    """True for `redis://` / `rediss://` URLs; False for none or `memory://` (this
+    process's memory); ValueError for any other scheme."""
+    scheme = urlsplit(url).scheme if url else "memory"
+    if scheme not in ("memory", "redis", "rediss"):
+        # The scheme only: the URL may carry a password.
+        raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+    return scheme != "memory"
 
 
 def redis_client(

@@ -11,9 +11,8 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
-from hapi_grpc.adapters.redis_client import redis_client
+from hapi_grpc.adapters.redis_client import redis_client, uses_redis
 from hapi_grpc.domain.policy.enforce import Limit, RemediationCounter
 
 __all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remediation_counter"]
@@ -21,13 +20,9 @@ __all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remedia
 
 def build_remediation_counter(url: str | None, *, namespace: str = "hapi") -> RemediationCounter:
     """Redis for `redis://` / `rediss://` URLs, else this process's memory."""
-    scheme = urlsplit(url).scheme if url else "memory"
-    if scheme == "memory":
-        return MemoryRemediationCounter()
-    if scheme in ("redis", "rediss"):
+    if uses_redis(url):
         return RedisRemediationCounter(url or "", namespace=namespace)
-    # The scheme only: the URL may carry a password.
-    raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+    return MemoryRemediationCounter()
 
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024

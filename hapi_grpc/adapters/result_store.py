@@ -11,9 +11,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
-from hapi_grpc.adapters.redis_client import redis_client
+from hapi_grpc.adapters.redis_client import redis_client, uses_redis
 from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 
 __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
@@ -33,13 +32,9 @@ def build_result_store(
 ) -> ResultStore:
     """Redis for `redis://` / `rediss://` URLs, else this process's memory
     (at most `max_bytes`)."""
-    scheme = urlsplit(url).scheme if url else "memory"
-    if scheme == "memory":
-        return MemoryResultStore(max_bytes=max_bytes)
-    if scheme in ("redis", "rediss"):
+    if uses_redis(url):
         return RedisResultStore(url or "", namespace=namespace)
-    # The scheme only: the URL may carry a password.
-    raise ValueError(f"unsupported cache URL scheme {scheme!r} (memory, redis, rediss)")
+    return MemoryResultStore(max_bytes=max_bytes)
 
 
 class MemoryResultStore:

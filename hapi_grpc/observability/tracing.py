@@ -25,7 +25,7 @@ Metadata = Sequence[tuple[str, str | bytes]]
 
 # Health checks and reflection run every few seconds per probe: spans for them
 # are noise that costs export bandwidth.
-DEFAULT_UNTRACED_PREFIXES = (
+UNTRACED_PREFIXES = (
     "/grpc.health.v1.Health/",
     "/grpc.reflection.v1alpha.ServerReflection/",
     "/grpc.reflection.v1.ServerReflection/",
@@ -222,6 +222,14 @@ _SERVER_FAULTS = frozenset(
 
 Around = Callable[[grpc.aio.ServicerContext], contextlib.AbstractContextManager[Any]]
 
+# A method handler's behaviour attribute, and how to build a handler of that kind.
+HANDLER_KINDS = (
+    ("unary_unary", grpc.unary_unary_rpc_method_handler),
+    ("unary_stream", grpc.unary_stream_rpc_method_handler),
+    ("stream_unary", grpc.stream_unary_rpc_method_handler),
+    ("stream_stream", grpc.stream_stream_rpc_method_handler),
+)
+
 
 class TracingInterceptor(grpc.aio.ServerInterceptor):
     """Opens a SERVER span per RPC, child of the caller's trace context.
@@ -234,9 +242,6 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
     list so it also sees calls rejected by later interceptors.
     """
 
-    def __init__(self, untraced_prefixes: Sequence[str] = DEFAULT_UNTRACED_PREFIXES) -> None:
-        self._untraced = tuple(untraced_prefixes)
-
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -244,7 +249,7 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or method.startswith(self._untraced):
+        if handler is None or method.startswith(UNTRACED_PREFIXES):
             return handler
         metadata = handler_call_details.invocation_metadata
         state = _state
@@ -302,13 +307,7 @@ def wrap_handler(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMeth
     Only coroutine and async-generator behaviours are wrapped; a synchronous
     behaviour (run by grpc.aio in a thread) is returned unchanged.
     """
-    kinds = (
-        ("unary_unary", grpc.unary_unary_rpc_method_handler),
-        ("unary_stream", grpc.unary_stream_rpc_method_handler),
-        ("stream_unary", grpc.stream_unary_rpc_method_handler),
-        ("stream_stream", grpc.stream_stream_rpc_method_handler),
-    )
-    for attribute, build in kinds:
+    for attribute, build in HANDLER_KINDS:
         behaviour = getattr(handler, attribute)
         if behaviour is None:
             continue

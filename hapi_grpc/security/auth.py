@@ -18,11 +18,12 @@ import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
+from hapi_grpc.observability.tracing import HANDLER_KINDS
 
 log = logging.getLogger(__name__)
 
 # Probes and tooling must reach these without credentials.
-DEFAULT_EXEMPT_PREFIXES = (
+EXEMPT_PREFIXES = (
     "/grpc.health.v1.Health/",
     "/grpc.reflection.v1alpha.ServerReflection/",
     "/grpc.reflection.v1.ServerReflection/",
@@ -165,12 +166,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     def __init__(
         self,
         authenticator: Authenticator,
-        exempt_prefixes: Sequence[str] = DEFAULT_EXEMPT_PREFIXES,
         *,
         allowed_callers: Collection[str] | None = None,
     ) -> None:
         self._authenticator = authenticator
-        self._exempt = tuple(exempt_prefixes)
         self._allowed = frozenset(allowed_callers) if allowed_callers is not None else None
         self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
 
@@ -181,7 +180,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or method.startswith(self._exempt):
+        if handler is None or method.startswith(EXEMPT_PREFIXES):
             return handler  # an unknown method stays UNIMPLEMENTED
         key = (method, id(handler))
         wrapped = self._wrapped.get(key)
@@ -230,7 +229,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         caller. A unary request arrives as raw bytes and is decoded then, so a
         refused caller's payload is never parsed; a request stream is decoded
         as the behaviour reads it, which it starts doing only then."""
-        for kind, build in _KINDS:
+        for kind, build in HANDLER_KINDS:
             behaviour = getattr(handler, kind)
             if behaviour is None:
                 continue
@@ -243,14 +242,6 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         return handler
-
-
-_KINDS = (
-    ("unary_unary", grpc.unary_unary_rpc_method_handler),
-    ("unary_stream", grpc.unary_stream_rpc_method_handler),
-    ("stream_unary", grpc.stream_unary_rpc_method_handler),
-    ("stream_stream", grpc.stream_stream_rpc_method_handler),
-)
 
 
 def _raw(request: Any) -> Any:
@@ -298,13 +289,11 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _parse_tokens(text: str) -> list[str]:
-    tokens = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            tokens.append(line)
-    return tokens
+def _read_tokens(path: str) -> list[str]:
+    """The file's tokens, one per line; `#` starts a comment line."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle.read().splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 class StaticTokenAuthenticator:
@@ -332,8 +321,7 @@ class StaticTokenAuthenticator:
         auth._path = path
         auth._stamp = _stamp(path)
         try:
-            with open(path, encoding="utf-8") as handle:
-                tokens = _parse_tokens(handle.read())
+            tokens = _read_tokens(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read the auth tokens file {path!r}: {exc}") from None
         if not tokens:
@@ -359,8 +347,7 @@ class StaticTokenAuthenticator:
             return
         self._stamp = stamp
         try:
-            with open(path, encoding="utf-8") as handle:
-                tokens = _parse_tokens(handle.read())
+            tokens = _read_tokens(path)
         except (OSError, UnicodeDecodeError):
             log.warning("auth tokens file unreadable; refusing all tokens until it is readable")
             self._digests = ()

@@ -20,7 +20,8 @@ from hapi_grpc.domain.errors import (
 )
 from hapi_grpc.domain.tenancy import Caller, Exposure
 from hapi_grpc.security.auth import Identity
-from hapi_grpc.security.kube_api import ReviewClient
+from hapi_grpc.security.review_admission import ReviewCache
+from hapi_grpc.security.token_review import ReviewClient
 
 log = logging.getLogger(__name__)
 
@@ -129,16 +130,14 @@ class SubjectAccessReviewAuthorizer:
         )
         self.check = check or ResourceCheck()
         self._ttl = cache_ttl
-        self._max_entries = max_cache_entries
-        self._clock = clock
-        self._cache: dict[_Key, tuple[float, bool]] = {}
+        self._cache: ReviewCache[_Key, bool] = ReviewCache(max_cache_entries, clock)
         self._pending: dict[_Key, asyncio.Task[bool]] = {}
 
     async def allowed(self, identity: Identity, namespace: str) -> bool:
         key = (identity, namespace)
         cached = self._cache.get(key)
-        if cached is not None and cached[0] > self._clock():
-            return cached[1]
+        if cached is not None:
+            return cached[0]
         task = self._pending.get(key)
         if task is None:
             # Concurrent calls of one caller for one namespace (an alert
@@ -163,20 +162,9 @@ class SubjectAccessReviewAuthorizer:
     async def _decide(self, key: _Key) -> bool:
         verdict = await self._review(*key)
         # Remembered before the pending entry goes: no gap for a new review.
-        self._remember(key, verdict)
+        if self._ttl > 0:
+            self._cache.put(key, verdict, self._ttl)
         return verdict
-
-    def _remember(self, key: _Key, verdict: bool) -> None:
-        if self._ttl <= 0:
-            return
-        if len(self._cache) >= self._max_entries:
-            now = self._clock()
-            for stale in [k for k, (expires, _) in self._cache.items() if expires <= now]:
-                del self._cache[stale]
-            while len(self._cache) >= self._max_entries:
-                del self._cache[next(iter(self._cache))]  # oldest insertion first
-        self._cache.pop(key, None)
-        self._cache[key] = (self._clock() + self._ttl, verdict)
 
     async def _review(self, identity: Identity, namespace: str) -> bool:
         spec: dict[str, Any] = {

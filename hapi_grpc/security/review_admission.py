@@ -1,4 +1,5 @@
-"""Who may ask the API server about a token, and when: coalescing and fair lanes.
+"""Who may ask the API server about a token, and when: coalescing, fair lanes and the
+answers kept for a while.
 
 Design notes: docs/internals.md (`security/review_admission.py`).
 """
@@ -12,8 +13,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Flights", "Known", "LaneFull", "UnknownGate", "peer_host"]
+__all__ = ["Flights", "Known", "LaneFull", "ReviewCache", "UnknownGate", "peer_host"]
 
+K = TypeVar("K")
 T = TypeVar("T")
 
 
@@ -51,6 +53,34 @@ class Flights(Generic[T]):
             raise
         finally:
             waiting[0] -= 1
+
+
+class ReviewCache(Generic[K, T]):
+    """Review answers kept until they expire, at most `size` of them: when full, the
+    expired go first, then the oldest kept."""
+
+    def __init__(self, size: int, clock: Callable[[], float]) -> None:
+        self._size = size
+        self._clock = clock
+        self._entries: dict[K, tuple[float, T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> tuple[T] | None:
+        """The answer kept for `key` (in a 1-tuple: it may be None), or None."""
+        entry = self._entries.get(key)
+        return (entry[1],) if entry is not None and entry[0] > self._clock() else None
+
+    def put(self, key: K, answer: T, ttl: float) -> None:
+        if len(self._entries) >= self._size:
+            now = self._clock()
+            for stale in [k for k, (expires, _) in self._entries.items() if expires <= now]:
+                del self._entries[stale]
+            while len(self._entries) >= self._size:
+                del self._entries[next(iter(self._entries))]  # oldest insertion first
+        self._entries.pop(key, None)
+        self._entries[key] = (self._clock() + ttl, answer)
 
 
 class Known:

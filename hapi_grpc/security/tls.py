@@ -120,27 +120,18 @@ def server_credentials(
     cert_file: str,
     key_file: str,
     client_ca_file: str | None = None,
-    require_client_cert: bool = True,
 ) -> grpc.ServerCredentials:
     """Server credentials from PEM files, reloaded when the files change.
 
     With `client_ca_file`, every client must present a certificate signed by
-    that CA (mutual TLS). gRPC Python cannot ask for a certificate without
-    requiring it: with `require_client_cert=False` client certificates are not
-    requested at all, and the CA file is only checked for readability.
-    Raises ValueError at once for unreadable files or a key that does not
-    match the certificate.
+    that CA (mutual TLS). Raises ValueError at once for unreadable files or a
+    key that does not match the certificate.
     """
     certificates = _ReloadingCertificates(cert_file, key_file, client_ca_file)
-    if client_ca_file and not require_client_cert:
-        log.warning(
-            "a client CA is configured but client certificates are not required: "
-            "clients are not asked for certificates"
-        )
     return grpc.dynamic_ssl_server_credentials(
         certificates.current.config,
         certificates.fetch,
-        require_client_authentication=bool(client_ca_file) and require_client_cert,
+        require_client_authentication=bool(client_ca_file),
     )
 
 

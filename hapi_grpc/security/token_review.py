@@ -1,4 +1,5 @@
-"""Bearer tokens checked by the Kubernetes TokenReview API.
+"""Bearer tokens checked by the Kubernetes TokenReview API, and the `ReviewClient`
+that POSTs review objects (TokenReview, SubjectAccessReview) as the service account.
 
 Design notes: docs/internals.md (`security/token_review.py`).
 """
@@ -9,15 +10,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from yarl import URL
+
+from hapi_grpc.adapters.http.client import HttpClient
 from hapi_grpc.security.auth import AuthenticationUnavailable, Identity, token_digest
-from hapi_grpc.security.kube_api import ReviewClient
 from hapi_grpc.security.review_admission import (
     Flights,
     Known,
     LaneFull,
+    ReviewCache,
     UnknownGate,
     peer_host,
 )
@@ -25,11 +28,50 @@ from hapi_grpc.security.review_admission import (
 # The authentication logger, wherever the authenticator lives.
 log = logging.getLogger("hapi_grpc.security.auth")
 
+MAX_ANSWER_BYTES = 1 << 20  # a review's answer is a few kilobytes
 
-@dataclass
-class _CacheEntry:
-    expires_at: float
-    identity: Identity | None
+
+class ReviewClient:
+    """Creates review objects at one API path as the service account (its token file
+    re-read when the kubelet rotates it), trusting `ca_file` (the system store
+    without one); each request's timeout is `timeout` clipped to the caller's
+    deadline."""
+
+    def __init__(self, url: str, ca_file: str | None, sa_token_file: str, timeout: float) -> None:
+        self.url = url
+        base = URL(url)
+        self._path = base.raw_path
+        self._http = HttpClient(
+            str(base.with_path("").with_query(None)),
+            name="the API server",
+            timeout=timeout,
+            headers={"Accept": "application/json"},
+            token_file=sa_token_file,
+            ca_file=ca_file,
+            max_connections=16,
+        )
+
+    async def create(self, body: dict[str, Any], error: type[Exception]) -> dict[str, Any]:
+        """The status the API server filled into `body`; anything else raises `error`."""
+        kind = body["kind"]
+        response = await self._http.send(
+            "POST", self._path, json_body=body, limit=MAX_ANSWER_BYTES, error_limit=0
+        )
+        if response.status not in (200, 201):
+            raise error(f"{kind} answered HTTP {response.status}")
+        if response.over:
+            raise error(f"{kind} answer is larger than {MAX_ANSWER_BYTES} bytes")
+        try:
+            payload = response.json()
+        except ValueError as exc:  # not JSON, too large or too deep
+            raise error(f"{kind} answer is not usable JSON: {exc}") from None
+        status = payload.get("status") if isinstance(payload, dict) else None
+        if not isinstance(status, dict):
+            raise error(f"{kind} answer has no status")
+        return status
+
+    async def close(self) -> None:
+        await self._http.close()
 
 
 class TokenReviewAuthenticator:
@@ -57,7 +99,6 @@ class TokenReviewAuthenticator:
         max_cache_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._clock = clock
         self._api = ReviewClient(
             api_server_url.rstrip("/") + "/apis/authentication.k8s.io/v1/tokenreviews",
             ca_file,
@@ -67,8 +108,7 @@ class TokenReviewAuthenticator:
         self._audiences = list(audiences or ())
         self._cache_ttl = cache_ttl
         self._negative_ttl = negative_cache_ttl
-        self._max_entries = max_cache_entries
-        self._cache: dict[bytes, _CacheEntry] = {}
+        self._cache: ReviewCache[bytes, Identity | None] = ReviewCache(max_cache_entries, clock)
         self._flights: Flights[Identity | None] = Flights()
         self._known = Known(size=max_cache_entries, clock=clock)
         self._unknown = UnknownGate(clock=clock)
@@ -77,10 +117,9 @@ class TokenReviewAuthenticator:
         """The token's identity; reviews of tokens never accepted before are
         bounded per caller address (`peer`)."""
         key = token_digest(token)
-        now = self._clock()
-        entry = self._cache.get(key)
-        if entry is not None and entry.expires_at > now:
-            return entry.identity
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached[0]
         return await self._flights.run(key, lambda: self._reviewed(key, token, peer))
 
     async def _reviewed(self, key: bytes, token: str, peer: str) -> Identity | None:
@@ -104,20 +143,10 @@ class TokenReviewAuthenticator:
         if identity is None:
             self._unknown.refused(peer_host(peer))
         ttl = self._cache_ttl if identity is not None else self._negative_ttl
-        self._remember(key, _CacheEntry(self._clock() + ttl, identity))
+        self._cache.put(key, identity, ttl)
         if identity is not None:
             self._known.add(key)
         return identity
-
-    def _remember(self, key: bytes, entry: _CacheEntry) -> None:
-        if len(self._cache) >= self._max_entries:
-            now = self._clock()
-            for stale in [k for k, e in self._cache.items() if e.expires_at <= now]:
-                del self._cache[stale]
-            while len(self._cache) >= self._max_entries:
-                del self._cache[next(iter(self._cache))]  # oldest insertion first
-        self._cache.pop(key, None)
-        self._cache[key] = entry
 
     async def _review(self, token: str) -> Identity | None:
         spec: dict[str, Any] = {"token": token}

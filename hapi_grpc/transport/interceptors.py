@@ -18,21 +18,26 @@ from google.protobuf.message import Message
 from hapi_grpc.domain.errors import FieldViolation
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.observability import metrics
-from hapi_grpc.transport.call_metrics import CallMetrics, MethodMetrics
-from hapi_grpc.transport.request_limits import rule_path, structural_violations
-from hapi_grpc.transport.shutdown_gate import ShutdownGate
+from hapi_grpc.transport.admission import (
+    CallMetrics,
+    ConcurrencyLimit,
+    MethodMetrics,
+    ShutdownGate,
+)
+from hapi_grpc.transport.request_limits import (
+    Undecodable,
+    WarningThrottle,
+    invalid_message,
+    rule_path,
+    structural_violations,
+    tolerant_deserializer,
+)
 from hapi_grpc.transport.status import (
     bad_request,
     end_call,
     retry_info,
     rich_status,
     status_for,
-)
-from hapi_grpc.transport.undecodable import (
-    Undecodable,
-    WarningThrottle,
-    invalid_message,
-    tolerant_deserializer,
 )
 
 log = logging.getLogger(__name__)
@@ -44,51 +49,6 @@ BUSY_RETRY_AFTER_SECONDS = 1.0
 
 UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
-
-
-class ConcurrencyLimit:
-    """Counts hapi.v1 calls in flight against a cap.
-
-    `grpc.aio.server(maximum_concurrent_rpcs=...)` would also count health
-    checks, so an overloaded pod would fail its probes and be restarted just
-    when it is busiest; this cap applies to the analysis service only.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.in_flight = 0
-
-    def try_acquire(self) -> bool:
-        if self.in_flight >= self.limit:
-            return False
-        self.in_flight += 1
-        return True
-
-    def release(self) -> None:
-        self.in_flight -= 1
-
-    def take_slot(self) -> _Slot:
-        """A slot for the duration of a `with` block, released however it
-        ends (refusal, exception, cancellation, a stream closed early);
-        the block receives False when the cap is reached."""
-        return _Slot(self)
-
-
-class _Slot:
-    __slots__ = ("_held", "_limit")
-
-    def __init__(self, limit: ConcurrencyLimit) -> None:
-        self._limit = limit
-        self._held = False
-
-    def __enter__(self) -> bool:
-        self._held = self._limit.try_acquire()
-        return self._held
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if self._held:
-            self._held = False
-            self._limit.release()
 
 
 class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):

@@ -1,4 +1,9 @@
-"""`hapi.v1.RecoveryContext` to the domain, with the checks protovalidate cannot express.
+"""What was executed, to the domain: `hapi.v1.RecoveryContext` (with the checks
+protovalidate cannot express) and ReportRemediationOutcome's messages, with the ack back.
+
+A report is kept for months in the remediation history, so it is bounded in
+bytes as a whole (`MAX_REPORT_BYTES`, unknown fields included) besides the
+bounds of each field (the proto's rules, and those of the parameters).
 
 Design notes: docs/internals.md (`transport/recovery_converters.py`).
 """
@@ -9,14 +14,16 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from google.protobuf import struct_pb2
+from google.protobuf import struct_pb2, timestamp_pb2
 
-from hapi.v1 import common_pb2, execution_pb2, incident_pb2, recovery_pb2
+from hapi.v1 import common_pb2, execution_pb2, incident_pb2, outcome_pb2, recovery_pb2
 from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.execution import ExecutedWorkflow, ExecutionFailure
+from hapi_grpc.domain.history import Outcome, OutcomeAck, OutcomeReport
 from hapi_grpc.domain.levels import Severity
 from hapi_grpc.domain.parameters.limits import MAX_STRING_LENGTH
 from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
+from hapi_grpc.domain.result import TargetResource
 from hapi_grpc.domain.sensitive import clip
 from hapi_grpc.domain.workflow_validation import MAX_PROPOSED_PARAMETERS
 
@@ -24,9 +31,12 @@ __all__ = [
     "MAX_PARAMETERS_BYTES",
     "MAX_PARAMETER_NAME_CHARS",
     "MAX_PARAMETER_VALUES",
+    "MAX_REPORT_BYTES",
+    "ack_to_proto",
     "executed_workflow",
     "execution_failure",
     "recovery_from_proto",
+    "report_from_proto",
 ]
 
 MAX_PARAMETER_VALUES = 256
@@ -181,3 +191,64 @@ def _invalid(path: str, description: str, rule: str) -> InvalidRequestError:
     return InvalidRequestError(
         f"invalid request: {path}: {description}", [FieldViolation(path, description, rule)]
     )
+
+
+# --- ReportRemediationOutcome ------------------------------------------------
+
+MAX_REPORT_BYTES = 64 * 1024
+"""Encoded bytes of one report: more than its bounded fields can fill."""
+
+_OUTCOMES = {
+    "succeeded": Outcome.SUCCESS,
+    "failed": Outcome.FAILED,
+    "declined": Outcome.ESCALATED,
+}
+
+
+def report_from_proto(
+    msg: outcome_pb2.ReportRemediationOutcomeRequest, caller: str = ""
+) -> OutcomeReport:
+    """The domain's report sent by `caller`; the proto's rules have already been
+    checked. What was executed and how it failed are read as a recovery
+    request's are (same bounds)."""
+    size = msg.ByteSize()
+    if size > MAX_REPORT_BYTES:
+        description = f"a report may be at most {MAX_REPORT_BYTES} bytes, got {size}"
+        raise InvalidRequestError(
+            f"invalid request: {description}",
+            [FieldViolation("", description, "request.max_bytes")],
+        )
+    outcome = _OUTCOMES[msg.WhichOneof("result") or "declined"]
+    executed = None
+    if outcome is not Outcome.ESCALATED:
+        executed = executed_workflow(msg.executed, "executed")
+    failure = execution_failure(msg.failed, "failed") if outcome is Outcome.FAILED else None
+    target = msg.target
+    return OutcomeReport(
+        remediation_id=msg.remediation_id,
+        attempt=msg.attempt,
+        target=TargetResource(target.namespace, target.kind, target.name, target.api_group),
+        outcome=outcome,
+        executed=executed,
+        failure=failure,
+        declined_reason=msg.declined.reason if outcome is Outcome.ESCALATED else "",
+        signal_cleared=msg.signal_cleared if msg.HasField("signal_cleared") else None,
+        completed_at=_seconds(msg.completed_at) if msg.HasField("completed_at") else None,
+        pre_spec_hash=msg.pre_remediation_spec_hash,
+        post_spec_hash=msg.post_remediation_spec_hash,
+        caller=caller,
+    )
+
+
+def ack_to_proto(ack: OutcomeAck) -> outcome_pb2.ReportRemediationOutcomeResponse:
+    recorded = timestamp_pb2.Timestamp()
+    recorded.FromNanoseconds(int(ack.recorded_at * 1e9))
+    return outcome_pb2.ReportRemediationOutcomeResponse(
+        already_recorded=ack.already_recorded,
+        recorded_at=recorded,
+        decision_known=ack.decision_known,
+    )
+
+
+def _seconds(ts: timestamp_pb2.Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9

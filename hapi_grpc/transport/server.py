@@ -24,10 +24,10 @@ from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
 from hapi_grpc.application.service import Application
 from hapi_grpc.config import Settings
 from hapi_grpc.security.authorization import CallerPolicy
+from hapi_grpc.transport.admission import ShutdownGate
 from hapi_grpc.transport.interceptors import ServicePolicyInterceptor
 from hapi_grpc.transport.reflection import DocumentedReflectionServicer
 from hapi_grpc.transport.servicers import IncidentAnalysisServicer
-from hapi_grpc.transport.shutdown_gate import ShutdownGate
 
 log = logging.getLogger(__name__)
 

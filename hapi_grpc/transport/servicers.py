@@ -17,7 +17,7 @@ from hapi_grpc.application.service import Application
 from hapi_grpc.domain.deadline import Budget
 from hapi_grpc.security.auth import identity_of
 from hapi_grpc.security.authorization import CallerPolicy
-from hapi_grpc.transport import converters, outcome_messages
+from hapi_grpc.transport import converters, recovery_converters
 
 __all__ = ["IncidentAnalysisServicer", "caller_budget"]
 
@@ -75,5 +75,5 @@ class IncidentAnalysisServicer(service_pb2_grpc.IncidentAnalysisServiceServicer)
         budget = caller_budget(context)
         namespace = request.target.namespace
         caller = await self._callers.reporting(identity_of(context), namespace, budget)
-        report = outcome_messages.report_from_proto(request, caller.name)
-        return outcome_messages.ack_to_proto(await self._app.report(report, budget))
+        report = recovery_converters.report_from_proto(request, caller.name)
+        return recovery_converters.ack_to_proto(await self._app.report(report, budget))

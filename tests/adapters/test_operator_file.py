@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hapi_grpc.adapters.premises_file import read_premises
+from hapi_grpc.adapters.operator_files import read_premises
 from hapi_grpc.app import build_premises
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.policy.rules import PolicyError, parse_policy

@@ -16,7 +16,7 @@ import yaml
 from google.protobuf import json_format
 
 from hapi.v1 import service_pb2, service_pb2_grpc
-from hapi_grpc.adapters.policy_file import PolicyFile, read_policy
+from hapi_grpc.adapters.operator_files import PolicyFile, read_policy
 from hapi_grpc.app import build_policy
 from hapi_grpc.config import ConfigError, Settings
 from hapi_grpc.domain.policy.rules import PolicyError
@@ -60,7 +60,7 @@ def test_a_broken_reload_keeps_the_last_good_policy_and_logs_one_line(
     write(path, TWO)
     source = PolicyFile.load(str(path))
     write(path, BROKEN)
-    with caplog.at_level(logging.WARNING, logger="hapi_grpc.adapters.policy_file"):
+    with caplog.at_level(logging.WARNING, logger="hapi_grpc.adapters.operator_files"):
         assert source.reload_if_changed() is False
         assert source.reload_if_changed() is False  # the same broken file: not tried again
     assert names(source) == ["first", "second"]

@@ -22,7 +22,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from hapi.v1 import analysis_pb2, service_pb2, validation_pb2
 from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider
-from hapi_grpc.transport.shutdown_gate import SHUTTING_DOWN
+from hapi_grpc.transport.admission import SHUTTING_DOWN
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 from tests.helpers.grpc_server import RunningServer, running_server
 

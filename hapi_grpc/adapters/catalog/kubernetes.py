@@ -25,7 +25,7 @@ from hapi_grpc.adapters.catalog.workflow_resources import (
     read_workflow,
 )
 from hapi_grpc.adapters.kubernetes.informer import Informer, InformerLimits
-from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
+from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
 from hapi_grpc.domain.catalog import (
     SearchFilters,
     SearchQuery,
@@ -194,27 +194,24 @@ class KubernetesCatalog:
 
     async def _start(self) -> None:
         self._reader = await self._connect()
-        namespace = self._namespace or None
-        self._workflows = Informer(
-            self._reader,
-            WORKFLOWS,
-            namespace,
-            read_workflow,
-            limits=self._limits,
-            on_change=self._changed,
-            on_state=self._state,
-            on_relist=lambda reason: self._relisted(WORKFLOWS.plural, reason),
-        )
-        self._action_types = Informer(
-            self._reader,
-            ACTION_TYPES,
-            namespace,
-            read_action_type,
-            limits=self._limits,
-            on_change=self._changed,
-            on_state=self._state,
-            on_relist=lambda reason: self._relisted(ACTION_TYPES.plural, reason),
-        )
+        reader, namespace = self._reader, self._namespace or None
+
+        def informer_of(
+            rtype: ResourceType, read: Callable[[dict[str, Any]], Any]
+        ) -> Informer[Any]:
+            return Informer(
+                reader,
+                rtype,
+                namespace,
+                read,
+                limits=self._limits,
+                on_change=self._changed,
+                on_state=self._state,
+                on_relist=lambda reason: self._relisted(rtype.plural, reason),
+            )
+
+        self._workflows = informer_of(WORKFLOWS, read_workflow)
+        self._action_types = informer_of(ACTION_TYPES, read_action_type)
         for informer in (self._workflows, self._action_types):
             self._tasks.append(asyncio.create_task(self._run(informer)))
         log.info(

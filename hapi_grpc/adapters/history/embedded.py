@@ -10,7 +10,6 @@ import asyncio
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from hapi_grpc.adapters.history.backends import (
     HistoryBackend,
@@ -23,6 +22,7 @@ from hapi_grpc.adapters.history.backends import (
 )
 from hapi_grpc.adapters.history.memory import MemoryHistoryBackend
 from hapi_grpc.adapters.history.redis_store import RedisHistoryBackend
+from hapi_grpc.adapters.redis_client import uses_redis
 from hapi_grpc.domain.deadline import request_timeout
 from hapi_grpc.domain.errors import (
     BudgetExhaustedError,
@@ -56,8 +56,7 @@ OP_TIMEOUT = 1.0
 
 def build_embedded_history(url: str | None, limits: Limits = Limits()) -> EmbeddedHistory:
     """Redis for `redis://` / `rediss://` URLs (the result store's), else memory."""
-    scheme = urlsplit(url).scheme if url else "memory"
-    if scheme in ("redis", "rediss"):
+    if uses_redis(url):
         return EmbeddedHistory(RedisHistoryBackend(url or "", limits=limits))
     return EmbeddedHistory(MemoryHistoryBackend(limits))
 

@@ -1,6 +1,7 @@
-"""The operator's policy file (`HAPI_POLICY_FILE`): loaded at start, reloaded on change.
+"""The operator's files: the policy (`HAPI_POLICY_FILE`), loaded at start and reloaded
+on change, and the premises (`HAPI_PREMISES_FILE`), read and checked at start.
 
-Design notes: docs/internals.md (`adapters/policy_file.py`).
+Design notes: docs/internals.md (`adapters/operator_files.py`).
 """
 
 from __future__ import annotations
@@ -17,42 +18,46 @@ import yaml
 
 from hapi_grpc.domain import bounded_yaml
 from hapi_grpc.domain.policy.rules import Policy, PolicyError, parse_policy
+from hapi_grpc.domain.premises import PackError, PremiseBook, bundled_book, parse_operator
+from hapi_grpc.domain.premises.bundled import role_table
 
-__all__ = ["PolicyFile", "read_policy"]
+__all__ = ["PolicyFile", "read_policy", "read_premises"]
 
 logger = logging.getLogger(__name__)
 
-MAX_POLICY_BYTES = 1 << 20
+MAX_FILE_BYTES = 1 << 20  # each of them
 RELOAD_WAIT = 0.5  # seconds a decision waits for a reload it started
 _Signature = tuple[int, int, int, int] | None  # None: the file could not be read
 
 
-def _read(path: str) -> bytes:
-    """At most MAX_POLICY_BYTES + 1 bytes of the regular file at `path`; opening
-    does not wait (O_NONBLOCK: a FIFO without a writer opens at once, then is refused)."""
+def _read(path: str, error: type[Exception], limit: int = MAX_FILE_BYTES) -> bytes:
+    """At most `limit` + 1 bytes of the regular file at `path`, else `error` (one line);
+    opening does not wait (O_NONBLOCK: a FIFO without a writer opens at once, then is
+    refused)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise PolicyError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+        raise error(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise PolicyError(f"{path} is not a regular file")
-        if info.st_size > MAX_POLICY_BYTES:
-            raise PolicyError(f"{path} is larger than {MAX_POLICY_BYTES} bytes")
+            raise error(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise error(f"{path} is larger than {limit} bytes")
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(MAX_POLICY_BYTES + 1)
+            raw = handle.read(limit + 1)
     except OSError as exc:
-        raise PolicyError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+        raise error(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
     finally:
         os.close(fd)
+    if len(raw) > limit:
+        raise error(f"{path} is larger than {limit} bytes")
+    return raw
 
 
 def read_policy(path: str) -> Policy:
     """The policy in `path`; PolicyError (one line) when it cannot be used."""
-    raw = _read(path)
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(f"{path} is larger than {MAX_POLICY_BYTES} bytes")
+    raw = _read(path, PolicyError)
     try:
         document = bounded_yaml.load(raw.decode("utf-8"), aliases=False)
     except UnicodeDecodeError:
@@ -66,6 +71,22 @@ def read_policy(path: str) -> Policy:
             raise PolicyError(f"{path}: YAML {exc.problem}{where}") from None
         raise PolicyError(f"{path} is not valid YAML{where}") from None
     return parse_policy(document)
+
+
+def read_premises(path: str) -> PremiseBook:
+    """The shipped packs overlaid by the file at `path`; PackError (one line) if unusable."""
+    raw = _read(path, PackError)
+    try:
+        document = bounded_yaml.load(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PackError(f"{path} is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None)
+        what = f" ({problem})" if problem else ""
+        raise PackError(f"{path} is not valid YAML{where}{what}") from None
+    return bundled_book(parse_operator(document, path, role_table()))
 
 
 def _signature(path: str) -> _Signature:

@@ -60,6 +60,8 @@ _MAX_ERROR_BODY_BYTES = 64 * 1024
 DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
 
 _TRANSIENT_4XX = frozenset({408, 429})
+# `json.dumps(value, ensure_ascii=False)` without making its encoder on every call.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def llm_retry_policy(
@@ -321,13 +323,13 @@ class HttpProvider:
 def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -> ToolListMemo[str]:
     """The JSON text of a tool list in one provider's format (`render`), encoded once per
     distinct list: the schemas are a large part of every request body."""
-    return ToolListMemo(lambda tools: json.dumps(render(list(tools)), ensure_ascii=False))
+    return ToolListMemo(lambda tools: _dumps(render(list(tools))))
 
 
 def encode_body(body: dict[str, Any], **encoded: str) -> bytes:
     """`body` as JSON bytes, with members whose values are JSON text already (`encoded`),
     after its own: the bytes `json.dumps` writes for `{**body, **decoded}`."""
-    text = json.dumps(body, ensure_ascii=False)
+    text = _dumps(body)
     if encoded:
         # Keyword names are identifiers: nothing in them needs escaping.
         members = ", ".join(f'"{name}": {value}' for name, value in encoded.items())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring as _text  # a str as json.dumps writes it
 from typing import TYPE_CHECKING, Any, Literal
 
 from hapi_grpc.adapters.llm.http_provider import HttpOptions, HttpProvider, encode_body, token_usage
@@ -94,58 +95,50 @@ def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
 
 
 # Every turn sends the whole conversation again, and a storm's investigations share
-# the system prompt and equal tool outputs: the JSON of a long message is kept
-# (bounded in characters) instead of escaping its text again on every request.
-_MESSAGE_JSON_CHARS = 1 << 20
-_LONG_MESSAGE = 512
-_message_json: dict[ChatMessage, str] = {}
-_message_json_chars = [0]
+# the system prompt and equal tool outputs: the JSON text of a long content is kept
+# (bounded in characters) instead of escaping it again on every request.
+_CONTENT_JSON_CHARS = 1 << 20
+_LONG_CONTENT = 512
+_content_json: dict[str, str] = {}
+_content_json_chars = [0]
 
 
 def _messages_json(messages: list[ChatMessage]) -> str:
-    """The JSON text of `to_openai_messages(messages)`, as `json.dumps` writes it."""
-    return "[" + ", ".join(_one_message_json(m) for m in messages) + "]"
+    """The conversation as the protocol's `messages` array, JSON text as `json.dumps`
+    writes it: `{"role", "content"}`; a tool's answer also its `tool_call_id`; an
+    assistant's tool calls in `tool_calls`, its content then null when empty (the
+    protocol wants null, not "", beside tool calls)."""
+    return "[" + ", ".join(map(_message_json, messages)) + "]"
 
 
-def _one_message_json(message: ChatMessage) -> str:
-    if len(message.content) < _LONG_MESSAGE:
-        return json.dumps(to_openai_messages([message])[0], ensure_ascii=False)
-    known = _message_json.get(message)
+def _message_json(message: ChatMessage) -> str:
+    # Written member by member, so that only the strings are escaped (`_text`), a
+    # long content once.
+    content = _long_text(message.content)
+    if message.role == "tool":
+        call_id = _text(message.tool_call_id)
+        return f'{{"role": "tool", "tool_call_id": {call_id}, "content": {content}}}'
+    if message.role != "assistant" or not message.tool_calls:
+        return f'{{"role": {_text(message.role)}, "content": {content}}}'
+    calls = ", ".join(
+        f'{{"id": {_text(c.id)}, "type": "function", "function": {{"name": {_text(c.name)},'
+        f' "arguments": {_text(c.arguments)}}}}}'
+        for c in message.tool_calls
+    )
+    content = content if message.content else "null"
+    return f'{{"role": "assistant", "content": {content}, "tool_calls": [{calls}]}}'
+
+
+def _long_text(text: str) -> str:
+    if len(text) < _LONG_CONTENT:
+        return _text(text)
+    known = _content_json.get(text)
     if known is None:
-        known = json.dumps(to_openai_messages([message])[0], ensure_ascii=False)
-        _message_json[message] = known
-        _message_json_chars[0] += len(known)
-        while _message_json_chars[0] > _MESSAGE_JSON_CHARS:
-            _message_json_chars[0] -= len(_message_json.pop(next(iter(_message_json))))
+        known = _content_json[text] = _text(text)
+        _content_json_chars[0] += len(known)
+        while _content_json_chars[0] > _CONTENT_JSON_CHARS:
+            _content_json_chars[0] -= len(_content_json.pop(next(iter(_content_json))))
     return known
-
-
-def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "assistant":
-            item: dict[str, Any] = {"role": "assistant"}
-            if message.tool_calls:
-                # The protocol wants null, not "", beside tool calls.
-                item["content"] = message.content or None
-                item["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    }
-                    for call in message.tool_calls
-                ]
-            else:
-                item["content"] = message.content
-            wire.append(item)
-        elif message.role == "tool":
-            wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
-        else:
-            wire.append({"role": message.role, "content": message.content})
-    return wire
 
 
 def parse_openai_response(data: Any, default_model: str) -> LLMResponse:

@@ -121,8 +121,9 @@ def test_cpu_quantities_and_garbage() -> None:
 def test_the_strings_extension_loads_only_for_an_expression_that_uses_it(
     tmp_path: Path,
 ) -> None:
-    # Its native library holds ~3.5 MB: the bundled catalog does without it, and a
-    # catalog that uses it (it is part of the documented language) still loads.
+    # Its native library holds ~3.5 MB: the bundled catalog and premise packs do
+    # without it, and a catalog that uses it (it is part of the documented language)
+    # still loads.
     joined = _entry(
         workflow_id="joined-v1",
         invariants=[
@@ -138,7 +139,9 @@ def test_the_strings_extension_loads_only_for_an_expression_that_uses_it(
         "from pathlib import Path\n"
         "from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file\n"
         "from hapi_grpc.domain.preconditions import evaluate\n"
+        "from hapi_grpc.domain.premises import bundled_book\n"
         "load_bundled_catalog()\n"
+        "bundled_book()\n"
         "print('ext_strings' in ' '.join(sys.modules))\n"
         "(w,) = load_catalog_file(Path(sys.argv[1]))\n"
         "observed = {'workloads': [{'name': 'a'}, {'name': 'b'}]}\n"

@@ -10,11 +10,7 @@ import pytest
 
 from hapi_grpc.adapters.llm.anthropic import to_anthropic_tools
 from hapi_grpc.adapters.llm.http_provider import encode_body, tools_json
-from hapi_grpc.adapters.llm.openai_compat import (
-    OpenAICompatibleProvider,
-    to_openai_messages,
-    to_openai_tools,
-)
+from hapi_grpc.adapters.llm.openai_compat import OpenAICompatibleProvider, to_openai_tools
 from hapi_grpc.domain.llm import ChatMessage, ToolCall, ToolDefinition
 from tests.fakes.scripted_llm import ScriptedLLMServer, Step
 
@@ -91,15 +87,52 @@ async def test_each_attempt_sends_the_conversation_as_it_stands() -> None:
     assert [m["content"] for m in bodies[0]["messages"]] == ["You are an SRE.", "OOMKilled"]
 
 
-async def test_a_conversation_sent_again_is_the_same_json_as_its_messages() -> None:
-    # Long messages (the system prompt, tool outputs) are encoded once and reused on
+async def test_a_conversation_is_sent_in_the_protocols_shape_the_same_on_every_turn() -> None:
+    # Long contents (the system prompt, tool outputs) are encoded once and reused on
     # the next turns and by other conversations; the body must not tell.
     long = 'Investigate ünïcode "quoted" text.\n' * 40
+    search = ToolCall("c1", "search_workflow_catalog", '{"query": "OOM"}')
+    validate = ToolCall("c2", "validate_workflow_parameters", "{}")
     conversation = [
         ChatMessage("system", long),
-        ChatMessage("user", "OOMKilled in payments"),
-        ChatMessage("assistant", "", (ToolCall("c1", "search_workflow_catalog", "{}"),)),
+        ChatMessage("user", 'OOMKilled in "payments"'),
+        ChatMessage("assistant", "", (search,)),
         ChatMessage("tool", long + "!", tool_call_id="c1", name="search_workflow_catalog"),
+        ChatMessage("assistant", "Checking ✓", (validate,)),
+        ChatMessage("tool", "{}", tool_call_id="c2", name="validate_workflow_parameters"),
+        ChatMessage("assistant", '{"done": true}'),
+    ]
+    expected = [
+        {"role": "system", "content": long},
+        {"role": "user", "content": 'OOMKilled in "payments"'},
+        {
+            "role": "assistant",
+            "content": None,  # the protocol wants null, not "", beside tool calls
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "search_workflow_catalog",
+                        "arguments": '{"query": "OOM"}',
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": long + "!"},
+        {
+            "role": "assistant",
+            "content": "Checking ✓",
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "validate_workflow_parameters", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "{}"},
+        {"role": "assistant", "content": '{"done": true}'},
     ]
     async with ScriptedLLMServer("openai", [Step.text("a"), Step.text("b")]) as server:
         llm = OpenAICompatibleProvider(server.base_url, "m", max_retries=0)
@@ -115,6 +148,7 @@ async def test_a_conversation_sent_again_is_the_same_json_as_its_messages() -> N
         finally:
             await llm.close()
     for sent in server.requests:
-        assert sent.json["messages"] == to_openai_messages(conversation)
+        assert sent.json["messages"] == expected
+        # As many bytes as json.dumps writes (UTF-8 as it is, not escaped).
         as_dumped = json.dumps(sent.json, ensure_ascii=False).encode()
         assert int(sent.headers["Content-Length"]) == len(as_dumped)

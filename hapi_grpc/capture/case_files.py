@@ -26,7 +26,12 @@ from typing import Any
 
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.cases.labels import dump_yaml
-from hapi_grpc.domain.sensitive import redact, redact_mapping, redaction_generation
+from hapi_grpc.domain.sensitive import (
+    needs_redaction,
+    redact,
+    redact_mapping,
+    redaction_generation,
+)
 
 __all__ = [
     "alerts",
@@ -35,9 +40,11 @@ __all__ = [
     "cluster_yaml",
     "history",
     "history_yaml",
+    "json_text",
     "log_files",
     "metrics_om",
     "redacted",
+    "redacted_json",
 ]
 
 _SERVER_SET = frozenset(
@@ -48,8 +55,29 @@ _MAX_DEPTH = 64  # deeper than any object the API server keeps
 
 
 def redacted(value: Any) -> Any:
-    """A copy of a JSON value with the redaction above (types kept, strings redacted)."""
-    return redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
+    """A copy of a JSON value with the redaction above (types kept, strings redacted),
+    or `value` itself when that copy would equal it (`redacted_json`)."""
+    return redacted_json(value)[0]
+
+
+def redacted_json(value: Any) -> tuple[Any, str]:
+    """`redacted(value)` and its JSON text. When the text of `value` proves the copy
+    would equal it (`needs_redaction`: nothing in it to redact or hide, in one pass
+    over the text rather than a call per key; fewer brackets than the depth bound),
+    that is `value` itself and its text."""
+    try:
+        text = json_text(value)
+    except (TypeError, ValueError):  # not plain JSON: walked
+        text = ""
+    if text and text.count("{") + text.count("[") <= _MAX_DEPTH and not needs_redaction(text):
+        return value, text
+    kept = redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
+    return kept, json_text(kept)
+
+
+def json_text(value: Any) -> str:
+    """`value` as compact JSON, as the segments hold it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 # What `redact` gave the short texts of the cases written lately: a storm's cases

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import re2
 
-__all__ = ["MARK", "REDACTED", "SHAPES", "Shape", "redact_shapes", "substitute"]
+__all__ = ["MARK", "REDACTED", "SHAPES", "Shape", "may_hold_shape", "redact_shapes", "substitute"]
 
 REDACTED = "[REDACTED]"
 """Stands in for every hidden value, wherever it was hidden."""
@@ -172,6 +172,11 @@ def _folded(text: str) -> str:
     if text.isascii():
         return text.lower()
     return text.replace("\u0130", "i").lower().replace("\u0131", "i").replace("\u017f", "s")
+
+
+def may_hold_shape(text: str) -> bool:
+    """False only when no shape can match any part of `text` (none of their words is in it)."""
+    return _ANY_WORD.search(_folded(text)) is not None
 
 
 def redact_shapes(text: str) -> str:

@@ -213,7 +213,6 @@ class Capture:
     ) -> bytes:
         """The case's record: its content as data, redacted (`unpack` writes its files)."""
         metrics, unnamed = case_files.metrics_om(recorder, at)
-        captured, decision, decision_json = self._provenance(incident, result, at)
         signal = incident.signal
         description = (
             f"{signal.signal_type} on {signal.namespace}/{signal.resource_kind}/"
@@ -221,9 +220,16 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
+        # Redacted together (one pass over their texts when nothing is to be redacted),
+        # and written in the text their redaction gave.
+        (decision, decision_json), (_, request), (description, _) = case_files.redacted_json(
+            self._decision(result), request_json(incident), description
+        )
         case = {
-            "description": case_files.redacted(description),
-            "expected": labels.derived_expected(decision, None, datetime.fromtimestamp(at, UTC)),
+            "description": description,
+            "expected": labels.derived_expected(
+                _chosen(result, decision), None, datetime.fromtimestamp(at, UTC)
+            ),
             "objects": case_files.cluster_objects(recorder),
             "logs": case_files.log_files(recorder),
             "node_stats": {
@@ -233,22 +239,17 @@ class Capture:
             "alerts": case_files.alerts(recorder),
             "history": case_files.history(recorder, at),
         }
-        # The decision and the request in the text their redaction gave (not dumped twice).
-        request = case_files.redacted_json(request_json(incident))[1]
-        captured_json = f'{_json(captured)[:-1]},"decision":{decision_json}}}'
+        captured = f'{_json(self._provenance(incident, at))[:-1]},"decision":{decision_json}}}'
         line = (
-            f'{{"name":{_json(name)},"at":{_json(at)},"case":{{"captured":{captured_json},'
+            f'{{"name":{_json(name)},"at":{_json(at)},"case":{{"captured":{captured},'
             f'"request":{request},{_json(case)[1:]}}}'
         )
         if workflows:  # replayed with the workflows this investigation was offered
             line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
         return (line + "\n").encode()
 
-    def _provenance(
-        self, incident: Incident, result: r.AnalysisResult, at: float
-    ) -> tuple[dict[str, Any], Decision, str]:
-        """The `captured` block (`Provenance`, as written: the service's own output is
-        not parsed back) but its decision, the decision, and the decision's JSON."""
+    def _decision(self, result: r.AnalysisResult) -> dict[str, Any]:
+        """The decision as the service answered it (proto JSON), not yet redacted."""
         from google.protobuf import json_format
 
         from hapi_grpc.transport.converters import result_to_proto
@@ -258,7 +259,11 @@ class Capture:
         decision = json_format.MessageToDict(result_to_proto(bare))
         for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
             decision.pop(bulky, None)
-        decision, decision_json = case_files.redacted_json(decision)
+        return decision
+
+    def _provenance(self, incident: Incident, at: float) -> dict[str, Any]:
+        """The `captured` block (`Provenance`, as written: the service's own output is
+        not parsed back) but its decision."""
         stamp = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
         captured = {
             "at": stamp,
@@ -268,13 +273,16 @@ class Capture:
             "model": self._model,
             "prompt_hash": _prompt_hash(),
         }
-        selected = decision.get("selectedWorkflow") or {}
-        if result.needs_human_review or not selected.get("workflowId"):
-            reason = result.human_review_reason
-            chosen = Decision(None, review_reason=reason.value.lower() if reason else "")
-        else:
-            chosen = Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
-        return {k: v for k, v in captured.items() if v}, chosen, decision_json
+        return {k: v for k, v in captured.items() if v}
+
+
+def _chosen(result: r.AnalysisResult, decision: dict[str, Any]) -> Decision:
+    """The decision `expected.yaml` is derived from, out of the (redacted) decision."""
+    selected = decision.get("selectedWorkflow") or {}
+    if result.needs_human_review or not selected.get("workflowId"):
+        reason = result.human_review_reason
+        return Decision(None, review_reason=reason.value.lower() if reason else "")
+    return Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
 
 
 _PROMPT_HASH: list[str] = []

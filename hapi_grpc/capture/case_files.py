@@ -57,22 +57,29 @@ _MAX_DEPTH = 64  # deeper than any object the API server keeps
 def redacted(value: Any) -> Any:
     """A copy of a JSON value with the redaction above (types kept, strings redacted),
     or `value` itself when that copy would equal it (`redacted_json`)."""
-    return redacted_json(value)[0]
+    return redacted_json(value)[0][0]
 
 
-def redacted_json(value: Any) -> tuple[Any, str]:
-    """`redacted(value)` and its JSON text. When the text of `value` proves the copy
-    would equal it (`needs_redaction`: nothing in it to redact or hide, in one pass
-    over the text rather than a call per key; fewer brackets than the depth bound),
-    that is `value` itself and its text."""
+def redacted_json(*values: Any) -> list[tuple[Any, str]]:
+    """Each of `values` redacted (`redacted`), with its JSON text. When their texts
+    prove the copies would equal them (`needs_redaction`: nothing in them to redact
+    or hide, in one pass over the texts rather than a call per key; fewer brackets
+    than the depth bound), the values themselves and their texts."""
     try:
-        text = json_text(value)
+        texts = [json_text(value) for value in values]
     except (TypeError, ValueError):  # not plain JSON: walked
-        text = ""
-    if text and text.count("{") + text.count("[") <= _MAX_DEPTH and not needs_redaction(text):
-        return value, text
-    kept = redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
-    return kept, json_text(kept)
+        texts = []
+    if (
+        texts
+        and all(text.count("{") + text.count("[") <= _MAX_DEPTH for text in texts)
+        and not needs_redaction("\n".join(texts))
+    ):
+        return list(zip(values, texts, strict=True))
+    kept = [
+        redact_mapping(value, max_depth=_MAX_DEPTH, keep_shape=True, text=_redact_kept)
+        for value in values
+    ]
+    return [(value, json_text(value)) for value in kept]
 
 
 def json_text(value: Any) -> str:

@@ -14,8 +14,9 @@ import re2
 
 from hapi_grpc.domain.credential_shapes import (
     REDACTED,
+    SHAPE_WORDS,
     Shape,
-    may_hold_shape,
+    folded,
     redact_shapes,
     substitute,
 )
@@ -55,8 +56,12 @@ _SECRET_MARKERS = (
     "CONNECTION_STRING",
     "DSN",
 )
-# The markers in one pattern, over upper-cased text (`needs_redaction`).
+# For `needs_redaction`: the markers over upper-cased text, and with the words of the
+# credential shapes over folded text (one pass; the markers alone decide only for ASCII).
 _MARKERS = re2.compile(b"|".join(m.encode() for m in _SECRET_MARKERS))
+_WORDS = re2.compile(
+    b"|".join(re2.escape(w.encode()) for w in (*SHAPE_WORDS, *(m.lower() for m in _SECRET_MARKERS)))
+)
 
 # The registry of known secret values. Bounded: a value registered for an
 # `owner` (one token file, one set of cluster credentials) replaces that
@@ -223,7 +228,9 @@ def needs_redaction(text: str) -> bool:
         else registered[0].pattern.search(data) is not None
     ):
         return True
-    return _MARKERS.search(text.upper().encode()) is not None or may_hold_shape(text)
+    if _WORDS.search(folded(text).encode()) is not None:
+        return True
+    return not text.isascii() and _MARKERS.search(text.upper().encode()) is not None
 
 
 # What is read past a cap before redacting, and never shown: a credential the

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import logging
 import re
 import time
@@ -74,6 +73,7 @@ class Capture:
         self._model = model
         self._pending: set[asyncio.Task[None]] = set()
         self._fetched: dict[str, tuple[float, Workflow]] = {}  # id -> (when, workflow)
+        self._fetching: dict[str, asyncio.Future[Workflow]] = {}
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
         self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], str]] = {}
 
@@ -156,7 +156,7 @@ class Capture:
         case is written without those that failed or were late."""
         if not ids:
             return []
-        tasks = [asyncio.ensure_future(self._catalog.get_workflow(i)) for i in ids]
+        tasks = [self._fetch(i) for i in ids]
         done: set[asyncio.Future[Workflow]] = set()
         try:
             done, _ = await asyncio.wait(tasks, timeout=WORKFLOW_SECONDS)
@@ -175,6 +175,20 @@ class Capture:
             else:
                 log.info("workflow not captured", extra={"error": type(exc).__name__})
         return found
+
+    def _fetch(self, workflow_id: str) -> asyncio.Future[Workflow]:
+        """The fetch of a workflow, shared by the cases waiting for it: a storm's cases
+        wait for the same few, and then hold the same objects (`_same`)."""
+        found = self._fetching.get(workflow_id)
+        if found is None:
+            found = asyncio.ensure_future(self._catalog.get_workflow(workflow_id))
+            self._fetching[workflow_id] = found
+            found.add_done_callback(lambda done: self._fetched_one(workflow_id, done))
+        return found
+
+    def _fetched_one(self, workflow_id: str, done: asyncio.Future[Workflow]) -> None:
+        if self._fetching.get(workflow_id) is done:
+            del self._fetching[workflow_id]
 
     def _catalog_json(self, workflows: list[Workflow]) -> str:
         """The workflows as the catalog file's `workflows`, in JSON; rendered once."""
@@ -199,7 +213,6 @@ class Capture:
     ) -> bytes:
         """The case's record: its content as data, redacted (`unpack` writes its files)."""
         metrics, unnamed = case_files.metrics_om(recorder, at)
-        captured, decision = self._provenance(incident, result, at)
         signal = incident.signal
         description = (
             f"{signal.signal_type} on {signal.namespace}/{signal.resource_kind}/"
@@ -207,11 +220,16 @@ class Capture:
         )
         if unnamed:
             description += f" ({unnamed} computed series not captured)"
+        # Redacted together (one pass over their texts when nothing is to be redacted),
+        # and written in the text their redaction gave.
+        (decision, decision_json), (_, request), (description, _) = case_files.redacted_json(
+            self._decision(result), request_json(incident), description
+        )
         case = {
-            "description": case_files.redacted(description),
-            "captured": captured,
-            "expected": labels.derived_expected(decision, None, datetime.fromtimestamp(at, UTC)),
-            "request": case_files.redacted(request_json(incident)),
+            "description": description,
+            "expected": labels.derived_expected(
+                _chosen(result, decision), None, datetime.fromtimestamp(at, UTC)
+            ),
             "objects": case_files.cluster_objects(recorder),
             "logs": case_files.log_files(recorder),
             "node_stats": {
@@ -221,16 +239,17 @@ class Capture:
             "alerts": case_files.alerts(recorder),
             "history": case_files.history(recorder, at),
         }
-        line = _json({"name": name, "at": at, "case": case})
+        captured = f'{_json(self._provenance(incident, at))[:-1]},"decision":{decision_json}}}'
+        line = (
+            f'{{"name":{_json(name)},"at":{_json(at)},"case":{{"captured":{captured},'
+            f'"request":{request},{_json(case)[1:]}}}'
+        )
         if workflows:  # replayed with the workflows this investigation was offered
             line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
         return (line + "\n").encode()
 
-    def _provenance(
-        self, incident: Incident, result: r.AnalysisResult, at: float
-    ) -> tuple[dict[str, Any], Decision]:
-        """The `captured` block (`Provenance`, as written: the service's own output is
-        not parsed back) and the decision it holds."""
+    def _decision(self, result: r.AnalysisResult) -> dict[str, Any]:
+        """The decision as the service answered it (proto JSON), not yet redacted."""
         from google.protobuf import json_format
 
         from hapi_grpc.transport.converters import result_to_proto
@@ -240,7 +259,11 @@ class Capture:
         decision = json_format.MessageToDict(result_to_proto(bare))
         for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
             decision.pop(bulky, None)
-        decision = case_files.redacted(decision)
+        return decision
+
+    def _provenance(self, incident: Incident, at: float) -> dict[str, Any]:
+        """The `captured` block (`Provenance`, as written: the service's own output is
+        not parsed back) but its decision."""
         stamp = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
         captured = {
             "at": stamp,
@@ -249,15 +272,17 @@ class Capture:
             "provider": self._provider,
             "model": self._model,
             "prompt_hash": _prompt_hash(),
-            "decision": decision,
         }
-        selected = decision.get("selectedWorkflow") or {}
-        if result.needs_human_review or not selected.get("workflowId"):
-            reason = result.human_review_reason
-            chosen = Decision(None, review_reason=reason.value.lower() if reason else "")
-        else:
-            chosen = Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
-        return {k: v for k, v in captured.items() if v}, chosen
+        return {k: v for k, v in captured.items() if v}
+
+
+def _chosen(result: r.AnalysisResult, decision: dict[str, Any]) -> Decision:
+    """The decision `expected.yaml` is derived from, out of the (redacted) decision."""
+    selected = decision.get("selectedWorkflow") or {}
+    if result.needs_human_review or not selected.get("workflowId"):
+        reason = result.human_review_reason
+        return Decision(None, review_reason=reason.value.lower() if reason else "")
+    return Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
 
 
 _PROMPT_HASH: list[str] = []
@@ -270,8 +295,7 @@ def _same(kept: list[Workflow], workflows: list[Workflow]) -> bool:
     return kept == workflows
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_json = case_files.json_text
 
 
 def _prompt_hash() -> str:

@@ -26,8 +26,13 @@ def _level(value: Any, prefix: str) -> str | None:
 def _pruned(value: Any) -> Any:
     """Without unset fields (None, "", 0, False, empty): proto3 JSON leaves them out."""
     if isinstance(value, dict):
-        kept = {k: _pruned(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v not in (None, "", 0, False, {}, [])}
+        kept = {}
+        for key, item in value.items():
+            if isinstance(item, dict | list | tuple):
+                item = _pruned(item)
+            if item:  # every unset value, and only those, is falsy
+                kept[key] = item
+        return kept
     if isinstance(value, list | tuple):
         return [_pruned(v) for v in value]
     return value

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 
 import re2
 
-__all__ = ["MARK", "REDACTED", "SHAPES", "Shape", "redact_shapes", "substitute"]
+__all__ = [
+    "MARK",
+    "REDACTED",
+    "SHAPES",
+    "SHAPE_WORDS",
+    "Shape",
+    "folded",
+    "redact_shapes",
+    "substitute",
+]
 
 REDACTED = "[REDACTED]"
 """Stands in for every hidden value, wherever it was hidden."""
@@ -158,9 +167,11 @@ _WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) f
 # than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
 _LONG_TEXT = 256
 _ANY_WORD = re2.compile("|".join(re2.escape(word) for word, _ in _WORD_SHAPES))
+SHAPE_WORDS = tuple(word for word, _ in _WORD_SHAPES)
+"""Every shape needs one of these in the `folded` text to match."""
 
 
-def _folded(text: str) -> str:
+def folded(text: str) -> str:
     """`text` lower-cased so that every ASCII word a case-insensitive pattern
     would find in it is a plain substring.
 
@@ -176,7 +187,7 @@ def _folded(text: str) -> str:
 
 def redact_shapes(text: str) -> str:
     """`text` with the shapes whose words it holds applied, over its UTF-8 bytes."""
-    lowered = _folded(text)
+    lowered = folded(text)
     if len(lowered) > _LONG_TEXT and _ANY_WORD.search(lowered) is None:
         return text
     data = original = text.encode()

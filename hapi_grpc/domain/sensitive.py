@@ -12,13 +12,21 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.domain.credential_shapes import REDACTED, Shape, redact_shapes, substitute
+from hapi_grpc.domain.credential_shapes import (
+    REDACTED,
+    SHAPE_WORDS,
+    Shape,
+    folded,
+    redact_shapes,
+    substitute,
+)
 
 __all__ = [
     "REDACTED",
     "clip",
     "hides_value",
     "is_secret_name",
+    "needs_redaction",
     "redact",
     "redact_head",
     "redact_mapping",
@@ -48,6 +56,12 @@ _SECRET_MARKERS = (
     "CONNECTION_STRING",
     "DSN",
 )
+# For `needs_redaction`: the markers over upper-cased text, and with the words of the
+# credential shapes over folded text (one pass; the markers alone decide only for ASCII).
+_MARKERS = re2.compile(b"|".join(m.encode() for m in _SECRET_MARKERS))
+_WORDS = re2.compile(
+    b"|".join(re2.escape(w.encode()) for w in (*SHAPE_WORDS, *(m.lower() for m in _SECRET_MARKERS)))
+)
 
 # The registry of known secret values. Bounded: a value registered for an
 # `owner` (one token file, one set of cluster credentials) replaces that
@@ -69,6 +83,8 @@ _FEW = 8
 _registered_long: tuple[str, ...] = ()  # the longer ones, longest first
 _longest_registered = 0
 _generation = 0  # changes whenever the registered values do
+# Whether a registered value holds a character JSON escapes (`needs_redaction`).
+_registered_escaped = False
 
 
 def register_secret(value: str, *, owner: str | None = None) -> None:
@@ -134,7 +150,7 @@ def redaction_generation() -> int:
 
 def _recompile() -> None:
     """Rebuild the one pattern of registered values; the caller holds the lock."""
-    global _registered, _registered_long, _longest_registered, _generation
+    global _registered, _registered_long, _longest_registered, _generation, _registered_escaped
     # Longest first, so a secret that contains another is removed whole.
     ordered = sorted(_all_registered(), key=len, reverse=True)
     short = [s for s in ordered if len(s) <= _PATTERN_VALUE_CHARS]
@@ -143,6 +159,7 @@ def _recompile() -> None:
     _registered = (Shape(re2.compile(source)), few) if short else None
     _registered_long = tuple(s for s in ordered if len(s) > _PATTERN_VALUE_CHARS)
     _longest_registered = len(ordered[0]) if ordered else 0
+    _registered_escaped = any('"' in s or "\\" in s or not s.isprintable() for s in ordered)
     _generation += 1
 
 
@@ -190,6 +207,30 @@ def _redact_registered(text: str) -> str:
         if replaced is not data:
             text = replaced.decode()
     return text
+
+
+def needs_redaction(text: str) -> bool:
+    """False only when neither `redact` nor a secret name's hiding could change any
+    part of `text`: it encodes as UTF-8 and holds no registered secret, no word a
+    credential shape needs, and no secret-name marker. Linear in `text`. The JSON
+    text of a value qualifies for all its keys and strings (JSON escapes none of
+    those words, and a registered secret JSON would escape answers True)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        return True
+    if _registered_escaped or any(value in text for value in _registered_long):
+        return True
+    registered = _registered
+    if registered is not None and (
+        any(value in text for value in registered[1])
+        if registered[1] is not None
+        else registered[0].pattern.search(data) is not None
+    ):
+        return True
+    if _WORDS.search(folded(text).encode()) is not None:
+        return True
+    return not text.isascii() and _MARKERS.search(text.upper().encode()) is not None
 
 
 # What is read past a cap before redacting, and never shown: a credential the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from pathlib import Path
 
 import kubernetes
@@ -139,3 +140,33 @@ def test_a_secret_registered_after_a_text_was_redacted_is_hidden_in_it_next_time
     assert case_files.redacted({"note": text}) == {"note": text}
     sensitive.register_secret("kept-text-secret-5521")
     assert "kept-text-secret-5521" not in case_files.redacted({"note": text})["note"]
+
+
+def test_a_clean_value_is_kept_as_it_is_and_every_other_is_redacted() -> None:
+    """The one-pass proof (`needs_redaction`) lets a clean value through uncopied, and
+    never a value the walk would change."""
+    clean = {"summary": "payment-api is OOMKilled", "params": {"NAMESPACE": "payments"}}
+    assert case_files.redacted(clean) is clean
+    deep: dict[str, object] = {"v": "x"}
+    for _ in range(70):
+        deep = {"d": deep}
+    changed = [
+        ({"a": [{"b": f"uses {REGISTERED}"}]}, REGISTERED),
+        ({"DB_PASSWORD": "hunter2-do-not-leak"}, "hunter2-do-not-leak"),
+        ({"env": [{"name": "API_TOKEN", "value": "tok-do-not-leak"}]}, "tok-do-not-leak"),
+        ({"note": "connect with password=pw-do-not-leak"}, "pw-do-not-leak"),
+        ({"pa\u00dfword": "sharp-s-do-not-leak"}, "sharp-s-do-not-leak"),  # upper: PASSWORD
+        ({"note": "lone \ud800 surrogate"}, "\ud800"),
+        (deep, '"v": "x"'),
+        ({"a": 'uses quoted"value-3381'}, 'quoted"value-3381'),  # JSON escapes it
+    ]
+    sensitive.register_secret(REGISTERED)
+    try:
+        for value, secret in changed:
+            if secret.startswith("quoted"):
+                sensitive.replace_secrets("test-quoted", [secret])
+            assert secret not in json.dumps(case_files.redacted(value), ensure_ascii=False)
+            [(kept, text)] = case_files.redacted_json(value)
+            assert kept is not value and text == case_files.json_text(kept), secret
+    finally:
+        sensitive.replace_secrets("test-quoted", ())

@@ -135,12 +135,8 @@ def _investigation(toolsets: tuple[_Offer, ...]) -> str:
         elif toolset.data_key and f'"{toolset.data_key}"' not in data_keys:
             data_keys.append(f'"{toolset.data_key}"')
     if data_keys:
-        keys = (
-            ", ".join(data_keys[:-1]) + " or " + data_keys[-1]
-            if len(data_keys) > 1
-            else data_keys[0]
-        )
-        guide += _DATA_NOTE.replace("{keys}", keys)
+        *rest, last = data_keys
+        guide += _DATA_NOTE.replace("{keys}", f"{', '.join(rest)} or {last}" if rest else last)
     return guide
 
 
@@ -324,8 +320,7 @@ def _time(value: datetime | None) -> str:
     if value is None:
         return ""
     if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
     return value.isoformat(timespec="seconds")
 
 

@@ -54,8 +54,6 @@ class _Tracing:
     tracer: Any
     trace: Any  # the opentelemetry.trace module
     propagate: Any  # the opentelemetry.propagate module
-    status: Any  # opentelemetry.trace.Status
-    status_error: Any  # opentelemetry.trace.StatusCode.ERROR
 
 
 _state: _Tracing | None = None
@@ -109,8 +107,6 @@ def setup_tracing(
         tracer=provider.get_tracer("hapi_grpc"),
         trace=trace,
         propagate=propagate,
-        status=trace.Status,
-        status_error=trace.StatusCode.ERROR,
     )
 
 
@@ -161,7 +157,7 @@ def _span(
             if not mark_errors:
                 raise
             current.set_attribute("error.type", type(exc).__name__)
-            current.set_status(state.status(state.status_error, type(exc).__name__))
+            current.set_status(state.trace.Status(state.trace.StatusCode.ERROR, type(exc).__name__))
             raise
 
 
@@ -298,7 +294,7 @@ def _server_span(
                 code = context.code() or grpc.StatusCode.OK
             current.set_attribute("rpc.grpc.status_code", code.value[0])
             if code in _SERVER_FAULTS:
-                current.set_status(state.status(state.status_error, code.name))
+                current.set_status(state.trace.Status(state.trace.StatusCode.ERROR, code.name))
 
 
 def wrap_handler(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMethodHandler:

@@ -18,16 +18,12 @@ import grpc
 
 from hapi_grpc.domain.deadline import Budget, budget_scope
 from hapi_grpc.domain.sensitive import replace_secrets
-from hapi_grpc.observability.tracing import HANDLER_KINDS
+from hapi_grpc.observability.tracing import HANDLER_KINDS, UNTRACED_PREFIXES
 
 log = logging.getLogger(__name__)
 
-# Probes and tooling must reach these without credentials.
-EXEMPT_PREFIXES = (
-    "/grpc.health.v1.Health/",
-    "/grpc.reflection.v1alpha.ServerReflection/",
-    "/grpc.reflection.v1.ServerReflection/",
-)
+# Probes and tooling must reach health and reflection without credentials.
+EXEMPT_PREFIXES = UNTRACED_PREFIXES
 
 MISSING_TOKEN_MESSAGE = "missing or malformed authorization metadata (expected a Bearer token)"
 INVALID_TOKEN_MESSAGE = "the bearer token was not accepted"

@@ -17,20 +17,13 @@ from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validatio
 from hapi_grpc.domain import incident as d
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema
-from hapi_grpc.domain.errors import FieldViolation, InvalidRequestError
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
-from hapi_grpc.transport.recovery_converters import recovery_from_proto
+from hapi_grpc.transport.recovery_converters import SEVERITY_TO_DOMAIN, invalid, recovery_from_proto
 from hapi_grpc.transport.tool_arguments import json_safe, typed_arguments, typed_tool
 
 # The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
-_SEVERITY_TO_DOMAIN = {
-    common_pb2.SEVERITY_CRITICAL: Severity.CRITICAL,
-    common_pb2.SEVERITY_HIGH: Severity.HIGH,
-    common_pb2.SEVERITY_MEDIUM: Severity.MEDIUM,
-    common_pb2.SEVERITY_LOW: Severity.LOW,
-}
-_SEVERITY_TO_PROTO = {v: k for k, v in _SEVERITY_TO_DOMAIN.items()}
+_SEVERITY_TO_PROTO: dict[Severity | None, int] = {v: k for k, v in SEVERITY_TO_DOMAIN.items()}
 _RISK_TO_DOMAIN = {
     common_pb2.RISK_LEVEL_LOW: RiskLevel.LOW,
     common_pb2.RISK_LEVEL_MEDIUM: RiskLevel.MEDIUM,
@@ -56,7 +49,7 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
         incident_id=msg.incident_id,
         signal=d.SignalInfo(
             signal_type=sig.signal_type,
-            severity=_SEVERITY_TO_DOMAIN.get(sig.severity),
+            severity=SEVERITY_TO_DOMAIN.get(sig.severity),
             component=sig.component,
             alert_name=sig.alert_name,
             namespace=sig.namespace,
@@ -117,11 +110,7 @@ def _time(msg: Any, field: str, parent: str) -> datetime | None:
         return ts.ToDatetime(tzinfo=UTC)
     except (ValueError, OverflowError, OSError):
         description = "must be a valid timestamp (years 0001 to 9999, nanos in [0, 999999999])"
-        path = f"{parent}.{field}"
-        raise InvalidRequestError(
-            f"invalid request: {path}: {description}",
-            [FieldViolation(path, description, "timestamp.valid")],
-        ) from None
+        raise invalid(f"{parent}.{field}", description, "timestamp.valid") from None
 
 
 def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
@@ -277,11 +266,7 @@ def result_to_proto(
         incident_id=res.incident_id,
         analysis_summary=res.analysis_summary,
         root_cause_assessment=res.root_cause_assessment,
-        rca_severity=(
-            _SEVERITY_TO_PROTO.get(res.rca_severity, common_pb2.SEVERITY_UNSPECIFIED)
-            if res.rca_severity is not None
-            else common_pb2.SEVERITY_UNSPECIFIED
-        ),
+        rca_severity=_SEVERITY_TO_PROTO.get(res.rca_severity, common_pb2.SEVERITY_UNSPECIFIED),
         alternative_workflows=[
             analysis_pb2.AlternativeWorkflow(
                 workflow_id=a.workflow_id,

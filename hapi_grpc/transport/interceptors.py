@@ -5,6 +5,7 @@ Design notes: docs/internals.md (`transport/interceptors.py`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -289,14 +290,9 @@ def _unevaluated(message: Message, exc: Exception) -> FieldViolation:
     )
 
 
-_validator_singleton: protovalidate.Validator | None = None
-
-
+@functools.cache
 def _default_validator() -> protovalidate.Validator:
-    global _validator_singleton
-    if _validator_singleton is None:
-        _validator_singleton = protovalidate.Validator()
-    return _validator_singleton
+    return protovalidate.Validator()
 
 
 def field_path(elements: Any) -> str:
@@ -306,11 +302,6 @@ def field_path(elements: Any) -> str:
         part = element.field_name
         sub = element.subscript
         if sub is not None:
-            if sub.field == "index":
-                part += f"[{sub.value}]"
-            elif sub.field == "string_key":
-                part += f'["{sub.value}"]'
-            else:
-                part += f"[{sub.value}]"
+            part += f'["{sub.value}"]' if sub.field == "string_key" else f"[{sub.value}]"
         parts.append(part)
     return ".".join(parts)

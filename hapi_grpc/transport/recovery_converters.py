@@ -32,9 +32,11 @@ __all__ = [
     "MAX_PARAMETER_NAME_CHARS",
     "MAX_PARAMETER_VALUES",
     "MAX_REPORT_BYTES",
+    "SEVERITY_TO_DOMAIN",
     "ack_to_proto",
     "executed_workflow",
     "execution_failure",
+    "invalid",
     "recovery_from_proto",
     "report_from_proto",
 ]
@@ -48,12 +50,13 @@ MAX_PARAMETER_NAME_CHARS = 253
 MAX_PARAMETERS_BYTES = 16 * 1024
 """Bytes of one executed workflow's parameters as compact JSON (non-ASCII escaped)."""
 
-_SEVERITY = {
+SEVERITY_TO_DOMAIN = {
     common_pb2.SEVERITY_CRITICAL: Severity.CRITICAL,
     common_pb2.SEVERITY_HIGH: Severity.HIGH,
     common_pb2.SEVERITY_MEDIUM: Severity.MEDIUM,
     common_pb2.SEVERITY_LOW: Severity.LOW,
 }
+"""The proto's severities as the domain's; UNSPECIFIED is absent (None)."""
 _PATH = "incident.recovery.previous_executions"
 
 
@@ -80,7 +83,7 @@ def _execution(msg: recovery_pb2.PreviousExecution, path: str) -> PreviousExecut
         original_analysis=OriginalAnalysis(
             summary=rca.summary,
             signal_type=rca.signal_type,
-            severity=_SEVERITY.get(rca.severity),
+            severity=SEVERITY_TO_DOMAIN.get(rca.severity),
             contributing_factors=tuple(rca.contributing_factors),
         ),
         execution_ref=msg.execution_ref,
@@ -92,7 +95,7 @@ def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> Execute
     fields = msg.parameters.fields
     where = f"{path}.parameters"
     if len(fields) > MAX_PROPOSED_PARAMETERS:
-        raise _invalid(
+        raise invalid(
             where,
             f"at most {MAX_PROPOSED_PARAMETERS} parameters may be given",
             "parameters.max_fields",
@@ -102,7 +105,7 @@ def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> Execute
     for key in fields:
         path = f'{where}["{clip(key, 64)}"]'
         if len(key) > MAX_PARAMETER_NAME_CHARS:
-            raise _invalid(
+            raise invalid(
                 path,
                 f"a parameter name may be at most {MAX_PARAMETER_NAME_CHARS} characters",
                 "parameters.name_max_len",
@@ -111,7 +114,7 @@ def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> Execute
     # Bounded by now (256 values of at most 4,096 characters): cheap to measure.
     size = len(json.dumps(parameters, separators=(",", ":")))
     if size > MAX_PARAMETERS_BYTES:
-        raise _invalid(
+        raise invalid(
             where,
             f"the parameters may be at most {MAX_PARAMETERS_BYTES} bytes of JSON, got {size}",
             "parameters.max_bytes",
@@ -122,7 +125,7 @@ def executed_workflow(msg: execution_pb2.ExecutedWorkflow, path: str) -> Execute
 def _value(value: struct_pb2.Value, budget: list[int], where: str, path: str) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
-        raise _invalid(
+        raise invalid(
             where,
             f"at most {MAX_PARAMETER_VALUES} JSON values may be given",
             "parameters.max_values",
@@ -131,7 +134,7 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str, path: str) ->
     if kind == "string_value":
         text = value.string_value
         if len(text) > MAX_STRING_LENGTH:
-            raise _invalid(
+            raise invalid(
                 path,
                 f"a string value may be at most {MAX_STRING_LENGTH} characters",
                 "parameters.value_max_len",
@@ -146,7 +149,7 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str, path: str) ->
         inner = value.struct_value.fields
         for key in inner:
             if len(key) > MAX_STRING_LENGTH:
-                raise _invalid(
+                raise invalid(
                     path,
                     f"a key may be at most {MAX_STRING_LENGTH} characters",
                     "parameters.value_max_len",
@@ -163,7 +166,7 @@ def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> Executi
         try:
             failed_at = msg.failed_at.ToDatetime(tzinfo=UTC)
         except (ValueError, OverflowError, OSError):
-            raise _invalid(
+            raise invalid(
                 f"{path}.failed_at",
                 "must be a valid timestamp (years 0001 to 9999)",
                 "timestamp.valid",
@@ -173,7 +176,7 @@ def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> Executi
         try:
             seconds = msg.execution_time.ToTimedelta().total_seconds()
         except (ValueError, OverflowError):
-            raise _invalid(
+            raise invalid(
                 f"{path}.execution_time", "must be a valid duration", "duration.valid"
             ) from None
     return ExecutionFailure(
@@ -187,9 +190,11 @@ def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> Executi
     )
 
 
-def _invalid(path: str, description: str, rule: str) -> InvalidRequestError:
+def invalid(path: str, description: str, rule: str) -> InvalidRequestError:
+    """INVALID_ARGUMENT for one field (`path`; "" for the request as a whole)."""
+    where = f"{path}: " if path else ""
     return InvalidRequestError(
-        f"invalid request: {path}: {description}", [FieldViolation(path, description, rule)]
+        f"invalid request: {where}{description}", [FieldViolation(path, description, rule)]
     )
 
 
@@ -214,10 +219,7 @@ def report_from_proto(
     size = msg.ByteSize()
     if size > MAX_REPORT_BYTES:
         description = f"a report may be at most {MAX_REPORT_BYTES} bytes, got {size}"
-        raise InvalidRequestError(
-            f"invalid request: {description}",
-            [FieldViolation("", description, "request.max_bytes")],
-        )
+        raise invalid("", description, "request.max_bytes")
     outcome = _OUTCOMES[msg.WhichOneof("result") or "declined"]
     executed = None
     if outcome is not Outcome.ESCALATED:

@@ -7,7 +7,6 @@ It answers the `WorkflowCatalog` port in process, with the search semantics of
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,11 +18,6 @@ from hapi_grpc.adapters.catalog.loader import (
 from hapi_grpc.adapters.catalog.scoring import SearchIndex, version_key
 from hapi_grpc.domain.catalog import SearchQuery, SearchResult, Workflow, WorkflowSchema
 from hapi_grpc.domain.errors import WorkflowNotFoundError
-
-# Searches remembered, most recent first. The catalog never changes, so an
-# answer stays right; an alert storm asks the same few questions a thousand
-# times, and scoring every workflow costs more than the rest of a tool call.
-SEARCH_CACHE_SIZE = 256
 
 
 class EmbeddedCatalog:
@@ -55,7 +49,6 @@ class EmbeddedCatalog:
         self._latest = latest
         self._schemas = {workflow_id: wf.parameter_schema() for workflow_id, wf in latest.items()}
         self._index = SearchIndex(latest.values())
-        self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 
     @classmethod
     def from_file(cls, path: str | Path | None = None) -> EmbeddedCatalog:
@@ -76,17 +69,7 @@ class EmbeddedCatalog:
 
     def search_sync(self, query: SearchQuery) -> SearchResult:
         """`search` without the coroutine, for callers outside an event loop."""
-        # The remediation id only travels to Data Storage for its audit trail.
-        key = query.model_dump_json(exclude={"remediation_id"})
-        result = self._searches.get(key)
-        if result is not None:
-            self._searches.move_to_end(key)
-            return result
-        result = self._index.search(query)
-        self._searches[key] = result
-        if len(self._searches) > SEARCH_CACHE_SIZE:
-            self._searches.popitem(last=False)
-        return result
+        return self._index.search(query)
 
     async def search(self, query: SearchQuery) -> SearchResult:
         return self.search_sync(query)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +39,6 @@ from hapi_grpc.observability import metrics
 __all__ = ["CatalogView", "KubernetesCatalog", "Offer", "offered"]
 
 log = logging.getLogger(__name__)
-
-SEARCH_CACHE_SIZE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +98,7 @@ class CatalogView:
             self._labels[resource.name] = resource.labels
             indexed.append(resource.indexed)
         self._schemas = {name: wf.parameter_schema() for name, wf in self._workflows.items()}
-        self._index = SearchIndex(indexed, admit=self._admit)
-        self._searches: OrderedDict[str, SearchResult] = OrderedDict()
+        self._index = SearchIndex(indexed, admit=self._admit, shown=self._workflows)
 
     def __len__(self) -> int:
         return len(self._workflows)
@@ -110,29 +107,7 @@ class CatalogView:
         return self._labels[workflow.workflow_id].admit(filters)
 
     def search(self, query: SearchQuery) -> SearchResult:
-        key = query.model_dump_json(exclude={"remediation_id"})
-        found = self._searches.get(key)
-        if found is not None:
-            self._searches.move_to_end(key)
-            return found
-        result = self._index.search(query)
-        hits = []
-        for hit in result.workflows:
-            shown = self._workflows[hit.workflow_id]
-            hits.append(
-                hit.model_copy(
-                    update={
-                        "title": shown.title,
-                        "description": shown.description,
-                        "signal_type": shown.signal_type,
-                    }
-                )
-            )
-        found = SearchResult(workflows=tuple(hits), total_results=result.total_results)
-        self._searches[key] = found
-        if len(self._searches) > SEARCH_CACHE_SIZE:
-            self._searches.popitem(last=False)
-        return found
+        return self._index.search(query)
 
     def schema(self, workflow_id: str) -> WorkflowSchema:
         found = self._schemas.get(workflow_id)

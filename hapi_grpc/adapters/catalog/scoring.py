@@ -6,7 +6,8 @@ Design notes: docs/internals.md (`adapters/catalog/scoring.py`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,11 @@ CAMEL_PART_CREDIT = 0.5  # scale of the partial credit from CamelCase parts
 # A query is at most 1024 characters (SearchQuery); this bounds the work per
 # search even for a caller that bypasses the model.
 MAX_QUERY_WORDS = 256
+
+# Searches an index remembers, most recent first. An index never changes, so an
+# answer stays right; an alert storm asks the same few questions a thousand
+# times, and scoring every workflow costs more than the rest of a tool call.
+SEARCH_CACHE_SIZE = 256
 
 _FILTER_FIELDS = ("signal_type", "severity", "component", "environment", "priority")
 
@@ -308,16 +314,19 @@ class SearchIndex:
     `admit` is the hard filter (step 1); a catalog whose labels hold several
     values each (RemediationWorkflow resources) passes its own. `entries` may
     be given already indexed (`index_workflow`), so a catalog that changes
-    indexes only the workflows that changed.
+    indexes only the workflows that changed. A hit shows the title, description
+    and signal type of `shown[workflow_id]` when given (a catalog that scores
+    another view of its workflows), else of the workflow indexed.
     """
 
-    __slots__ = ("admit", "entries", "known_signals")
+    __slots__ = ("_searches", "admit", "entries", "known_signals", "shown")
 
     def __init__(
         self,
         workflows: Iterable[Workflow | IndexedWorkflow],
         *,
         admit: Admit = labels_admit,
+        shown: Mapping[str, Workflow] | None = None,
     ) -> None:
         self.entries: tuple[IndexedWorkflow, ...] = tuple(
             w if isinstance(w, IndexedWorkflow) else index_workflow(w) for w in workflows
@@ -326,8 +335,24 @@ class SearchIndex:
             s for entry in self.entries for s in entry.signals
         )
         self.admit = admit
+        self.shown: Mapping[str, Workflow] = shown or {}
+        self._searches: OrderedDict[str, SearchResult] = OrderedDict()
 
     def search(self, query: SearchQuery) -> SearchResult:
+        """The answer to `query`, remembered among the last SEARCH_CACHE_SIZE."""
+        # The remediation id only travels to Data Storage for its audit trail.
+        key = query.model_dump_json(exclude={"remediation_id"})
+        result = self._searches.get(key)
+        if result is not None:
+            self._searches.move_to_end(key)
+            return result
+        result = self._search(query)
+        self._searches[key] = result
+        if len(self._searches) > SEARCH_CACHE_SIZE:
+            self._searches.popitem(last=False)
+        return result
+
+    def _search(self, query: SearchQuery) -> SearchResult:
         """Filter, score, threshold, sort and truncate (docs/internals.md)."""
         words = query_words(query.query)
         filters = query.filters
@@ -345,26 +370,26 @@ class SearchIndex:
         # Two stable sorts: newest version first, then the primary order.
         scored.sort(key=lambda item: item.entry.sort_version, reverse=True)
         scored.sort(key=lambda item: (-item.confidence, -item.raw, item.entry.workflow.workflow_id))
-        hits = tuple(_hit(item) for item in scored[: query.top_k])
+        hits = tuple(self._hit(item) for item in scored[: query.top_k])
         return SearchResult(workflows=hits, total_results=len(scored))
 
-
-def _hit(item: _Scored) -> SearchHit:
-    workflow = item.entry.workflow
-    return SearchHit(
-        workflow_id=workflow.workflow_id,
-        version=workflow.version,
-        title=workflow.title,
-        description=workflow.description,
-        signal_type=workflow.signal_type,
-        confidence=item.confidence,
-        estimated_duration=workflow.estimated_duration,
-        success_rate=workflow.success_rate,
-        estimated_risk=workflow.estimated_risk,
-        parameters=workflow.parameters,
-        preconditions=workflow.preconditions,
-        invariants=workflow.invariants,
-        read_only=workflow.read_only,
-        action_type=workflow.action_type,
-        detected_labels=dict(workflow.labels.detected_labels),
-    )
+    def _hit(self, item: _Scored) -> SearchHit:
+        workflow = item.entry.workflow
+        face = self.shown.get(workflow.workflow_id, workflow)
+        return SearchHit(
+            workflow_id=workflow.workflow_id,
+            version=workflow.version,
+            title=face.title,
+            description=face.description,
+            signal_type=face.signal_type,
+            confidence=item.confidence,
+            estimated_duration=workflow.estimated_duration,
+            success_rate=workflow.success_rate,
+            estimated_risk=workflow.estimated_risk,
+            parameters=workflow.parameters,
+            preconditions=workflow.preconditions,
+            invariants=workflow.invariants,
+            read_only=workflow.read_only,
+            action_type=workflow.action_type,
+            detected_labels=dict(workflow.labels.detected_labels),
+        )

@@ -68,9 +68,8 @@ class RetryPolicy:
 
     def backoff(self, retry: int) -> float:
         """Wait before retry `retry` (1-based) when the server named none."""
-        if self.jitter:
-            return full_jitter(retry, self.backoff_base, self.backoff_cap)
-        return full_jitter(retry, self.backoff_base, self.backoff_cap, rng=_upper)
+        rng = random.uniform if self.jitter else _upper
+        return full_jitter(retry, self.backoff_base, self.backoff_cap, rng=rng)
 
 
 def _upper(low: float, high: float) -> float:

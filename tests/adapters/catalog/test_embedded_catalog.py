@@ -426,12 +426,12 @@ def test_repeated_searches_are_answered_from_memory_with_the_same_result() -> No
 
 
 def test_remembered_searches_are_bounded() -> None:
-    from hapi_grpc.adapters.catalog.embedded import SEARCH_CACHE_SIZE
+    from hapi_grpc.adapters.catalog.scoring import SEARCH_CACHE_SIZE
 
     catalog = EmbeddedCatalog.from_file(None)
     for i in range(SEARCH_CACHE_SIZE + 50):
         catalog.search_sync(SearchQuery(query=f"OOMKilled {i}"))
-    assert len(catalog._searches) == SEARCH_CACHE_SIZE
+    assert len(catalog._index._searches) == SEARCH_CACHE_SIZE
 
 
 # ------------------------------------------------------------------- helpers

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
+from hapi_grpc.domain.cel_cost import OUTSIDE
 from hapi_grpc.domain.cel_programs import check_expression, compile_expression
 from hapi_grpc.domain.levels import RiskLevel
 from hapi_grpc.domain.preconditions import Declared
@@ -99,13 +99,10 @@ class Condition(_Frozen):
             check_expression(value, OUTSIDE)  # compiled again only when a failure is reported
         return value
 
-    @property
-    def limits(self) -> CelLimits:
-        """The bounds the expressions were compiled under (read as a `Declared`)."""
-        return OUTSIDE
-
-    def declared(self) -> Declared:
-        return Declared(self.name, self.expression, self.message, self.show, OUTSIDE)
+    def declared(self, prefix: str = "") -> Declared:
+        """As evaluated, with the bounds it was compiled under; `prefix` names its source."""
+        name = f"{prefix}.{self.name}" if prefix else self.name
+        return Declared(name, self.expression, self.message, self.show, OUTSIDE)
 
 
 class Declarations(_Frozen):

@@ -272,23 +272,16 @@ class Bound:
 def evaluate(
     preconditions: Sequence[Declared],
     invariants: Sequence[Declared],
+    bound: Bound,
     *,
-    incident: Mapping[str, Any],
-    observed: Mapping[str, Any],
-    params: Mapping[str, Any],
     only_false: bool = False,
-    bound: Bound | None = None,
 ) -> list[ConditionResult]:
-    """Every declared condition evaluated on one activation, preconditions first.
+    """Every declared condition evaluated on `bound` (its activation shared),
+    preconditions first.
 
     `only_false` keeps just the conditions observed to be false (a refutation),
-    and explains (`show`) only those. `bound` is a `Bound` over the same three
-    variables, reused (with its activation) instead of a new one.
+    and explains (`show`) only those.
     """
-    if not preconditions and not invariants:
-        return []
-    if bound is None:
-        bound = Bound(incident, observed, params)
     results = [_one(d, "precondition", bound, only_false) for d in preconditions] + [
         _one(d, "invariant", bound, only_false) for d in invariants
     ]

@@ -10,7 +10,7 @@ from hapi_grpc.adapters.catalog.loader import load_bundled_catalog
 from hapi_grpc.domain.cel_ast import read_program
 from hapi_grpc.domain.cel_cost import OUTSIDE, estimate
 from hapi_grpc.domain.cel_programs import compile_expression
-from hapi_grpc.domain.preconditions import Declared, evaluate
+from hapi_grpc.domain.preconditions import Bound, Declared, evaluate
 
 TEXT = "x" * 300  # the longest string the observed record keeps
 
@@ -65,7 +65,7 @@ def test_the_dearest_accepted_expression_runs_in_bounded_time_on_a_full_record()
     declared = Declared("dearest", "false", show=dearest, limits=OUTSIDE)
     record = _record()
     started = time.perf_counter()
-    (result,) = evaluate([declared], [], incident={}, observed=record, params={})
+    (result,) = evaluate([declared], [], Bound({}, record, {}))
     elapsed = time.perf_counter() - started
     assert result.holds is False
     assert elapsed < 0.5, f"{elapsed:.2f} s"
@@ -73,14 +73,12 @@ def test_the_dearest_accepted_expression_runs_in_bounded_time_on_a_full_record()
 
 def test_inputs_larger_than_the_estimate_assumed_make_the_condition_unknown() -> None:
     declared = Declared("sized", 'params.X.startsWith("a")', limits=OUTSIDE)
-    (ok,) = evaluate([declared], [], incident={}, observed={"pods": []}, params={"X": "a" * 1024})
+    (ok,) = evaluate([declared], [], Bound({}, {"pods": []}, {"X": "a" * 1024}))
     assert ok.holds is True
-    (big,) = evaluate([declared], [], incident={}, observed={"pods": []}, params={"X": "a" * 1025})
+    (big,) = evaluate([declared], [], Bound({}, {"pods": []}, {"X": "a" * 1025}))
     assert big.holds is None and "inputs larger than" in big.detail
     trusted = Declared("sized", 'params.X.startsWith("a")')  # shipped: no input bound
-    (shipped,) = evaluate(
-        [trusted], [], incident={}, observed={"pods": []}, params={"X": "a" * 2000}
-    )
+    (shipped,) = evaluate([trusted], [], Bound({}, {"pods": []}, {"X": "a" * 2000}))
     assert shipped.holds is True
 
 
@@ -88,5 +86,5 @@ def test_an_error_the_runtime_raises_is_unknown() -> None:
     hundred = "[" + ",".join(["0"] * 100) + "]"
     loops = f"{hundred}.all(x, {hundred}.all(y, {hundred}.all(z, true)))"
     declared = Declared("loops", loops, limits=OUTSIDE)
-    (result,) = evaluate([declared], [], incident={}, observed={"pods": []}, params={})
+    (result,) = evaluate([declared], [], Bound({}, {"pods": []}, {}))
     assert result.holds is None and "Iteration budget exceeded" in result.detail

@@ -30,24 +30,8 @@ def test_every_catalog_condition_gives_on_an_empty_record_what_full_evaluation_g
             copied = Bound(incident, dict(EMPTY_VIEW), params)  # not the shared view
             assert shared.empty and not copied.empty
             for only_false in (False, True):
-                got = evaluate(
-                    pre,
-                    inv,
-                    incident={},
-                    observed={},
-                    params={},
-                    bound=shared,
-                    only_false=only_false,
-                )
-                want = evaluate(
-                    pre,
-                    inv,
-                    incident={},
-                    observed={},
-                    params={},
-                    bound=copied,
-                    only_false=only_false,
-                )
+                got = evaluate(pre, inv, shared, only_false=only_false)
+                want = evaluate(pre, inv, copied, only_false=only_false)
                 assert got == want, schema.workflow_id
 
 
@@ -65,9 +49,7 @@ def test_conditions_over_the_incident_or_the_parameters_follow_them_on_an_empty_
     ):
         gate = SelectionGate(case, Observed())
         bound = Bound(incident_activation(case), EMPTY_VIEW, params)
-        results = evaluate(
-            [production, sized], (), incident={}, observed={}, params={}, bound=bound
-        )
+        results = evaluate([production, sized], (), bound)
         assert [r.holds for r in results] == want
         assert gate.observed.activation() is EMPTY_VIEW
 
@@ -75,15 +57,7 @@ def test_conditions_over_the_incident_or_the_parameters_follow_them_on_an_empty_
 def test_an_empty_record_refutes_without_building_an_activation() -> None:
     schema = bundled_catalog()._schemas["oomkill-increase-memory-v1"]
     bound = Bound(lambda: (_ for _ in ()).throw(AssertionError("incident built")), EMPTY_VIEW, {})
-    found = evaluate(
-        [c.declared() for c in schema.preconditions],
-        (),
-        incident={},
-        observed={},
-        params={},
-        only_false=True,
-        bound=bound,
-    )
+    found = evaluate([c.declared() for c in schema.preconditions], (), bound, only_false=True)
     assert "container_oomkilled" in [r.name for r in found]
 
 
@@ -95,7 +69,7 @@ def test_a_secret_registered_later_is_hidden_in_what_an_empty_record_shows() -> 
 
     def shown() -> str:
         bound = Bound({}, EMPTY_VIEW, {})
-        [result] = evaluate([declared], (), incident={}, observed={}, params={}, bound=bound)
+        [result] = evaluate([declared], (), bound)
         assert result.holds is False
         return result.detail
 

@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hapi_grpc.domain.catalog import Condition, Declarations, Workflow
-from hapi_grpc.domain.cel_cost import OUTSIDE
 from hapi_grpc.domain.preconditions import Declared, observed_fields
 from hapi_grpc.domain.premises.packs import (
     ACTION_TYPE,
@@ -156,14 +155,7 @@ class Premises:
 
 def _declared(prefix: str, conditions: Iterable[Condition | PackCondition]) -> tuple[Declared, ...]:
     """Conditions as evaluated, each with the bounds it was compiled under."""
-    return tuple(
-        c.declared(prefix) if isinstance(c, PackCondition) else _own(prefix, c) for c in conditions
-    )
-
-
-def _own(prefix: str, condition: Condition) -> Declared:
-    name = f"{prefix}.{condition.name}" if prefix else condition.name
-    return Declared(name, condition.expression, condition.message, condition.show, OUTSIDE)
+    return tuple(c.declared(prefix) for c in conditions)
 
 
 class PremiseBook:

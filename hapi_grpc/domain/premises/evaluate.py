@@ -3,27 +3,21 @@
 The pack's conditions see the roles (`params.namespace`, ...) and the `workflow`
 variable; the workflow's own conditions see its parameters by name. Conditions run
 on CEL activations (`preconditions.Bound`), which convert the record once each; a
-caller may reuse them across calls (`BoundFor`): the selection gate keeps the last
-ones while the record is unchanged.
-
-    premises = book.premises(hit.workflow_id, hit, parameters=params)
-    results = evaluate_premises(premises, bound_over(incident, observed), params)
-    failing = [r for r in results if r.holds is not True]
+caller may reuse them across calls (`BoundFor`): the selection gate
+(`selection_gate.SelectionGate`, the one caller) keeps the last ones while the
+record is unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 from hapi_grpc.domain.cel_cost import CelLimits
-from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.observed import Observed
-from hapi_grpc.domain.preconditions import Bound, ConditionResult, evaluate, incident_activation
+from hapi_grpc.domain.preconditions import Bound, ConditionResult, evaluate
 from hapi_grpc.domain.premises.book import Premises
 
-__all__ = ["BoundFor", "LateBound", "bound_over", "evaluate_premises"]
+__all__ = ["BoundFor", "LateBound", "evaluate_premises"]
 
 BoundFor = Callable[[Mapping[str, Any], Mapping[str, Any] | None, frozenset[str] | None], Bound]
 """(params, workflow, fields of `observed` read) -> the variables bound for them (with
@@ -71,21 +65,6 @@ class LateBound(Bound):
 _SIZES = "[size(params), size(workflow)]"
 
 
-def bound_over(incident: Incident, observed: Observed) -> BoundFor:
-    """A `BoundFor` over `incident` and the record as it is now (nothing reused)."""
-    view = observed.activation()
-    build = partial(incident_activation, incident)
-
-    def bound_for(
-        params: Mapping[str, Any],
-        workflow: Mapping[str, Any] | None,
-        fields: frozenset[str] | None,
-    ) -> Bound:
-        return Bound(build, view, dict(params), workflow, fields)
-
-    return bound_for
-
-
 def evaluate_premises(
     premises: Premises,
     bound_for: BoundFor,
@@ -113,15 +92,7 @@ def evaluate_premises(
         if not preconditions:
             return []
         bound = bound_for({}, None, premises.precondition_fields)
-        return evaluate(
-            preconditions,
-            (),
-            incident={},
-            observed=bound.observed,
-            params={},
-            only_false=only_false,
-            bound=bound,
-        )
+        return evaluate(preconditions, (), bound, only_false=only_false)
     roles = premises.binding.view(params) if premises.pack_invariants else {}
     if any(k in params and params[k] != v for k, v in roles.items()):
         return _apart(premises, bound_for, params, roles, only_false)
@@ -129,15 +100,7 @@ def evaluate_premises(
     if not preconditions and not invariants:
         return []
     bound = bound_for({**params, **roles}, premises.workflow, premises.fields)
-    return evaluate(
-        preconditions,
-        invariants,
-        incident={},
-        observed=bound.observed,
-        params=bound.params,
-        only_false=only_false,
-        bound=bound,
-    )
+    return evaluate(preconditions, invariants, bound, only_false=only_false)
 
 
 def _apart(
@@ -155,13 +118,5 @@ def _apart(
     ):
         if pre or inv:
             bound = bound_for(values, premises.workflow, premises.fields)
-            results += evaluate(
-                pre,
-                inv,
-                incident={},
-                observed=bound.observed,
-                params=bound.params,
-                only_false=only_false,
-                bound=bound,
-            )
+            results += evaluate(pre, inv, bound, only_false=only_false)
     return results

@@ -138,14 +138,14 @@ def test_the_strings_extension_loads_only_for_an_expression_that_uses_it(
         "import sys\n"
         "from pathlib import Path\n"
         "from hapi_grpc.adapters.catalog.loader import load_bundled_catalog, load_catalog_file\n"
-        "from hapi_grpc.domain.preconditions import evaluate\n"
+        "from hapi_grpc.domain.preconditions import Bound, evaluate\n"
         "from hapi_grpc.domain.premises import bundled_book\n"
         "load_bundled_catalog()\n"
         "bundled_book()\n"
         "print('ext_strings' in ' '.join(sys.modules))\n"
         "(w,) = load_catalog_file(Path(sys.argv[1]))\n"
         "observed = {'workloads': [{'name': 'a'}, {'name': 'b'}]}\n"
-        "(r,) = evaluate((), w.invariants, incident={}, observed=observed, params={})\n"
+        "(r,) = evaluate((), [c.declared() for c in w.invariants], Bound({}, observed, {}))\n"
         "print('ext_strings' in ' '.join(sys.modules), r.holds)\n"
     )
     done = subprocess.run(

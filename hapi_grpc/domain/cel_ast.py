@@ -16,9 +16,6 @@ __all__ = ["Node", "read_program"]
 
 _LENGTH_DELIMITED = 2
 
-# cel.expr.Expr: the kind of each node is the field that is set.
-_KINDS = {3: "const", 4: "ident", 5: "select", 6: "call", 7: "list", 8: "struct", 9: "loop"}
-
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -72,11 +69,11 @@ _overloads: ContextVar[dict[int, tuple[str, ...]]] = ContextVar("cel_overloads")
 
 def _node(data: bytes) -> Node:
     fields = _fields(data)
-    for number, kind in _KINDS.items():
+    for number, read in _READERS.items():
         body = _one(fields, number)
         if body is not None:
-            node = _READERS[kind](_fields(body) if isinstance(body, bytes) else [])
-            if kind == "call":
+            node = read(_fields(body) if isinstance(body, bytes) else [])
+            if node.kind == "call":
                 found = _overloads.get().get(_one(fields, 2, 0), ())
                 node = Node("call", name=node.name, args=node.args, overloads=found)
             return node
@@ -127,12 +124,5 @@ def _loop(fields: list[tuple[int, Any]]) -> Node:
     return Node("loop", args=parts, vars=names)
 
 
-_READERS = {
-    "const": _const,
-    "ident": _ident,
-    "select": _select,
-    "call": _call,
-    "list": _list,
-    "struct": _struct,
-    "loop": _loop,
-}
+# cel.expr.Expr: the kind of each node is the field that is set.
+_READERS = {3: _const, 4: _ident, 5: _select, 6: _call, 7: _list, 8: _struct, 9: _loop}

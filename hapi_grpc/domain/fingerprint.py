@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from hapi_grpc.domain.incident import Incident
@@ -75,19 +76,13 @@ def _plain(value: Any) -> Any:
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
-_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 
 
+@cache  # bounded: the incident's own classes and the builtin types of its values
 def _field_names(cls: type) -> tuple[str, ...] | None:
-    try:
-        return _FIELD_NAMES[cls]
-    except KeyError:
-        names = None
-        if dataclasses.is_dataclass(cls):
-            names = tuple(f.name for f in dataclasses.fields(cls))
-        # Bounded: the incident's own classes and the builtin types of its values.
-        _FIELD_NAMES[cls] = names
-        return names
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _json_value(value: Any) -> Any:

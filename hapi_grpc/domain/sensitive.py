@@ -300,7 +300,6 @@ _MAX_DEPTH = 8
 def redact_mapping(
     value: Any,
     *,
-    depth: int = 0,
     max_depth: int = _MAX_DEPTH,
     keep_shape: bool = False,
     text: Callable[[str], str] | None = None,
@@ -310,29 +309,25 @@ def redact_mapping(
     anything nested deeper than `max_depth` is replaced. With `keep_shape`
     (objects written back to an API server) only non-empty strings are hidden,
     never a `name` or `key` that names something."""
-    if isinstance(value, str):
-        return (text or redact)(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if depth >= max_depth:
-        return REDACTED
-    if isinstance(value, Mapping):
-        return {
-            str(k): REDACTED
-            if _hidden(value, k, keep_shape)
-            else redact_mapping(
-                v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape, text=text
-            )
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [
-            redact_mapping(
-                v, depth=depth + 1, max_depth=max_depth, keep_shape=keep_shape, text=text
-            )
-            for v in value
-        ]
-    return (text or redact)(str(value))
+    shown = text or redact
+
+    def copy(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return shown(value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if depth >= max_depth:
+            return REDACTED
+        if isinstance(value, Mapping):
+            return {
+                str(k): REDACTED if _hidden(value, k, keep_shape) else copy(v, depth + 1)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple | set | frozenset):
+            return [copy(v, depth + 1) for v in value]
+        return shown(str(value))
+
+    return copy(value, 0)
 
 
 def _hidden(mapping: Mapping[Any, Any], key: Any, keep_shape: bool) -> bool:

@@ -176,30 +176,13 @@ class SelectionGate:
             seen = self._premises.get(workflow_id)
             if seen is not None and seen[0] is declared:
                 return seen[1]
-        premises = self._premises_of(workflow_id, declared, params, hit)
-        if remembered:
-            self._premises[workflow_id] = (declared, premises)
-        return premises
-
-    def _premises_of(
-        self,
-        workflow_id: str,
-        declared: Declarations,
-        params: Mapping[str, Any] | None,
-        hit: SearchHit | None,
-    ) -> Premises:
-        specs = getattr(declared, "parameters", None) or ()
-        names = list(dict.fromkeys([*(s.name for s in specs), *(params or ())]))
         source = hit if hit is not None else declared
         labels = source.detected_labels if isinstance(source, SearchHit) else {}
         assert self.premises is not None
-        return self.premises.premises(
-            workflow_id,
-            declared,
-            parameters=names,
-            declared_roles={s.name: s.role for s in specs if s.role},
-            detected_labels=labels,
-        )
+        premises = self.premises.premises(workflow_id, declared, params or (), labels)
+        if remembered:
+            self._premises[workflow_id] = (declared, premises)
+        return premises
 
     def _failing(self, premises: Premises, params: Mapping[str, Any]) -> list[ConditionResult]:
         version = self.observed.version

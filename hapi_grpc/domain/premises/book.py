@@ -218,16 +218,15 @@ class PremiseBook:
         self,
         workflow_id: str,
         declared: Declarations,
-        *,
-        parameters: Iterable[str] = (),
-        declared_roles: Mapping[str, str] | None = None,
+        params: Iterable[str] = (),
         detected_labels: Mapping[str, Any] | None = None,
     ) -> Premises:
-        """The premise of one workflow: `parameters` are its parameter names (schema and
-        proposed), `declared_roles` parameter -> role from its schema."""
+        """The premise of one workflow, bound to its parameters: those of its schema
+        (when `declared` has one, with the roles it states) and the `params` proposed."""
+        specs = getattr(declared, "parameters", None) or ()
         gitops = (detected_labels or {}).get("gitOpsManaged") is True
-        names = tuple(parameters)
-        roles = tuple(sorted((declared_roles or {}).items()))
+        names = tuple(dict.fromkeys([*(s.name for s in specs), *params]))
+        roles = tuple(sorted({s.name: s.role for s in specs if s.role}.items()))
         key = (
             workflow_id,
             declared.action_type,
@@ -298,14 +297,7 @@ class PremiseBook:
 
 def describe_workflow(book: PremiseBook, workflow: Workflow) -> str:
     """`<id>: <type> -> pack <type> (roles ...) + N own conditions`, or why it is unverified."""
-    specs = workflow.parameters
-    premises = book.premises(
-        workflow.workflow_id,
-        workflow,
-        parameters=[s.name for s in specs],
-        declared_roles={s.name: s.role for s in specs if s.role},
-        detected_labels=workflow.labels.detected_labels,
-    )
+    premises = book.premises(workflow.workflow_id, workflow, (), workflow.labels.detected_labels)
     kind = repr(premises.action_type) if premises.action_type else "no action type"
     own = len(premises.own_preconditions) + len(premises.own_invariants)
     if premises.read_only:

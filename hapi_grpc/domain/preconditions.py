@@ -23,7 +23,6 @@ __all__ = [
     "Bound",
     "ConditionResult",
     "Declared",
-    "bind",
     "evaluate",
     "incident_activation",
     "observed_fields",
@@ -123,30 +122,6 @@ def _evaluated(
     return ConditionResult(declared.name, kind, False, detail or "false", declared.message)
 
 
-def bind(
-    *,
-    incident: Mapping[str, Any],
-    observed: Mapping[str, Any],
-    params: Mapping[str, Any],
-    workflow: Mapping[str, Any] | None = None,
-    late: tuple[dict[str, Any], dict[str, Any]] | None = None,
-) -> Any:
-    """The CEL activation of the variables. The runtime converts a variable on
-    first use and keeps it, so reusing an activation over an unchanged record saves
-    converting the record again (most of an evaluation's cost). `late`: the dicts
-    bound as `params` and `workflow` themselves (not copies), to be filled before
-    an expression first reads them (`premises.evaluate.LateBound`)."""
-    params_, workflow_ = late if late is not None else (dict(params), dict(workflow or {}))
-    return environment().Activation(
-        {
-            "incident": dict(incident),
-            "observed": dict(observed),
-            "params": params_,
-            "workflow": workflow_,
-        }
-    )
-
-
 @lru_cache(maxsize=4096)
 def _observed_only(expression: str) -> bool:
     # By text: a CEL variable is only reached by its name (the environment sets no
@@ -162,8 +137,7 @@ def _observed_only(expression: str) -> bool:
 @lru_cache(maxsize=4096)  # bounded like the compiled programs
 def _on_empty(expression: str) -> tuple[bool, Any]:
     """The value of an expression over `observed` alone on the empty record."""
-    empty = bind(incident={}, observed=EMPTY_VIEW, params={}, workflow={})
-    return _run(compile_expression(expression), empty)
+    return _run(compile_expression(expression), Bound({}, EMPTY_VIEW, {}).activation())
 
 
 def _run(program: Any, activation: Any) -> tuple[bool, Any]:
@@ -197,8 +171,11 @@ class Bound:
     and not at all when every expression evaluated has its empty-record value.
 
     `fields`: the fields of `observed` the expressions evaluated on it read (None:
-    all). The runtime converts a variable whole on first use, and converting the
-    record is most of an evaluation's cost, so only those are bound."""
+    all). The runtime converts a variable whole on first use and keeps it, and
+    converting the record is most of an evaluation's cost, so only those are bound,
+    and a caller reuses a `Bound` over an unchanged record. `params` and `workflow`
+    are copied here and bound themselves: a `LateBound` fills them in place before
+    an expression first reads them."""
 
     __slots__ = (
         "_activation",
@@ -206,7 +183,6 @@ class Bound:
         "_within",
         "empty",
         "fields",
-        "late",
         "observed",
         "params",
         "workflow",
@@ -222,11 +198,10 @@ class Bound:
     ) -> None:
         self._incident = incident  # or what builds it, called only if needed
         self.observed = observed
-        self.params = params
-        self.workflow = workflow
+        self.params = dict(params)
+        self.workflow = dict(workflow or {})
         self.fields = fields
         self.empty = observed is EMPTY_VIEW
-        self.late = False  # params and workflow bound by reference (a LateBound)
         self._activation: Any = None
         self._within: dict[CelLimits, bool] = {}
 
@@ -240,12 +215,13 @@ class Bound:
             observed = self.observed
             if self.fields is not None:
                 observed = {k: observed[k] for k in self.fields if k in observed}
-            self._activation = bind(
-                incident=incident,
-                observed=observed,
-                params=self.params,
-                workflow=self.workflow,
-                late=(self.params, self.workflow) if self.late else None,  # type: ignore[arg-type]
+            self._activation = environment().Activation(
+                {
+                    "incident": dict(incident),
+                    "observed": dict(observed),
+                    "params": self.params,
+                    "workflow": self.workflow,
+                }
             )
         return self._activation
 

@@ -134,11 +134,10 @@ class SelectionGate:
                 kept = bound
         if kept is not None and kept.fields is not None and fields is not None:
             fields = kept.fields | fields  # one activation for both, converted once
-        plain = dict(params)
-        bound = Bound(partial(incident_activation, self.incident), view, plain, workflow, fields)
+        bound = Bound(partial(incident_activation, self.incident), view, params, workflow, fields)
         if self._reuse:
             self._bound = [b for b in self._bound if b[0] is view and b[3] is not kept][-1:]
-            self._bound.append((view, plain, workflow, bound))
+            self._bound.append((view, bound.params, workflow, bound))
         return bound
 
     def _check_bound(self) -> BoundFor:

@@ -43,7 +43,6 @@ class LateBound(Bound):
         fields: frozenset[str] | None,
     ) -> None:
         super().__init__(incident, observed, {}, {}, fields)
-        self.late = True
         self.open = True
 
     def value(self, expression: str, limits: CelLimits | None = None) -> tuple[bool, Any]:
@@ -56,10 +55,10 @@ class LateBound(Bound):
         if not self.open:
             return False
         self.open = False
-        self.params.update(params)  # type: ignore[attr-defined]
-        self.workflow.update(workflow or {})  # type: ignore[union-attr]
+        self.params.update(params)
+        self.workflow.update(workflow or {})
         ok, seen = self.value(_SIZES)
-        return ok and seen == [len(self.params), len(self.workflow or {})]
+        return ok and seen == [len(self.params), len(self.workflow)]
 
 
 _SIZES = "[size(params), size(workflow)]"

@@ -29,7 +29,7 @@ from hapi_grpc.domain.premises.packs import (
     parse_packs,
     where,
 )
-from hapi_grpc.domain.premises.roles import ROLE_NAME, RoleBinding, RoleTable, bind_roles
+from hapi_grpc.domain.premises.roles import RoleBinding, RoleTable, bind_roles
 
 __all__ = ["OperatorPremises", "PremiseBook", "Premises", "describe_workflow", "parse_operator"]
 
@@ -97,8 +97,6 @@ def parse_operator(document: Any, source: str, table: RoleTable) -> OperatorPrem
 
 
 def _check_roles(operator: OperatorPremises, table: RoleTable, source: str) -> None:
-    import re
-
     # The line names the field too (`target` or `roles`), as a schema error does.
     for pack in operator.packs.values():
         fields = [("roles", role) for role in pack.roles]
@@ -111,7 +109,7 @@ def _check_roles(operator: OperatorPremises, table: RoleTable, source: str) -> N
                 )
     for wf in operator.workflows.values():
         for role in wf.roles:
-            if not re.match(ROLE_NAME, role) or role not in table.roles:
+            if role not in table.roles:  # the table's names all match ROLE_NAME
                 raise PackError(
                     f"{source}: workflow {wf.workflow_id!r}: roles: unknown role {role!r}"
                 )

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["ROLE_NAME", "Role", "RoleBinding", "RoleTable", "bind_roles", "canonical_kind"]
 
@@ -67,17 +67,7 @@ class RoleTable(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     target_names: tuple[str, ...] = ()
-    roles: dict[str, Role]
-
-    @field_validator("roles")
-    @classmethod
-    def _role_names(cls, value: dict[str, Role]) -> dict[str, Role]:
-        import re
-
-        bad = [name for name in value if not re.match(ROLE_NAME, name)]
-        if bad:
-            raise ValueError(f"role names must match {ROLE_NAME}: {bad}")
-        return value
+    roles: dict[Annotated[str, Field(pattern=ROLE_NAME)], Role]
 
     def names_of(self, role: str) -> tuple[str, ...]:
         found = self.roles.get(role)

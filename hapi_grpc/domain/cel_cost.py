@@ -136,14 +136,6 @@ def _build(chars: float) -> float:
 _ELEMENT = 25.0
 
 
-def _total(shape: Shape | None, input_shape: Shape) -> float:
-    """Characters a value can hold in all (a list of strings: items x chars)."""
-    shape = shape or input_shape
-    if shape.items:
-        return max(shape.chars, shape.items * max(1.0, _item(shape, input_shape).chars))
-    return shape.chars
-
-
 def _item(shape: Shape, input_shape: Shape) -> Shape:
     return shape.item or input_shape
 
@@ -331,7 +323,8 @@ def _replace(est: _Estimator, node: Node, shapes: list[Shape]) -> tuple[float, S
 def _join(est: _Estimator, node: Node, shapes: list[Shape]) -> tuple[float, Shape]:
     parts = shapes[0]
     separator = shapes[1].chars if len(shapes) > 1 else 0.0
-    chars = _total(parts, est.input) + parts.items * separator
+    # Characters the parts hold in all (a list of strings: items x chars).
+    chars = max(parts.chars, _deep_total(parts, est.input, 1)) + parts.items * separator
     return 1 + _build(chars), Shape(chars=chars)
 
 

@@ -340,10 +340,5 @@ def _listing(items: Iterable[str], limit: int) -> str:
 
 
 def _labels(labels: dict[str, str]) -> str:
-    keys = sorted(labels)
-    shown = ", ".join(
-        f"{_text(key, 64)}={_text(labels[key], 128)}" for key in keys[:_MAX_SIGNAL_LABELS]
-    )
-    if len(keys) > _MAX_SIGNAL_LABELS:
-        shown += f" and {len(keys) - _MAX_SIGNAL_LABELS} more"
-    return shown
+    pairs = (f"{_text(key, 64)}={_text(labels[key], 128)}" for key in sorted(labels))
+    return _listing(pairs, _MAX_SIGNAL_LABELS)  # at most 64 labels (the request's bound)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hapi_grpc.domain.answer_json import extract_json_object
+from hapi_grpc.domain.catalog import NONE_IS_EMPTY
 from hapi_grpc.domain.levels import Severity
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
@@ -41,10 +42,6 @@ class AnswerFormatError(Exception):
         self.problems = tuple(problems)
 
 
-def _empty_if_null(value: Any) -> Any:
-    return [] if value is None else value
-
-
 def _target_text(value: Any) -> Any:
     """ADR-038 also spells the target "namespace/kind/name" or "kind/name"."""
     if not isinstance(value, str):
@@ -70,12 +67,12 @@ class FinalAnswer(BaseModel):
     selected: WorkflowSelection | None = Field(None, validation_alias="selected_workflow")
     alternatives: Annotated[
         tuple[AlternativeWorkflow, ...],
-        BeforeValidator(_empty_if_null),
+        NONE_IS_EMPTY,
         AfterValidator(lambda items: items[:_MAX_ALTERNATIVES]),
     ] = Field((), validation_alias="alternative_workflows")
     warnings: Annotated[
         tuple[FreeText, ...],
-        BeforeValidator(_empty_if_null),
+        NONE_IS_EMPTY,
         AfterValidator(lambda items: items[:_MAX_WARNINGS]),
     ] = ()
     context_used: ContextUsed | None = None

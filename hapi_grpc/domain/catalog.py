@@ -43,7 +43,7 @@ def is_valid_workflow_id(workflow_id: str) -> bool:
 
 
 # A list sent as null is an empty one.
-_NONE_IS_EMPTY = BeforeValidator(lambda value: () if value is None else value)
+NONE_IS_EMPTY = BeforeValidator(lambda value: () if value is None else value)
 
 
 class _Frozen(BaseModel):
@@ -66,7 +66,7 @@ class ParameterSpec(_Frozen):
     min_length: int | None = Field(default=None, ge=0)
     max_length: int | None = Field(default=None, ge=0)
     default: Any = None
-    depends_on: Annotated[tuple[str, ...], _NONE_IS_EMPTY] = ()
+    depends_on: Annotated[tuple[str, ...], NONE_IS_EMPTY] = ()
     # The parameter's role for the premise packs (`domain.premises.roles`), when the
     # workflow states it: "namespace", "workload", "memory_limit", ...
     role: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
@@ -108,8 +108,8 @@ class Condition(_Frozen):
 class Declarations(_Frozen):
     """What a workflow declares about when it may run (shared by the models below)."""
 
-    preconditions: Annotated[tuple[Condition, ...], _NONE_IS_EMPTY] = ()
-    invariants: Annotated[tuple[Condition, ...], _NONE_IS_EMPTY] = ()
+    preconditions: Annotated[tuple[Condition, ...], NONE_IS_EMPTY] = ()
+    invariants: Annotated[tuple[Condition, ...], NONE_IS_EMPTY] = ()
     # An explicit declaration that the workflow changes nothing in the cluster.
     read_only: bool = False
     action_type: str = Field(default="", max_length=255)
@@ -136,7 +136,7 @@ class Workflow(Declarations):
     description: str = ""
     signal_type: str = ""
     labels: WorkflowLabels = Field(default_factory=WorkflowLabels)
-    parameters: Annotated[tuple[ParameterSpec, ...], _NONE_IS_EMPTY] = ()
+    parameters: Annotated[tuple[ParameterSpec, ...], NONE_IS_EMPTY] = ()
     estimated_duration: str = ""
     success_rate: float | None = None
     estimated_risk: RiskLevel | None = None
@@ -159,7 +159,7 @@ class WorkflowSchema(Declarations):
 
     workflow_id: str
     version: str = ""
-    parameters: Annotated[tuple[ParameterSpec, ...], _NONE_IS_EMPTY] = ()
+    parameters: Annotated[tuple[ParameterSpec, ...], NONE_IS_EMPTY] = ()
 
 
 class SearchFilters(_Frozen):
@@ -189,22 +189,12 @@ class SearchQuery(_Frozen):
 
     def to_wire(self) -> dict[str, Any]:
         """JSON body as Data Storage expects it: empty filters and labels omitted."""
-        filters = self.filters.model_dump(exclude_none=True)
-        if not filters.get("custom_labels"):
-            filters.pop("custom_labels", None)
-        else:
-            filters["custom_labels"] = {k: list(v) for k, v in filters["custom_labels"].items()}
-        if not filters.get("detected_labels"):
-            filters.pop("detected_labels", None)
-        body: dict[str, Any] = {
-            "query": self.query,
-            "top_k": self.top_k,
-            "min_score": self.min_score,
-        }
+        body = self.model_dump(mode="json", exclude_none=True)
+        filters = {k: v for k, v in body.pop("filters").items() if v != {}}  # labels
         if filters:
             body["filters"] = filters
-        if self.remediation_id:
-            body["remediation_id"] = self.remediation_id
+        if not self.remediation_id:
+            del body["remediation_id"]
         return body
 
 

@@ -6,10 +6,11 @@ Design notes: docs/internals.md (`domain/premises/packs.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hapi_grpc.domain.catalog import NONE_IS_EMPTY
 from hapi_grpc.domain.cel_cost import OUTSIDE, CelLimits
 from hapi_grpc.domain.cel_programs import check_expression
 from hapi_grpc.domain.preconditions import Declared
@@ -55,6 +56,9 @@ class PackCondition(BaseModel):
         return Declared(name, self.expression, self.message, self.show, self.limits)
 
 
+_Conditions = Annotated[tuple[PackCondition, ...], Field(max_length=MAX_CONDITIONS), NONE_IS_EMPTY]
+
+
 class Pack(BaseModel):
     """The premise of one action type (docs/internals.md)."""
 
@@ -65,8 +69,8 @@ class Pack(BaseModel):
     target: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
     extends: str | None = Field(default=None, pattern=ACTION_TYPE)
     roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    preconditions: tuple[PackCondition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
-    invariants: tuple[PackCondition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
+    preconditions: _Conditions = ()
+    invariants: _Conditions = ()
 
     @field_validator("roles", mode="before")
     @classmethod
@@ -74,11 +78,6 @@ class Pack(BaseModel):
         if isinstance(value, dict):
             return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
         return value
-
-    @field_validator("preconditions", "invariants", mode="before")
-    @classmethod
-    def _none_is_empty(cls, value: Any) -> Any:
-        return () if value is None else value
 
     @field_validator("preconditions")
     @classmethod

@@ -69,12 +69,19 @@ def _is_base64_credential(match: re2._Match) -> bool:
 @dataclass(frozen=True)
 class Shape:
     """A credential shape over UTF-8 bytes: each match becomes group `keep`
-    (0: nothing) followed by `then`, when `when` (if any) accepts it."""
+    (0: nothing) followed by `then`, when `when` (if any) accepts it.
+
+    `words`: one of them is in the lower-cased text wherever the shape matches
+    (each implied by a match: "connection" by CONNECTION_STRING, "key" by API_KEY,
+    ...). `in` is tens of times faster than a case-insensitive pattern, and a
+    shape whose words are absent is not tried (the assignment shape alone costs
+    more than all the others), so no match is skipped."""
 
     pattern: re2._Regexp
     then: bytes = MARK
     keep: int = 0
     when: Callable[[re2._Match], bool] | None = None
+    words: tuple[str, ...] = ()
 
 
 def _rx(source: str) -> re2._Regexp:
@@ -84,30 +91,44 @@ def _rx(source: str) -> re2._Regexp:
 # Shapes of credentials hidden even if nobody registered them. Each keeps a
 # harmless prefix so a reader still sees what kind of thing was there.
 SHAPES: tuple[Shape, ...] = (
-    Shape(_rx(r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)")),
-    Shape(_rx(rf"(?i)\b(bearer)[{_WS}]+[A-Za-z0-9._~+/=\-{_I}]{{8,}}"), b" " + MARK, keep=1),
+    Shape(
+        _rx(r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)"),
+        words=("-----begin",),
+    ),
+    Shape(
+        _rx(rf"(?i)\b(bearer)[{_WS}]+[A-Za-z0-9._~+/=\-{_I}]{{8,}}"),
+        b" " + MARK,
+        keep=1,
+        words=("bearer",),
+    ),
     Shape(
         _rx(rf"\b(Basic)([{_WS}]+)([A-Za-z0-9+/]{{12,}})(={{0,2}})"),
         b" " + MARK,
         keep=1,
         when=_is_base64_credential,
+        words=("basic",),
     ),
     Shape(
         _rx(rf"""(?i)(\b{_ASSIGNED_NAME}["']?[{_WS}]*[:=][{_WS}]*["']?)[^{_WS}"'&,;{{}}\[\]]+"""),
         keep=1,
+        words=tuple("password passwd passphrase secret token key credential connection".split()),
     ),
     # Credentials in URLs such as redis://:password@host or https://user:pw@host.
     Shape(
         _rx(rf"(?i)\b([a-z{_I}][a-z0-9+.\-{_I}]*://)[^/{_WS}:@]*:[^/{_WS}@]+@"),
         MARK + b"@",
         keep=1,
+        words=("://",),
     ),
     # `sk-` not glued to a word before it (a lookbehind under `re`).
-    Shape(_rx(r"(^|[^A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), keep=1),
-    Shape(_rx(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    Shape(_rx(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b")),
-    Shape(_rx(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
-    Shape(_rx(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    Shape(_rx(r"(^|[^A-Za-z0-9_-])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"), keep=1, words=("sk-",)),
+    Shape(_rx(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), words=("akia", "asia")),
+    Shape(_rx(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), words=tuple(f"gh{c}_" for c in "pousr")),
+    Shape(_rx(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), words=tuple(f"xox{c}-" for c in "abposr")),
+    Shape(
+        _rx(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        words=("eyj",),
+    ),
 )
 
 
@@ -133,36 +154,8 @@ def substitute(shape: Shape, data: bytes) -> bytes:
     return b"".join(pieces)
 
 
-# The words each shape above needs, as plain substrings of the lower-cased
-# text: `in` is tens of times faster than a case-insensitive pattern, and a
-# shape whose words are absent is not tried (the assignment shape alone costs
-# more than all the others). Each word is implied by a match of its shape
-# ("connection" by CONNECTION_STRING, "key" by API_KEY, ...), so no match is
-# skipped.
-_SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
-    ("-----begin",),
-    ("bearer",),
-    ("basic",),
-    (
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "key",
-        "credential",
-        "connection",
-    ),
-    ("://",),
-    ("sk-",),
-    ("akia", "asia"),
-    tuple(f"gh{c}_" for c in "pousr"),
-    tuple(f"xox{c}-" for c in "abposr"),
-    ("eyj",),
-)
-assert len(_SHAPE_WORDS) == len(SHAPES)
 # Each word with the index of its shape, in the order the shapes are tried.
-_WORD_SHAPES = tuple((word, index) for index, words in enumerate(_SHAPE_WORDS) for word in words)
+_WORD_SHAPES = tuple((word, index) for index, shape in enumerate(SHAPES) for word in shape.words)
 # Past this length one automaton pass for all the words at once is cheaper
 # than a substring test per word (a tool result of kilobytes: 9 µs, not 50).
 _LONG_TEXT = 256

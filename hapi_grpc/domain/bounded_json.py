@@ -69,8 +69,11 @@ def _parsed(text: str | bytes, max_depth: int) -> Any:
         value = json.loads(text)
     except RecursionError:
         return _TOO_DEEP
-    if _brackets(text) > max_depth and _deeper(value, max_depth):
-        return _TOO_DEEP
+    if _brackets(text) > max_depth:
+        try:
+            check_depth(value, max_depth)
+        except ValueError:
+            return _TOO_DEEP
     return value
 
 
@@ -78,14 +81,6 @@ def _brackets(text: str | bytes) -> int:
     if isinstance(text, bytes):
         return text.count(b"[") + text.count(b"{")
     return text.count("[") + text.count("{")
-
-
-def _deeper(value: Any, max_depth: int) -> bool:
-    try:
-        check_depth(value, max_depth)
-    except ValueError:
-        return True
-    return False
 
 
 def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:

@@ -32,7 +32,6 @@ __all__ = [
     "redact_mapping",
     "redaction_generation",
     "register_secret",
-    "registered_count",
     "replace_secrets",
     "utf8_safe",
 ]
@@ -127,12 +126,6 @@ def replace_secrets(owner: str, values: Iterable[str]) -> None:
         else:
             _owned.pop(owner, None)
         _recompile()
-
-
-def registered_count() -> int:
-    """How many distinct secret values are registered now."""
-    with _registry_lock:
-        return len(_all_registered())
 
 
 def _all_registered() -> set[str]:

@@ -60,7 +60,7 @@ def _plain(value: Any) -> Any:
     """What `dataclasses.asdict` gives, as far as JSON can tell, without its deep copies
     of every leaf (a fifth of the fingerprint's cost). Keep it JSON-equal to asdict:
     stored fingerprints must not change."""
-    fields = _field_names(type(value))
+    fields = _field_names(value.__class__)
     if fields is not None:
         # Most fields are strings, numbers or None: taken as they are, without a call.
         return {

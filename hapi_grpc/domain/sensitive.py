@@ -302,25 +302,27 @@ def redact_mapping(
     anything nested deeper than `max_depth` is replaced. With `keep_shape`
     (objects written back to an API server) only non-empty strings are hidden,
     never a `name` or `key` that names something."""
-    shown = text or redact
+    return _copied(value, 0, max_depth, keep_shape, text or redact)
 
-    def copy(value: Any, depth: int) -> Any:
-        if isinstance(value, str):
-            return shown(value)
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        if depth >= max_depth:
-            return REDACTED
-        if isinstance(value, Mapping):
-            return {
-                str(k): REDACTED if _hidden(value, k, keep_shape) else copy(v, depth + 1)
-                for k, v in value.items()
-            }
-        if isinstance(value, list | tuple | set | frozenset):
-            return [copy(v, depth + 1) for v in value]
-        return shown(str(value))
 
-    return copy(value, 0)
+def _copied(
+    value: Any, depth: int, max_depth: int, keep_shape: bool, shown: Callable[[str], str]
+) -> Any:
+    if isinstance(value, str):
+        return shown(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if depth >= max_depth:
+        return REDACTED
+    options = (max_depth, keep_shape, shown)
+    if isinstance(value, Mapping):
+        return {
+            str(k): REDACTED if _hidden(value, k, keep_shape) else _copied(v, depth + 1, *options)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_copied(v, depth + 1, *options) for v in value]
+    return shown(str(value))
 
 
 def _hidden(mapping: Mapping[Any, Any], key: Any, keep_shape: bool) -> bool:

@@ -18,6 +18,7 @@ from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
 from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.history.gate import HistoryCheck, stood_down_because
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.context_window import ContextWindow
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
 from hapi_grpc.domain.investigation.observer import (
     NO_OBSERVER,
@@ -138,7 +139,6 @@ class InvestigationEngine:
         started = time.perf_counter()
         state = self._new_state(incident, caller, on_event, recorder)
         outcome, reason = "error", "none"
-        self._observer.investigation_started(incident)
         try:
             if incident.recovery is not None and incident.recovery.exhausted:
                 # The controller's attempts are spent: nothing to investigate for.
@@ -257,9 +257,10 @@ class InvestigationEngine:
                 observed=observed,
             ),
             progress=Progress(on_event, self._observer),
+            window=ContextWindow(settings.context_tokens, settings.completion_tokens),
+            selection_gate=gate,
             model=self._llm.model or self._llm.name,
             language_model_used=bool(self._llm.uses_language_model),
-            gate=gate,
         )
 
     def _budget(self) -> Budget:

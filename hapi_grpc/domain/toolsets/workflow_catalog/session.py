@@ -21,6 +21,7 @@ from hapi_grpc.domain.errors import (
     WorkflowNotFoundError,
 )
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.toolsets.arguments_gen import SearchWorkflowCatalogArgs
 
 __all__ = ["CatalogFailure", "CatalogSession", "FailureKind", "SearchContext"]
 
@@ -49,30 +50,21 @@ class SearchContext:
             detected_labels=dict(incident.enrichment.detected_labels),
         )
 
-    def query(
-        self,
-        text: str,
-        *,
-        signal_type: str | None,
-        severity: str | None,
-        component: str | None,
-        top_k: int,
-        min_score: float,
-    ) -> SearchQuery:
-        """The catalog query for the model's search plus this context."""
+    def query(self, args: SearchWorkflowCatalogArgs, top_k: int) -> SearchQuery:
+        """The catalog query for the model's search `args` plus this context."""
         return SearchQuery(
-            query=text,
+            query=args.query,
             filters=SearchFilters(
-                signal_type=signal_type,
-                severity=severity,
-                component=component,
+                signal_type=args.signal_type,
+                severity=args.severity,
+                component=args.component,
                 environment=self.environment or None,
                 priority=self.priority or None,
                 custom_labels=dict(self.custom_labels),
                 detected_labels=dict(self.detected_labels),
             ),
             top_k=top_k,
-            min_score=min_score,
+            min_score=args.similarity_threshold,
             remediation_id=self.remediation_id,
         )
 

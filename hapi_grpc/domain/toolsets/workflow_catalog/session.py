@@ -81,11 +81,10 @@ class FailureKind(enum.Enum):
 class CatalogFailure(Exception):
     """A catalog request that gave no answer, classified once."""
 
-    def __init__(self, kind: FailureKind, message: str, timeout: float = 0.0) -> None:
+    def __init__(self, kind: FailureKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
-        self.timeout = timeout
 
 
 class CatalogSession:
@@ -134,7 +133,6 @@ class CatalogSession:
             raise CatalogFailure(
                 FailureKind.TIMEOUT,
                 f"the workflow catalog did not answer within {timeout:.3g}s",
-                timeout,
             ) from None
         except WorkflowNotFoundError as exc:
             raise CatalogFailure(FailureKind.NOT_FOUND, exc.workflow_id) from None

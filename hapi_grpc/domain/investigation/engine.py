@@ -60,20 +60,6 @@ _MAX_MARGIN_SHARE = 0.25
 _CUT_GRACE = 0.05
 
 
-class _Running:
-    """A running investigation as `drain` sees it."""
-
-    __slots__ = ("budget", "cutoff")
-
-    def __init__(self, budget: Budget, cutoff: asyncio.Timeout) -> None:
-        self.budget = budget
-        self.cutoff = cutoff
-
-    def end_within(self, seconds: float) -> None:
-        self.budget.end_within(seconds)
-        self.cutoff.reschedule(self.budget.expires_at + _CUT_GRACE)
-
-
 class InvestigationEngine:
     """Runs investigations; safe to share between concurrent calls."""
 
@@ -106,7 +92,7 @@ class InvestigationEngine:
         self._reader = llm if isinstance(llm, DecidesFromRecord) else None
         self._settings = settings
         self._observer = observer
-        self._running: set[_Running] = set()
+        self._running: dict[asyncio.Timeout, Budget] = {}  # each running one's cutoff
         self._drain_until: float | None = None  # time.monotonic() value
 
     @property
@@ -121,8 +107,9 @@ class InvestigationEngine:
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._drain_until = min(self._drain_until or math.inf, deadline)
-        for running in list(self._running):
-            running.end_within(seconds)
+        for cutoff, budget in list(self._running.items()):
+            budget.end_within(seconds)
+            cutoff.reschedule(budget.expires_at + _CUT_GRACE)
         logger.info("draining investigations running=%d within=%.3fs", len(self._running), seconds)
         return len(self._running)
 
@@ -183,8 +170,7 @@ class InvestigationEngine:
 
     async def _run(self, state: InvestigationState) -> AnalysisResult:
         cutoff = asyncio.timeout_at(state.budget.expires_at + _CUT_GRACE)
-        running = _Running(state.budget, cutoff)
-        self._running.add(running)
+        self._running[cutoff] = state.budget
         try:
             async with cutoff:
                 return await converse(state, self._provider(state))
@@ -193,7 +179,7 @@ class InvestigationEngine:
                 raise
             return partial_result(state, OUT_OF_TIME)
         finally:
-            self._running.discard(running)
+            del self._running[cutoff]
 
     @property
     def llm_name(self) -> str:

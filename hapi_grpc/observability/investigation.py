@@ -9,8 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
-from hapi_grpc.domain.incident import Incident
-from hapi_grpc.domain.investigation.observer import InvestigationFinished
+from hapi_grpc.domain.investigation.observer import InvestigationFinished, InvestigationObserver
 from hapi_grpc.domain.result import LlmTurn, ToolCallRecord, ToolCallStatus, ValidationAttempt
 from hapi_grpc.observability import metrics
 from hapi_grpc.observability.tracing import span
@@ -20,7 +19,7 @@ __all__ = ["MetricsObserver"]
 _OK = (ToolCallStatus.SUCCESS, ToolCallStatus.REPEATED)
 
 
-class MetricsObserver:
+class MetricsObserver(InvestigationObserver):
     """Counts investigations, tool calls and validation attempts; spans each tool call."""
 
     def __init__(self) -> None:
@@ -34,9 +33,6 @@ class MetricsObserver:
         if child is None:
             child = self._children[key] = metric.labels(*values)
         return child
-
-    def investigation_started(self, incident: Incident) -> None:
-        pass
 
     def investigation_finished(self, finished: InvestigationFinished) -> None:
         # Label order as declared in `metrics`.

@@ -57,10 +57,6 @@ def _same_signal(entry: HistoryEntry, signal_type: str) -> bool:
     return not entry.signal_type or not signal_type or entry.signal_type == signal_type
 
 
-def _what(workflow_id: str, action_type: str) -> str:
-    return f"{workflow_id} ({_shown(action_type, 64)})" if action_type else workflow_id
-
-
 def _ran(entry: HistoryEntry) -> str:
     """What an entry ran, as a message names it."""
     shown = [_shown(text, 128) for text in (entry.workflow_id, entry.action_type) if text]
@@ -81,7 +77,7 @@ def history_veto(
         return _shown(entry.remediation_uid) if ids_shown else "(id not shown)"
 
     target = context.target_resource
-    what = _what(workflow_id, action_type)
+    what = f"{workflow_id} ({_shown(action_type, 64)})" if action_type else workflow_id
     for entry in reversed(context.tier1):
         if entry.outcome is not Outcome.FAILED:
             continue

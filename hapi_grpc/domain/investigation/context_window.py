@@ -26,17 +26,8 @@ _KEEP_NEWEST = 2
 _TRIMMED_MARK = "[trimmed to fit the model's context window"
 
 
-def _estimate(messages: Sequence[ChatMessage], tools_bytes: int, bytes_per_token: float) -> int:
-    size = sum(_message_bytes(m) for m in messages) + tools_bytes
-    return math.ceil(size / bytes_per_token) + _MESSAGE_OVERHEAD * len(messages)
-
-
-def _encoded_tools_bytes(tools: Sequence[ToolDefinition]) -> int:
-    return sum(len(_tool_json(t)) for t in tools)
-
-
 # Every investigation offers the same tools: their size is computed once.
-_tools_bytes = ToolListMemo(_encoded_tools_bytes)
+_tools_bytes = ToolListMemo(lambda tools: sum(len(_tool_json(t)) for t in tools))
 
 
 class ContextWindow:
@@ -123,7 +114,8 @@ class ContextWindow:
             )
 
     def _estimate(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]) -> int:
-        return _estimate(messages, _tools_bytes(tools), self.bytes_per_token)
+        size = sum(_message_bytes(m) for m in messages) + _tools_bytes(tools)
+        return math.ceil(size / self.bytes_per_token) + _MESSAGE_OVERHEAD * len(messages)
 
     def _trimmable(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Indexes to trim, in order: tool results oldest first, then rejected answers."""

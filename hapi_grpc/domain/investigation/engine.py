@@ -18,6 +18,7 @@ from hapi_grpc.domain.deadline import Budget, budget_scope, current_budget
 from hapi_grpc.domain.history import RemediationHistory
 from hapi_grpc.domain.history.gate import HistoryCheck, stood_down_because
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.investigation.context_window import ContextWindow
 from hapi_grpc.domain.investigation.loop import OUT_OF_TIME, converse
 from hapi_grpc.domain.investigation.observer import (
     NO_OBSERVER,
@@ -59,20 +60,6 @@ _MAX_MARGIN_SHARE = 0.25
 _CUT_GRACE = 0.05
 
 
-class _Running:
-    """A running investigation as `drain` sees it."""
-
-    __slots__ = ("budget", "cutoff")
-
-    def __init__(self, budget: Budget, cutoff: asyncio.Timeout) -> None:
-        self.budget = budget
-        self.cutoff = cutoff
-
-    def end_within(self, seconds: float) -> None:
-        self.budget.end_within(seconds)
-        self.cutoff.reschedule(self.budget.expires_at + _CUT_GRACE)
-
-
 class InvestigationEngine:
     """Runs investigations; safe to share between concurrent calls."""
 
@@ -105,7 +92,7 @@ class InvestigationEngine:
         self._reader = llm if isinstance(llm, DecidesFromRecord) else None
         self._settings = settings
         self._observer = observer
-        self._running: set[_Running] = set()
+        self._running: dict[asyncio.Timeout, Budget] = {}  # each running one's cutoff
         self._drain_until: float | None = None  # time.monotonic() value
 
     @property
@@ -120,8 +107,9 @@ class InvestigationEngine:
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._drain_until = min(self._drain_until or math.inf, deadline)
-        for running in list(self._running):
-            running.end_within(seconds)
+        for cutoff, budget in list(self._running.items()):
+            budget.end_within(seconds)
+            cutoff.reschedule(budget.expires_at + _CUT_GRACE)
         logger.info("draining investigations running=%d within=%.3fs", len(self._running), seconds)
         return len(self._running)
 
@@ -138,7 +126,6 @@ class InvestigationEngine:
         started = time.perf_counter()
         state = self._new_state(incident, caller, on_event, recorder)
         outcome, reason = "error", "none"
-        self._observer.investigation_started(incident)
         try:
             if incident.recovery is not None and incident.recovery.exhausted:
                 # The controller's attempts are spent: nothing to investigate for.
@@ -183,8 +170,7 @@ class InvestigationEngine:
 
     async def _run(self, state: InvestigationState) -> AnalysisResult:
         cutoff = asyncio.timeout_at(state.budget.expires_at + _CUT_GRACE)
-        running = _Running(state.budget, cutoff)
-        self._running.add(running)
+        self._running[cutoff] = state.budget
         try:
             async with cutoff:
                 return await converse(state, self._provider(state))
@@ -193,7 +179,7 @@ class InvestigationEngine:
                 raise
             return partial_result(state, OUT_OF_TIME)
         finally:
-            self._running.discard(running)
+            del self._running[cutoff]
 
     @property
     def llm_name(self) -> str:
@@ -257,9 +243,10 @@ class InvestigationEngine:
                 observed=observed,
             ),
             progress=Progress(on_event, self._observer),
+            window=ContextWindow(settings.context_tokens, settings.completion_tokens),
+            selection_gate=gate,
             model=self._llm.model or self._llm.name,
             language_model_used=bool(self._llm.uses_language_model),
-            gate=gate,
         )
 
     def _budget(self) -> Budget:

@@ -44,6 +44,7 @@ async def converse(state: InvestigationState, llm: LLMProvider) -> AnalysisResul
     )
     tool_defs = state.tools.definitions()
     max_turns = state.settings.max_llm_turns
+    why = ""
     for turn in range(1, max_turns + 1):
         last = turn == max_turns
         response = await _ask_model(state, llm, messages, tool_defs, "none" if last else "auto")
@@ -55,28 +56,17 @@ async def converse(state: InvestigationState, llm: LLMProvider) -> AnalysisResul
             await _run_tool_calls(state, response, messages, next_is_last)
             continue
         if response.tool_calls and not response.content.strip():
-            # tool_choice "none" was ignored: the calls are not run.
-            return partial_result(
-                state,
-                StopReason(
-                    HumanReviewReason.BUDGET_EXHAUSTED,
-                    f"the model did not give an accepted answer within {max_turns} turns: it"
-                    " called tools on the last one instead of answering",
-                ),
-            )
+            # tool_choice "none" was ignored on the last turn: the calls are not run.
+            why = ": it called tools on the last one instead of answering"
+            break
         messages.append(ChatMessage("assistant", response.content))
         verdict = await check_final_answer(state, response.content)
         if verdict.accepted or verdict.terminal:
             return finished_result(state, verdict)
         feedback = verdict.feedback + (" This is your last turn." if next_is_last else "")
         messages.append(ChatMessage("user", feedback))
-    return partial_result(
-        state,
-        StopReason(
-            HumanReviewReason.BUDGET_EXHAUSTED,
-            f"the model did not give an accepted answer within {max_turns} turns",
-        ),
-    )
+    detail = f"the model did not give an accepted answer within {max_turns} turns{why}"
+    return partial_result(state, StopReason(HumanReviewReason.BUDGET_EXHAUSTED, detail))
 
 
 async def _run_tool_calls(

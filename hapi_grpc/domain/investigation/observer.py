@@ -1,8 +1,9 @@
 """The observer port: what an investigation tells the outside world about itself.
 
 The core calls these hooks; `hapi_grpc.observability` implements them with
-metrics and tracing spans. The core never imports observability, and an
-engine built without an observer uses `NO_OBSERVER`, which does nothing.
+metrics and tracing spans by overriding them. The core never imports
+observability, and an engine built without an observer uses `NO_OBSERVER`,
+which does nothing.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from __future__ import annotations
 import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
-from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.result import LlmTurn, ToolCallRecord, ValidationAttempt
 
-__all__ = ["NO_OBSERVER", "InvestigationFinished", "InvestigationObserver", "NoObserver"]
+__all__ = ["NO_OBSERVER", "InvestigationFinished", "InvestigationObserver"]
 
 
 @dataclass(frozen=True)
@@ -26,32 +25,11 @@ class InvestigationFinished:
     searched_catalog: bool
 
 
-class InvestigationObserver(Protocol):
-    def investigation_started(self, incident: Incident) -> None: ...
-
-    def investigation_finished(self, finished: InvestigationFinished) -> None: ...
-
-    def llm_turn(self, turn: LlmTurn) -> None: ...
-
-    def tool_call_span(self, tool: str) -> AbstractContextManager[object]:
-        """Entered around the execution of one (non-repeated) tool call."""
-        ...
-
-    def tool_call_finished(self, tool: str, toolset: str, record: ToolCallRecord) -> None:
-        """`tool` is the tool's name, or "unknown" for a name no toolset offers."""
-        ...
-
-    def validation_attempt(self, attempt: ValidationAttempt) -> None: ...
-
-
 _NULL = contextlib.nullcontext(None)  # reusable: it holds no state
 
 
-class NoObserver:
-    """The default observer: does nothing."""
-
-    def investigation_started(self, incident: Incident) -> None:
-        pass
+class InvestigationObserver:
+    """The hooks, each doing nothing here; an implementation overrides what it observes."""
 
     def investigation_finished(self, finished: InvestigationFinished) -> None:
         pass
@@ -60,13 +38,14 @@ class NoObserver:
         pass
 
     def tool_call_span(self, tool: str) -> AbstractContextManager[object]:
+        """Entered around the execution of one (non-repeated) tool call."""
         return _NULL
 
     def tool_call_finished(self, tool: str, toolset: str, record: ToolCallRecord) -> None:
-        pass
+        """`tool` is the tool's name, or "unknown" for a name no toolset offers."""
 
     def validation_attempt(self, attempt: ValidationAttempt) -> None:
         pass
 
 
-NO_OBSERVER = NoObserver()
+NO_OBSERVER = InvestigationObserver()

@@ -16,7 +16,6 @@ from hapi_grpc.domain.investigation.context_window import ContextWindow
 from hapi_grpc.domain.investigation.observer import InvestigationObserver
 from hapi_grpc.domain.investigation.settings import EngineSettings
 from hapi_grpc.domain.llm import TokenUsage
-from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.result import (
     AlternativeWorkflow,
     AnalysisEvent,
@@ -64,6 +63,9 @@ class InvestigationState:
     catalog: CatalogSession
     tools: ToolDispatcher
     progress: Progress
+    window: ContextWindow
+    # What the tools read and the checks a selection passes before automation.
+    selection_gate: SelectionGate
     model: str
     language_model_used: bool
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -74,24 +76,3 @@ class InvestigationState:
     # Final answers that did not parse (their own budget, not the ledger's).
     format_failures: int = 0
     overflow_recoveries: int = 0  # trim-and-resend rounds after a context overflow
-    context: ContextWindow | None = None  # from the settings when not given
-    # What the tools read and the checks a selection passes before automation.
-    gate: SelectionGate | None = None
-
-    def __post_init__(self) -> None:
-        if self.gate is None:
-            self.gate = SelectionGate(self.incident, Observed())
-        if self.context is None:
-            self.context = ContextWindow(
-                self.settings.context_tokens, self.settings.completion_tokens
-            )
-
-    @property
-    def selection_gate(self) -> SelectionGate:
-        assert self.gate is not None  # set in __post_init__
-        return self.gate
-
-    @property
-    def window(self) -> ContextWindow:
-        assert self.context is not None  # set in __post_init__
-        return self.context

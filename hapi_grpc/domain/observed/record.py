@@ -124,24 +124,8 @@ class Observed:
     def activation(self) -> ObservedView:
         """The record as CEL's `observed` (built once per change; `EMPTY_VIEW` when empty)."""
         if self._view is None:
-            if (
-                self.objects
-                or self.events
-                or self.logs
-                or self.metrics
-                or self.alerts
-                or self.node_stats
-            ):
-                self._view = _view_of(
-                    list(self.objects.values()),
-                    self.events,
-                    self.logs,
-                    self.metrics,
-                    self.alerts,
-                    list(self.node_stats.values()),
-                )
-            else:
-                self._view = EMPTY_VIEW
+            read = self.objects or self.events or self.logs or self.metrics or self.alerts
+            self._view = _view_of(self) if read or self.node_stats else EMPTY_VIEW
         return self._view
 
 
@@ -176,14 +160,8 @@ def _pods_with_workloads(objects: list[ObjectFacts]) -> list[PodView]:
     return [{**p, "workload": _workload_of(p, by_key)} for p in pods]  # type: ignore[typeddict-item]
 
 
-def _view_of(
-    objects: list[ObjectFacts],
-    events: list[EventFacts],
-    logs: list[LogFacts],
-    metrics: list[MetricFacts],
-    alerts: list[AlertFacts],
-    node_stats: list[NodeStatsFacts],
-) -> ObservedView:
+def _view_of(record: Observed) -> ObservedView:
+    objects = list(record.objects.values())
     return {
         "evidence": bool(objects),
         "objects": objects,
@@ -195,15 +173,15 @@ def _view_of(
         "pods": _pods_with_workloads(objects),
         "nodes": [o for o in objects if o["kind"] == "Node"],
         "workloads": [o for o in objects if "template_containers" in o],
-        "events": list(events),
-        "logs": list(logs),
-        "metrics": list(metrics),
-        "alerts": list(alerts),
-        "node_stats": list(node_stats),
+        "events": list(record.events),
+        "logs": list(record.logs),
+        "metrics": list(record.metrics),
+        "alerts": list(record.alerts),
+        "node_stats": list(record.node_stats.values()),
     }
 
 
 # The view of every empty record: one object shared by all (never mutated), so an
 # investigation that read nothing holds no view of its own, and the conditions that
 # depend on `observed` alone have one value on it (`domain.preconditions`).
-EMPTY_VIEW: ObservedView = _view_of([], [], [], [], [], [])
+EMPTY_VIEW: ObservedView = _view_of(Observed())

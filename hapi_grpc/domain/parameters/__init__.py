@@ -5,13 +5,7 @@ Design notes: docs/internals.md (`domain/parameters/__init__.py`).
 
 from __future__ import annotations
 
-from hapi_grpc.domain.parameters.limits import (
-    MAX_NAME_CHARS,
-    MAX_PATTERN_LENGTH,
-    MAX_SAFE_INTEGER,
-    MAX_STRING_LENGTH,
-    MAX_STRIPPED_NAMES,
-)
+from hapi_grpc.domain.parameters.limits import MAX_PATTERN_LENGTH
 from hapi_grpc.domain.parameters.outcome import (
     ParameterErrorCode,
     ParameterIssue,
@@ -20,11 +14,7 @@ from hapi_grpc.domain.parameters.outcome import (
 from hapi_grpc.domain.parameters.validate import validate_parameters
 
 __all__ = [
-    "MAX_NAME_CHARS",
     "MAX_PATTERN_LENGTH",
-    "MAX_SAFE_INTEGER",
-    "MAX_STRING_LENGTH",
-    "MAX_STRIPPED_NAMES",
     "ParameterErrorCode",
     "ParameterIssue",
     "ValidationOutcome",

@@ -58,11 +58,7 @@ def validate_parameters(
 
 def _first_undeclared(parameters: Mapping[str, Any], declared: frozenset[str]) -> list[str]:
     """The first MAX_STRIPPED_NAMES undeclared names, sorted, uncut."""
-    names = [str(k) for k in parameters if k not in declared]
-    if len(names) > MAX_STRIPPED_NAMES:
-        return heapq.nsmallest(MAX_STRIPPED_NAMES, names)
-    names.sort()
-    return names
+    return heapq.nsmallest(MAX_STRIPPED_NAMES, [str(k) for k in parameters if k not in declared])
 
 
 def _log_stripped(names: list[str], count: int, workflow_id: str) -> None:

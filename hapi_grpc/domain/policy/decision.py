@@ -42,12 +42,7 @@ class Decision:
         )
 
     def variables(self) -> dict[str, Any]:
-        return {
-            "incident": self.incident,
-            "workflow": self.workflow,
-            "params": self.params,
-            "target": self.target,
-        }
+        return {name: getattr(self, name) for name in VARIABLES}
 
     @property
     def target_text(self) -> str:
@@ -83,7 +78,7 @@ def _incident(incident: Incident) -> dict[str, Any]:
 
 def _workflow(selected: SelectedWorkflow, hit: SearchHit | None) -> dict[str, Any]:
     risk = hit.estimated_risk if hit is not None and hit.estimated_risk else None
-    workflow: dict[str, Any] = {
+    return {
         "id": selected.workflow_id,
         "version": selected.version,
         "risk_level": (risk or selected.estimated_risk).value,
@@ -92,7 +87,6 @@ def _workflow(selected: SelectedWorkflow, hit: SearchHit | None) -> dict[str, An
         # return counts as changing state.
         "read_only": hit.read_only if hit is not None else False,
     }
-    return workflow
 
 
 def _target(incident: Incident, answered: TargetResource | None) -> dict[str, str]:

@@ -24,11 +24,7 @@ __all__ = ["POLICY_REVIEW_REASON", "DecisionPolicy", "Limit", "RemediationCounte
 
 logger = logging.getLogger(__name__)
 
-# POLICY_REQUIRES_REVIEW is added to the enum (and the proto) with the
-# precondition checks; the fallback serves only a build without it.
-POLICY_REVIEW_REASON: HumanReviewReason = HumanReviewReason.__members__.get(
-    "POLICY_REQUIRES_REVIEW", HumanReviewReason.INVESTIGATION_INCONCLUSIVE
-)
+POLICY_REVIEW_REASON = HumanReviewReason.POLICY_REQUIRES_REVIEW
 _COUNT_TIMEOUT = 1.0  # seconds for all rate-limit counting of one decision
 
 

@@ -74,8 +74,8 @@ def _execution_facts(previous: PreviousExecution) -> list[tuple[str, str]]:
         ("Failed At", _time(failure.failed_at)),
         ("Ran For", _seconds(failure.execution_seconds)),
         ("Execution Ref", previous.execution_ref),
-        ("Failure Message", _data(failure.message)),
-        ("Engine Summary", _data(previous.engine_summary)),
+        ("Failure Message", _caller(failure.message, _UNTRUSTED, quoted=True)),
+        ("Engine Summary", _caller(previous.engine_summary, _UNTRUSTED, quoted=True)),
     ]
 
 
@@ -114,22 +114,16 @@ def _line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _caller(text: str, limit: int) -> str:
-    """The caller's free text: redacted and on one capped line."""
+def _caller(text: str, limit: int, *, quoted: bool = False) -> str:
+    """The caller's free text: redacted and on one capped line; `quoted` (untrusted
+    text) as one JSON string."""
     if not text:
         return ""
     shown, cut = redact_head(text, limit)  # a secret cut by the cap is not shown either
-    return _line(shown + ("…" if cut else ""), limit + 1)
-
-
-def _data(text: str) -> str:
-    """Untrusted text: redacted, capped and quoted as one JSON string."""
-    if not text:
-        return ""
-    shown, cut = redact_head(text, _UNTRUSTED)
-    if cut:
-        shown += "…"
-    return _line(json.dumps(shown, ensure_ascii=False), _UNTRUSTED + 64)
+    shown += "…" if cut else ""
+    if quoted:
+        return _line(json.dumps(shown, ensure_ascii=False), limit + 64)
+    return _line(shown, limit + 1)
 
 
 def _parameters(parameters: dict[str, Any]) -> str:

@@ -65,19 +65,11 @@ def _same(a: Any, b: Any) -> bool:
         return a is b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
-    if isinstance(a, str) and isinstance(b, str):
-        if a.strip() == b.strip():
-            return True
-        if len(a) > _MAX_QUANTITY_CHARS or len(b) > _MAX_QUANTITY_CHARS:
-            return False
-        try:
-            return parse_quantity(a) == parse_quantity(b)
-        except QuantityError:
-            return False
-    if isinstance(a, str) != isinstance(b, str) and isinstance(a, str | int | float):
-        # A quantity may arrive as a number on one side and text on the other.
-        text = a if isinstance(a, str) else b
-        if isinstance(text, str) and len(text) > _MAX_QUANTITY_CHARS:
+    if isinstance(a, str) and isinstance(b, str) and a.strip() == b.strip():
+        return True
+    if isinstance(a, str | int | float) and isinstance(b, str | int | float):
+        # Quantities, spelled two ways or as a number on one side and text on the other.
+        if any(isinstance(t, str) and len(t) > _MAX_QUANTITY_CHARS for t in (a, b)):
             return False  # parsing megabytes of digits would hold the event loop for seconds
         try:
             return parse_quantity(a) == parse_quantity(b)

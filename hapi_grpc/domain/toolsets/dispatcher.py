@@ -34,7 +34,7 @@ from hapi_grpc.domain.toolsets.tool import (
     ToolContext,
     ToolResult,
     metric_label,
-    served_by,
+    refused,
     tool_hint,
     validate_arguments,
 )
@@ -202,9 +202,9 @@ class ToolDispatcher:
         self, name: str, parsed: dict[str, Any] | None, parse_error: str
     ) -> ToolResult:
         entry = self._tools.get(name)
-        refused = self._refusal(entry)
-        if refused is not None:
-            return refused
+        over_limit = self._refusal(entry)
+        if over_limit is not None:
+            return over_limit
         self._calls += 1
         if entry is None:
             return ToolResult(
@@ -217,20 +217,13 @@ class ToolDispatcher:
         tool, toolset = entry
         self._calls_by_toolset[toolset.name] += 1
         if parsed is None:
-            return ToolResult(
-                ToolCallStatus.INVALID_ARGUMENTS,
-                {
-                    "error": f"arguments are not a JSON object ({parse_error}).",
-                    "expected": tool_hint(tool),
-                },
+            return refused(
+                f"arguments are not a JSON object ({parse_error}).", expected=tool_hint(tool)
             )
         try:
             args = validate_arguments(tool, parsed)
         except ArgumentsRejected as exc:
-            return ToolResult(
-                ToolCallStatus.INVALID_ARGUMENTS,
-                {"error": exc.message, "expected": tool_hint(tool)},
-            )
+            return refused(exc.message, expected=tool_hint(tool))
         ctx = ToolContext(toolset.limits.call_timeout, self._observed)
         try:
             # Every request under the call clips the per-call timeout to the budget
@@ -312,8 +305,9 @@ def _log(label: str, record: ToolCallRecord) -> None:
 
 
 def _served_by(tool: Tool) -> tuple[str, str] | None:
-    """The (server, tool) a tool server declared, shown like the call's name is."""
-    origin = served_by(tool)
-    if origin is None:
+    """(server, tool name there) for a tool another server declares and runs (an MCP
+    server's tool), shown like the call's name is; None for our own."""
+    origin = getattr(tool, "served_by", None)
+    if not isinstance(origin, tuple):
         return None
     return clip(redact(origin[0]), 128), clip(redact(origin[1]), 128)

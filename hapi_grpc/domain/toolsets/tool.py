@@ -128,11 +128,7 @@ def validate_arguments(tool: Tool, parsed: dict[str, Any]) -> Any:
 
 def tool_hint(tool: Tool) -> str:
     """The one-line argument summary of any tool, for error answers."""
-    own = _own_schema(tool)
-    if own is not None:
-        return _schema_hint(own.json_schema)
-    assert tool.arguments is not None
-    return _schema_hint(_built_schema(tool.arguments))  # read only: no copy needed
+    return _schema_hint(tool_parameters(tool))
 
 
 def metric_label(tool: Tool) -> str:
@@ -145,19 +141,13 @@ def metric_label(tool: Tool) -> str:
     return label if isinstance(label, str) else tool.name
 
 
-def served_by(tool: Tool) -> tuple[str, str] | None:
-    """(server, tool name there) for a tool another server declares and runs (an
-    MCP server's tool), recorded as such in the call's record; None for our own."""
-    origin = getattr(tool, "served_by", None)
-    return origin if isinstance(origin, tuple) else None
-
-
 def tool_definition(tool: Tool) -> ToolDefinition:
     return ToolDefinition(
         name=tool.name, description=tool.description, parameters=tool_parameters(tool)
     )
 
 
+@functools.cache
 def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema as a tool definition: no titles, no null unions.
 
@@ -166,11 +156,6 @@ def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     read it, never change it (pydantic's schema generation, or even a deep
     copy per investigation, cost more than the rest of starting one).
     """
-    return _built_schema(model)
-
-
-@functools.cache
-def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = _clean_schema(model.model_json_schema())
     schema.pop("description", None)
     return schema

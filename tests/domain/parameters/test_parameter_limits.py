@@ -22,12 +22,14 @@ from hapi_grpc.domain.catalog import (
     Workflow,
     WorkflowSchema,
 )
-from hapi_grpc.domain.parameters import (
+from hapi_grpc.domain.parameters import validate_parameters
+from hapi_grpc.domain.parameters.limits import (
+    LOG_ID_CHARS,
+    LOG_NAME_CHARS,
+    LOG_NAMES_SHOWN,
     MAX_NAME_CHARS,
     MAX_STRIPPED_NAMES,
-    validate_parameters,
 )
-from hapi_grpc.domain.parameters.limits import LOG_ID_CHARS, LOG_NAME_CHARS, LOG_NAMES_SHOWN
 from tests.helpers.grpc_server import running_server
 
 LOGGER = "hapi_grpc.domain.parameters"

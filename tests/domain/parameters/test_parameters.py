@@ -13,14 +13,13 @@ import pytest
 from hapi_grpc.domain.catalog import ParameterSpec, Workflow, WorkflowSchema
 from hapi_grpc.domain.parameters import (
     MAX_PATTERN_LENGTH,
-    MAX_SAFE_INTEGER,
-    MAX_STRING_LENGTH,
     ParameterErrorCode,
     ParameterIssue,
     ValidationOutcome,
     validate_parameters,
 )
 from hapi_grpc.domain.parameters import schema as params_module
+from hapi_grpc.domain.parameters.limits import MAX_SAFE_INTEGER, MAX_STRING_LENGTH
 from hapi_grpc.domain.sensitive import REDACTED, is_secret_name
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import render_validation
 

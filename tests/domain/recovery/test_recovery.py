@@ -11,7 +11,7 @@ from hapi_grpc.domain.fingerprint import incident_fingerprint
 from hapi_grpc.domain.incident import Incident, SignalInfo
 from hapi_grpc.domain.prompt import incident_facts
 from hapi_grpc.domain.recovery import OriginalAnalysis, PreviousExecution, RecoveryContext
-from hapi_grpc.domain.recovery.failures import _TABLE, FailureClass, classify, repeat_allowed
+from hapi_grpc.domain.recovery.failures import _TABLE, FailureClass, classify
 from hapi_grpc.domain.recovery.prompt import recovery_lines
 from hapi_grpc.domain.recovery.repeats import failed_repeat, same_parameters
 from tests.helpers.prompt_facts import read_facts, read_recovery
@@ -55,10 +55,10 @@ def test_reason_codes_are_classified_by_the_one_table(reason: str, kind: Failure
 
 
 def test_only_a_runner_that_never_ran_allows_a_repeat() -> None:
-    allowed = {reason for reason in _TABLE if repeat_allowed(reason)}
+    allowed = {reason for reason in _TABLE if classify(reason).repeat_allowed}
     assert allowed == {r for r, k in _TABLE.items() if k is FailureClass.RUNNER_NOT_STARTED}
     assert "ImagePullBackOff" in allowed and "FailedScheduling" in allowed
-    assert not repeat_allowed("UnknownReason")  # unknown: assume the remediation failed
+    assert not classify("UnknownReason").repeat_allowed  # unknown: assume the remediation failed
     for kind in FailureClass:
         assert kind.guidance and kind.label
 

@@ -21,6 +21,7 @@ from hapi_grpc.domain.errors import (
     WorkflowNotFoundError,
 )
 from hapi_grpc.domain.incident import Incident
+from hapi_grpc.domain.toolsets.arguments_gen import SearchWorkflowCatalogArgs
 
 __all__ = ["CatalogFailure", "CatalogSession", "FailureKind", "SearchContext"]
 
@@ -49,30 +50,21 @@ class SearchContext:
             detected_labels=dict(incident.enrichment.detected_labels),
         )
 
-    def query(
-        self,
-        text: str,
-        *,
-        signal_type: str | None,
-        severity: str | None,
-        component: str | None,
-        top_k: int,
-        min_score: float,
-    ) -> SearchQuery:
-        """The catalog query for the model's search plus this context."""
+    def query(self, args: SearchWorkflowCatalogArgs, top_k: int) -> SearchQuery:
+        """The catalog query for the model's search `args` plus this context."""
         return SearchQuery(
-            query=text,
+            query=args.query,
             filters=SearchFilters(
-                signal_type=signal_type,
-                severity=severity,
-                component=component,
+                signal_type=args.signal_type,
+                severity=args.severity,
+                component=args.component,
                 environment=self.environment or None,
                 priority=self.priority or None,
                 custom_labels=dict(self.custom_labels),
                 detected_labels=dict(self.detected_labels),
             ),
             top_k=top_k,
-            min_score=min_score,
+            min_score=args.similarity_threshold,
             remediation_id=self.remediation_id,
         )
 
@@ -89,11 +81,10 @@ class FailureKind(enum.Enum):
 class CatalogFailure(Exception):
     """A catalog request that gave no answer, classified once."""
 
-    def __init__(self, kind: FailureKind, message: str, timeout: float = 0.0) -> None:
+    def __init__(self, kind: FailureKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
-        self.timeout = timeout
 
 
 class CatalogSession:
@@ -142,7 +133,6 @@ class CatalogSession:
             raise CatalogFailure(
                 FailureKind.TIMEOUT,
                 f"the workflow catalog did not answer within {timeout:.3g}s",
-                timeout,
             ) from None
         except WorkflowNotFoundError as exc:
             raise CatalogFailure(FailureKind.NOT_FOUND, exc.workflow_id) from None

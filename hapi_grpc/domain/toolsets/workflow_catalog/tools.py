@@ -28,7 +28,7 @@ from hapi_grpc.domain.result import ToolCallStatus, ValidationSource
 from hapi_grpc.domain.selection_gate import SelectionGate
 from hapi_grpc.domain.toolsets import arguments_gen as proto
 from hapi_grpc.domain.toolsets.jsontext import MAX_ARGUMENT_BYTES, one_line
-from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, tool_json_schema
+from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult, refused, tool_json_schema
 from hapi_grpc.domain.toolsets.toolset import Toolset, ToolsetLimits
 from hapi_grpc.domain.toolsets.workflow_catalog.ledger import ValidationLedger
 from hapi_grpc.domain.toolsets.workflow_catalog.session import (
@@ -138,14 +138,7 @@ class SearchWorkflowCatalog:
 
     async def _search(self, args: SearchWorkflowCatalogArgs) -> list[SearchHit]:
         catalog = self.session.catalog
-        query = self.session.context.query(
-            args.query,
-            signal_type=args.signal_type,
-            severity=args.severity,
-            component=args.component,
-            top_k=max(1, min(args.limit, self.top_k_max)),
-            min_score=args.similarity_threshold,
-        )
+        query = self.session.context.query(args, max(1, min(args.limit, self.top_k_max)))
         hits = list((await catalog.search(query)).workflows)
         missing = [i for i, hit in enumerate(hits) if hit.parameters is None]
         if missing:
@@ -184,13 +177,10 @@ class ValidateWorkflowParameters:
         returned = self.session.returned_workflows
         if args.workflow_id not in returned:
             known = ", ".join(list(returned)[:10]) or "none yet"
-            return ToolResult(
-                ToolCallStatus.INVALID_ARGUMENTS,
-                {
-                    "error": f"workflow_id {one_line(args.workflow_id, 64)!r} was not returned"
-                    f" by {SEARCH_TOOL} in this investigation (returned: {known})."
-                    " Use an id from the search results.",
-                },
+            return refused(
+                f"workflow_id {one_line(args.workflow_id, 64)!r} was not returned"
+                f" by {SEARCH_TOOL} in this investigation (returned: {known})."
+                " Use an id from the search results."
             )
         if self.ledger.exhausted:
             return ToolResult(
@@ -303,7 +293,7 @@ def failure_result(failure: CatalogFailure) -> ToolResult:
             },
         )
     if kind is FailureKind.INVALID:
-        return ToolResult(ToolCallStatus.INVALID_ARGUMENTS, {"error": failure.message})
+        return refused(failure.message)
     status = ToolCallStatus.TIMEOUT if kind is FailureKind.TIMEOUT else ToolCallStatus.ERROR
     return ToolResult(
         status,

@@ -27,6 +27,8 @@ __all__ = [
     "Reads",
     "Step",
     "exchanges",
+    "label_selector",
+    "pending",
 ]
 
 GET, LIST, EVENTS, LOGS, OWNERS = (
@@ -86,9 +88,12 @@ class Reads:
     observed: Observed
     offered: frozenset[str] = frozenset()
 
-    def asked(self, tool: str, arguments: dict[str, Any]) -> bool:
-        """Whether a `tool` call with (at least) these arguments was made."""
-        return any(_matches(e, tool, arguments) for e in self.exchanges)
+    def unread(self, tool: str, arguments: dict[str, Any], **extra: Any) -> list[Step]:
+        """The `tool` call with `arguments` (and `extra`, such as a limit) until a call
+        with (at least) these arguments was made; then nothing."""
+        if any(_matches(e, tool, arguments) for e in self.exchanges):
+            return []
+        return [(tool, {**arguments, **extra})]
 
     def returned(self, tool: str, arguments: dict[str, Any], key: str = "cluster_data") -> Any:
         """The data of the last `tool` call with `arguments`; None before it, {} on an error."""
@@ -146,6 +151,16 @@ class Reads:
             for e in _plain(self.observed.events)
             if e["kind"] == kind and e["namespace"] == namespace and e["name"] == name
         ]
+
+
+def pending(*found: Any) -> list[Step]:
+    """The reads among `found` (a read's answer, or the `Step` that makes it)."""
+    return [f for f in found if isinstance(f, tuple)]
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    """`k=v,...`: the label selector of a list read."""
+    return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
 def _plain(records: Iterable[Any]) -> Iterable[dict[str, Any]]:

@@ -27,7 +27,6 @@ __all__ = [
     "Reads",
     "Step",
     "exchanges",
-    "label_selector",
     "pending",
 ]
 
@@ -103,6 +102,15 @@ class Reads:
                 return data if isinstance(data, dict) else {}
         return None
 
+    def labelled(self, kind: str, namespace: str, labels: dict[str, str], limit: int) -> list[Step]:
+        """The list read of the `kind` objects in `namespace` that carry `labels` until it
+        was made; none without labels (that would list every `kind` object)."""
+        if not labels:
+            return []
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        arguments = {"kind": kind, "namespace": namespace, "label_selector": selector}
+        return self.unread(LIST, arguments, limit=limit)
+
     def results(self, tool: str) -> list[Exchange]:
         """Every call of `tool`, in the order made."""
         return [e for e in self.exchanges if e.name == tool]
@@ -156,11 +164,6 @@ class Reads:
 def pending(*found: Any) -> list[Step]:
     """The reads among `found` (a read's answer, or the `Step` that makes it)."""
     return [f for f in found if isinstance(f, tuple)]
-
-
-def label_selector(labels: dict[str, str]) -> str:
-    """`k=v,...`: the label selector of a list read."""
-    return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
 def _plain(records: Iterable[Any]) -> Iterable[dict[str, Any]]:

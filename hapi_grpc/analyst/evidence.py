@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.analyst.conversation import LIST, OWNERS, Reads, Step, label_selector
+from hapi_grpc.analyst.conversation import OWNERS, Reads, Step
 from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.pods import pod_evidence, worst_pod
 from hapi_grpc.analyst.subject import Subject
@@ -40,15 +40,9 @@ def plan(subject: Subject, reads: Reads) -> Plan:
         return _then(found, _owners(reads, namespace, kind, name))
     found = found.plus(Findings(workload=obj))
     selector = obj.get("selector") or {}
-    if selector:
-        arguments = {
-            "kind": "Pod",
-            "namespace": namespace,
-            "label_selector": label_selector(selector),
-        }
-        listing = reads.unread(LIST, arguments, limit=_PODS_LISTED)
-        if listing:
-            return listing
+    listing = reads.labelled("Pod", namespace, selector, _PODS_LISTED)
+    if listing:
+        return listing
     pod = worst_pod(reads.pods(namespace, selector), subject)
     if pod is None:
         return _then(found, _owners(reads, namespace, kind, name))

@@ -34,7 +34,7 @@ class Situation:
         return tool in self.reads.offered
 
     def reported(self, kind: str) -> dict[str, Any]:
-        """The record of the reported object when it is a `kind` ({} otherwise, or unread)."""
+        """The record of the reported object when it is a `kind` ({} if not, or not read)."""
         s = self.subject
         return self.reads.object(kind, s.namespace, s.name) if s.kind == kind else {}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import GET, LIST, Step, label_selector, pending
+from hapi_grpc.analyst.conversation import GET, Step, pending
 
 __all__ = ["NoTarget", "RecreatePod", "RestartPod", "RestartWorkload", "pod_view"]
 
@@ -38,14 +38,7 @@ class RestartPod(Evidence):
         # is this Pod's runtime state.
         workload = situation.findings.workload or {}
         selector = workload.get("selector") or {}
-        if not selector:
-            return []
-        arguments = {
-            "kind": "Pod",
-            "namespace": workload["namespace"],
-            "label_selector": label_selector(selector),
-        }
-        return situation.reads.unread(LIST, arguments, limit=20)
+        return situation.reads.labelled("Pod", workload.get("namespace", ""), selector, 20)
 
     def values(self, situation: Situation) -> Values | Objection:
         pod = _pod(situation)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import LIST, Step, label_selector
+from hapi_grpc.analyst.conversation import Step
 from hapi_grpc.analyst.runtime_errors import PullFailure
 
 __all__ = ["Rollback", "revision_of"]
@@ -35,14 +35,8 @@ class Rollback(Evidence):
         selector = deployment.get("selector") or {}
         if not selector:
             return []
-        labels = label_selector(selector)
         for kind, limit in (("ReplicaSet", 20), ("Pod", _PODS_LISTED)):
-            arguments = {
-                "kind": kind,
-                "namespace": deployment["namespace"],
-                "label_selector": labels,
-            }
-            needed = situation.reads.unread(LIST, arguments, limit=limit)
+            needed = situation.reads.labelled(kind, deployment["namespace"], selector, limit)
             if needed:
                 return needed
         return []

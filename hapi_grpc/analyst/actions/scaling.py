@@ -12,7 +12,7 @@ from hapi_grpc.analyst.actions.admission import admission_reads, quota_room
 from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.memory import workload_pods
 from hapi_grpc.analyst.amounts import bytes_of, cores_of
-from hapi_grpc.analyst.conversation import GET, LIST, Step, label_selector, pending
+from hapi_grpc.analyst.conversation import GET, Step, pending
 from hapi_grpc.analyst.series import number, pod_selector, range_read, series_of
 
 __all__ = ["PatchAutoscaler", "ScaleOut"]
@@ -142,15 +142,11 @@ class PatchAutoscaler(Evidence):
         if isinstance(workload, tuple):
             return [workload]
         selector = workload.get("selector") or {}
-        if not selector:
-            return []
         # Its Pods, and the ReplicaSets that own them (a Pod is known as the workload's
         # through its ReplicaSet).
-        labels = label_selector(selector)
         needed: list[Step] = []
         for kind in ("Pod", "ReplicaSet"):
-            arguments = {"kind": kind, "namespace": record["namespace"], "label_selector": labels}
-            needed += situation.reads.unread(LIST, arguments, limit=20)
+            needed += situation.reads.labelled(kind, record["namespace"], selector, 20)
         return needed
 
     def values(self, situation: Situation) -> Values | Objection:

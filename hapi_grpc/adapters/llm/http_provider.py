@@ -5,7 +5,7 @@ request per turn through the service's `HttpClient`, with everything a
 provider would otherwise repeat: a connection pool that matches the
 request-slot limit, the retry policy, error mapping to domain errors, metrics
 and secret redaction (docs/internals.md). A provider adds only its wire
-format: headers, `_body` and `_parse`. `tools_json` and `encode_body` build
+format: headers, `_body` and its parser. `tools_json` and `encode_body` build
 that body without encoding the same tool list on every turn; `token_usage`
 reads the usage a response reports.
 """

@@ -14,6 +14,7 @@ Every quantity the cluster shows is read with the Kubernetes client's parser
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any
 
 import re2
@@ -30,27 +31,25 @@ _BINARY = (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", _MI), ("Ki", 1024))
 _DECIMAL = (("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
-def bytes_of(value: Any) -> int | None:
-    """A memory or storage quantity in whole bytes (rounded up); None when unreadable."""
+def _quantity(value: Any) -> Decimal | None:
     if value is None or value == "":
         return None
     try:
-        amount = parse_quantity(value)
+        return parse_quantity(value)
     except QuantityError:
         return None
-    if amount < 0:
-        return None
-    return math.ceil(amount)
+
+
+def bytes_of(value: Any) -> int | None:
+    """A memory or storage quantity in whole bytes (rounded up); None when unreadable."""
+    amount = _quantity(value)
+    return None if amount is None or amount < 0 else math.ceil(amount)
 
 
 def cores_of(value: Any) -> float | None:
     """A CPU quantity in cores (`500m` -> 0.5); None when unreadable."""
-    if value is None or value == "":
-        return None
-    try:
-        return float(parse_quantity(value))
-    except QuantityError:
-        return None
+    amount = _quantity(value)
+    return None if amount is None else float(amount)
 
 
 def memory_after_oom(limit: int, peak: int | None) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 import re2
 
 from hapi_grpc.analyst.actions import Objection, Situation, Values, evidence_for
-from hapi_grpc.analyst.actions.base import ActionEvidence
+from hapi_grpc.analyst.actions.base import Evidence
 from hapi_grpc.analyst.actions.restarts import NoTarget
 from hapi_grpc.analyst.amounts import write_bytes, write_cores
 from hapi_grpc.analyst.conversation import Step
@@ -44,7 +44,7 @@ class Outcome:
     stop: str = ""  # why no further candidate can be tried (validation attempts spent)
 
 
-def _module(hit: dict[str, Any]) -> ActionEvidence | None:
+def _module(hit: dict[str, Any]) -> Evidence | None:
     if hit.get("read_only") is True:
         return _READ_ONLY
     return evidence_for(str(hit.get("action_type") or ""))
@@ -63,7 +63,7 @@ def next_step(
 ) -> Outcome:
     """The next step over `hits` (docs/internals.md)."""
     outcome = Outcome()
-    running: list[tuple[dict[str, Any], ActionEvidence]] = []
+    running: list[tuple[dict[str, Any], Evidence]] = []
     for hit in hits:
         reason = passed_over(hit)
         module = _module(hit)
@@ -101,7 +101,7 @@ def _key(step: Step) -> str:
 
 def _candidate(
     hit: dict[str, Any],
-    module: ActionEvidence,
+    module: Evidence,
     situation: Situation,
     outcome: Outcome,
     validations_left: bool,

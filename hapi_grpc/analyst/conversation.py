@@ -27,6 +27,7 @@ __all__ = [
     "Reads",
     "Step",
     "exchanges",
+    "pending",
 ]
 
 GET, LIST, EVENTS, LOGS, OWNERS = (
@@ -86,9 +87,12 @@ class Reads:
     observed: Observed
     offered: frozenset[str] = frozenset()
 
-    def asked(self, tool: str, arguments: dict[str, Any]) -> bool:
-        """Whether a `tool` call with (at least) these arguments was made."""
-        return any(_matches(e, tool, arguments) for e in self.exchanges)
+    def unread(self, tool: str, arguments: dict[str, Any], **extra: Any) -> list[Step]:
+        """The `tool` call with `arguments` (and `extra`, such as a limit) until a call
+        with (at least) these arguments was made; then nothing."""
+        if any(_matches(e, tool, arguments) for e in self.exchanges):
+            return []
+        return [(tool, {**arguments, **extra})]
 
     def returned(self, tool: str, arguments: dict[str, Any], key: str = "cluster_data") -> Any:
         """The data of the last `tool` call with `arguments`; None before it, {} on an error."""
@@ -97,6 +101,15 @@ class Reads:
                 data = exchange.result.get(key)
                 return data if isinstance(data, dict) else {}
         return None
+
+    def labelled(self, kind: str, namespace: str, labels: dict[str, str], limit: int) -> list[Step]:
+        """The list read of the `kind` objects in `namespace` that carry `labels` until it
+        was made; none without labels (that would list every `kind` object)."""
+        if not labels:
+            return []
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        arguments = {"kind": kind, "namespace": namespace, "label_selector": selector}
+        return self.unread(LIST, arguments, limit=limit)
 
     def results(self, tool: str) -> list[Exchange]:
         """Every call of `tool`, in the order made."""
@@ -146,6 +159,11 @@ class Reads:
             for e in _plain(self.observed.events)
             if e["kind"] == kind and e["namespace"] == namespace and e["name"] == name
         ]
+
+
+def pending(*found: Any) -> list[Step]:
+    """The reads among `found` (a read's answer, or the `Step` that makes it)."""
+    return [f for f in found if isinstance(f, tuple)]
 
 
 def _plain(records: Iterable[Any]) -> Iterable[dict[str, Any]]:

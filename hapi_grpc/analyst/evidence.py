@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.analyst.conversation import LIST, OWNERS, Reads, Step
+from hapi_grpc.analyst.conversation import OWNERS, Reads, Step
 from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.pods import pod_evidence, worst_pod
 from hapi_grpc.analyst.subject import Subject
@@ -39,10 +39,11 @@ def plan(subject: Subject, reads: Reads) -> Plan:
         found = found.plus(Findings(evidence=condition_lines(label, obj.get("conditions", []))))
         return _then(found, _owners(reads, namespace, kind, name))
     found = found.plus(Findings(workload=obj))
-    listing = _pod_listing(reads, namespace, obj)
-    if listing is not None:
-        return [listing]
-    pod = worst_pod(reads.pods(namespace, obj.get("selector") or {}), subject)
+    selector = obj.get("selector") or {}
+    listing = reads.labelled("Pod", namespace, selector, _PODS_LISTED)
+    if listing:
+        return listing
+    pod = worst_pod(reads.pods(namespace, selector), subject)
     if pod is None:
         return _then(found, _owners(reads, namespace, kind, name))
     return _then(found, _pod(subject, reads, namespace, str(pod["name"])))
@@ -55,21 +56,6 @@ def _then(first: Findings, later: Plan) -> Plan:
 def _replicas(label: str, obj: dict[str, Any]) -> tuple[str, ...]:
     replicas = obj.get("replicas")
     return (f"{label} status.replicas {replicas}",) if replicas else ()
-
-
-def _pod_listing(reads: Reads, namespace: str, workload: dict[str, Any]) -> Step | None:
-    """The list read of the workload's Pods, while it was not made (None without a selector)."""
-    selector = workload.get("selector") or {}
-    if not selector:
-        return None
-    arguments = {
-        "kind": "Pod",
-        "namespace": namespace,
-        "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
-    }
-    if reads.returned(LIST, arguments) is None:
-        return LIST, {**arguments, "limit": _PODS_LISTED}
-    return None
 
 
 def _pod(subject: Subject, reads: Reads, namespace: str, name: str) -> Plan:

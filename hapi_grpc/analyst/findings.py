@@ -68,8 +68,7 @@ class Findings:
 
     @property
     def target_kind(self) -> str:
-        parts = self.target.split("/")
-        return parts[2] if len(parts) == 4 else ""
+        return (self.target_resource() or {}).get("kind", "")
 
     def cause(self, reported: str) -> str:
         """The failure the reads show, as a catalog signal type; `reported` otherwise."""

@@ -72,13 +72,17 @@ def worst_container(pod: dict[str, Any], name: str = "") -> dict[str, Any]:
 
 def previous_log(reads: Reads, pod: dict[str, Any], container: str) -> dict[str, Any] | None:
     """The previous-instance log of a container as the tool returned it (None: not read)."""
-    arguments = {
+    return reads.returned(LOGS, _previous(pod, container))
+
+
+def _previous(pod: dict[str, Any], container: str) -> dict[str, Any]:
+    """The arguments of the read of a container's previous-instance log."""
+    return {
         "namespace": pod["namespace"],
         "pod": pod["name"],
         "container": container,
         "previous": True,
     }
-    return reads.returned(LOGS, arguments)
 
 
 def liveness_kills(events: Iterable[E]) -> list[E]:
@@ -99,22 +103,15 @@ def pod_evidence(reads: Reads, pod: dict[str, Any], subject: Subject) -> list[St
     last = last_termination(container)
     crashed = bool(last) and bool(container.get("restarts"))
     waiting = container.get("state_reason", "") in _WAITING_FAILURES
-    needed: list[Step] = []
     event_args = {"namespace": namespace, "kind": "Pod", "name": name}
     events = reads.returned(EVENTS, event_args)
-    if events is None:
-        needed.append((EVENTS, {**event_args, "limit": _EVENTS_READ}))
-    log = previous_log(reads, pod, str(container.get("name", ""))) if crashed else {}
-    if log is None:
-        arguments = {
-            "namespace": namespace,
-            "pod": name,
-            "container": str(container.get("name", "")),
-            "previous": True,
-        }
-        needed.append((LOGS, {**arguments, "tail_lines": _LOG_TAIL}))
+    needed = reads.unread(EVENTS, event_args, limit=_EVENTS_READ)
+    previous = _previous(pod, str(container.get("name", "")))
+    if crashed:
+        needed += reads.unread(LOGS, previous, tail_lines=_LOG_TAIL)
     if needed:
         return needed
+    log = reads.returned(LOGS, previous) if crashed else {}
     found = Findings(container=container)
     if last.get("reason") == "OOMKilled":
         found = found.plus(_oom(where, container, last))

@@ -9,8 +9,8 @@ from typing import Any
 
 from hapi_grpc.analyst.actions import Situation
 from hapi_grpc.analyst.answer import Answer
-from hapi_grpc.analyst.candidates import next_step
-from hapi_grpc.analyst.conversation import GET, Reads, Step, exchanges
+from hapi_grpc.analyst.candidates import Outcome, next_step
+from hapi_grpc.analyst.conversation import GET, Exchange, Reads, Step, exchanges
 from hapi_grpc.analyst.evidence import plan
 from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.history import HistoryView, history_read
@@ -25,6 +25,11 @@ from hapi_grpc.domain.toolsets.workflow_catalog.tools import SEARCH_TOOL, VALIDA
 __all__ = ["BuiltinAnalyst"]
 
 _NO_INCIDENT = Incident(remediation_id="", signal=SignalInfo(signal_type=""))
+
+
+def _hits(search: Exchange) -> list[dict[str, Any]]:
+    """The workflows a search returned."""
+    return [h for h in search.result.get("workflows") or [] if isinstance(h, dict)]
 
 
 class BuiltinAnalyst:
@@ -93,29 +98,23 @@ class _Turn:
             if SEARCH_TOOL not in self.reads.offered or not self.subject.signal_type:
                 return self._answer(None, [], "no workflow search was possible")
             return self._calls([(SEARCH_TOOL, self._search(findings))])
-        found_hits = searches[0].result
-        if "error" in found_hits:
+        if "error" in searches[0].result:
             return self._answer(None, [], "the workflow catalog was unavailable")
-        hits = [h for h in found_hits.get("workflows") or [] if isinstance(h, dict)]
+        hits = _hits(searches[0])
         if not hits and searches[0].arguments != self._search(None):
             # No workflow for the failure found: the reported signal's are weighed
             # (their premises say whether they fit what was found).
             if len(searches) < 2:
                 return self._calls([(SEARCH_TOOL, self._search(None))])
-            searches = searches[1:]
-            hits = [h for h in searches[0].result.get("workflows") or [] if isinstance(h, dict)]
+            hits = _hits(searches[1])
         if not hits:
             return self._answer(None, [], "no catalog workflow matches the failure found")
         situation = Situation(self.subject, findings or Findings(), self.reads)
         outcome = next_step(hits, situation, self._passed_over, self._validations_left())
         self.answer.objections = outcome.objections
-        if outcome.steps:
-            return self._calls(outcome.steps)
-        if outcome.selection is not None:
-            return self._answer(outcome.selection.hit, [], "", outcome.selection.parameters)
-        fallback = self._read_only_fallback(situation)
-        if fallback is not None:
-            return fallback
+        reply = self._reply(outcome) or self._read_only_fallback(situation)
+        if reply is not None:
+            return reply
         why = outcome.stop or (
             "the evidence read does not support any candidate workflow"
             if outcome.objections
@@ -169,19 +168,18 @@ class _Turn:
             if SEARCH_TOOL not in self.reads.offered:
                 return None
             return self._calls([(SEARCH_TOOL, dict(FALLBACK_SEARCH))])
-        hits = [
-            h
-            for h in done[-1].result.get("workflows") or []
-            if isinstance(h, dict) and h.get("read_only") is True
-        ]
-        outcome = next_step(hits, situation, self._passed_over, self._validations_left())
+        hits = [h for h in _hits(done[-1]) if h.get("read_only") is True]
+        return self._reply(next_step(hits, situation, self._passed_over, self._validations_left()))
+
+    # --- replies ----------------------------------------------------------------------
+
+    def _reply(self, outcome: Outcome) -> LLMResponse | None:
+        """The reads or validation the walk asks for, or the answer with its selection."""
         if outcome.steps:
             return self._calls(outcome.steps)
         if outcome.selection is not None:
             return self._answer(outcome.selection.hit, [], "", outcome.selection.parameters)
         return None
-
-    # --- replies ----------------------------------------------------------------------
 
     def _calls(self, steps: list[Step]) -> LLMResponse:
         calls = tuple(

@@ -1,7 +1,7 @@
 """Metric reads: the series about a workload's Pods, and what their summaries say.
 
 Selectors name the Pods read (every replica, by exact name) rather than a name
-prefix, and the container when one matters. `gauges_about` asks which metric names
+prefix, and the container when one matters. `gauge_names` asks which metric names
 exist for those Pods, so growth is looked for in every gauge about them (heap,
 goroutines, open files, resident memory) and not only in the series a query's text
 calls memory. Counters (`_total`, `_count`, `_sum`, `_bucket`, `_created`) rise by
@@ -66,11 +66,6 @@ def gauge_names(reads: Reads, selector: str) -> Step | list[str]:
 def series_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The series of a range summary (each with labels, min, max, last, trend)."""
     return [s for s in summary.get("series") or [] if isinstance(s, dict)]
-
-
-def trend(series: dict[str, Any]) -> str:
-    value = series.get("trend")
-    return str(value.get("direction", "")) if isinstance(value, dict) else ""
 
 
 def number(value: Any) -> float | None:

@@ -64,6 +64,7 @@ class AnthropicProvider(HttpProvider):
             temperature=temperature,
             max_tokens=max_tokens,
             render_tools=to_anthropic_tools,
+            parse=parse_anthropic_response,
             **options,
         )
 
@@ -87,9 +88,6 @@ class AnthropicProvider(HttpProvider):
         if tool_choice == "none":
             body["tool_choice"] = {"type": "none"}
         return encode_body(body, tools=self._tools_json(tools))
-
-    def _parse(self, data: Any) -> LLMResponse:
-        return parse_anthropic_response(data, self.model)
 
 
 def to_anthropic_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:

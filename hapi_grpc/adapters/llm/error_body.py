@@ -21,6 +21,8 @@ __all__ = [
 ]
 
 ERROR_MESSAGE_LIMIT = 300
+# Attempt outcomes by status (the metric's label); other statuses count by class.
+_STATUS_LABELS = {429: "rate_limited", 408: "timeout"}
 
 # How providers say "the conversation does not fit the context", as each
 # documents or sends it (matched case-insensitively in the error body):
@@ -86,12 +88,6 @@ def truncate(text: str, limit: int = ERROR_MESSAGE_LIMIT) -> str:
 
 
 def http_status_label(status: int) -> str:
-    if status == 429:
-        return "rate_limited"
-    if status == 408:
-        return "timeout"
-    if status >= 500:
-        return "server_error"
-    if 400 <= status < 500:
-        return "client_error"
-    return "error"
+    if status in _STATUS_LABELS:
+        return _STATUS_LABELS[status]
+    return "server_error" if status >= 500 else "client_error" if status >= 400 else "error"

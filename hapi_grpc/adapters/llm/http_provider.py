@@ -5,7 +5,7 @@ request per turn through the service's `HttpClient`, with everything a
 provider would otherwise repeat: a connection pool that matches the
 request-slot limit, the retry policy, error mapping to domain errors, metrics
 and secret redaction (docs/internals.md). A provider adds only its wire
-format: headers, `_body` and `_parse`. `tools_json` and `encode_body` build
+format: headers, `_body` and its parser. `tools_json` and `encode_body` build
 that body without encoding the same tool list on every turn; `token_usage`
 reads the usage a response reports.
 """
@@ -64,37 +64,6 @@ _TRANSIENT_4XX = frozenset({408, 429})
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
-def llm_retry_policy(
-    request_timeout: float,
-    max_retries: int,
-    backoff_base: float,
-    min_attempt_seconds: float = 0.1,
-) -> RetryPolicy:
-    """The model providers' retry policy.
-
-    Retry-After is honoured up to 60 s: providers' rate-limit windows are
-    often a minute. No attempt starts with less than `min_attempt_seconds`
-    left (default 0.1 s: no model answers faster; a slow local model needs
-    more). A timed-out completion is retried only when the budget still holds
-    a full `request_timeout`: a model that used a whole attempt would not
-    finish a shorter one, and the retry would only hold the caller.
-    """
-    return RetryPolicy(
-        attempt_timeout=request_timeout,
-        max_retries=max_retries,
-        backoff_base=backoff_base,
-        backoff_cap=30.0,
-        retry_after_cap=60.0,
-        min_attempt_seconds=min_attempt_seconds,
-        retry_timeouts_in_full=True,
-    )
-
-
-def sensitive_values(pairs: Mapping[str, str] | None) -> list[str]:
-    """Values of headers or query parameters whose names mark them as credentials."""
-    return [v for k, v in (pairs or {}).items() if is_secret_name(k) and v]
-
-
 class HttpOptions(TypedDict, total=False):
     """Transport options of a provider.
 
@@ -137,6 +106,7 @@ class HttpProvider:
         temperature: float | None,
         max_tokens: int | None,
         render_tools: Callable[[list[ToolDefinition]], list[dict[str, Any]]],
+        parse: Callable[[Any, str], LLMResponse],
         request_timeout: float = 120.0,
         connect_timeout: float = 5.0,
         max_retries: int = 2,
@@ -147,7 +117,9 @@ class HttpProvider:
     ) -> None:
         """`protocol_headers` (with the key, when there is one) override the caller's
         `extra_headers`; `render_tools` writes a tool list in the provider's format;
-        the rest are the `HttpOptions`."""
+        `parse` reads a decoded response body (and the model asked for) as an
+        `LLMResponse`, raising `LLMResponseError` if it is none; the rest are the
+        `HttpOptions`."""
         if not base_url:
             raise ValueError("base_url is required")
         if not model:
@@ -156,6 +128,7 @@ class HttpProvider:
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._tools_json = tools_json(render_tools)
+        self._parse = parse
         self._path = path
         self._headers = {
             **(extra_headers or {}),
@@ -163,10 +136,24 @@ class HttpProvider:
             "Content-Type": "application/json",
         }
         self._params = dict(extra_query or {}) or None
-        secrets = [api_key, *sensitive_values(extra_headers), *sensitive_values(extra_query)]
+        # Values of headers or query parameters whose names mark them as credentials.
+        named = [*(extra_headers or {}).items(), *(extra_query or {}).items()]
+        secrets = [api_key, *(v for k, v in named if is_secret_name(k))]
         self._secrets = tuple(s for s in secrets if s and s.strip())
-        self.policy = llm_retry_policy(
-            request_timeout, max_retries, backoff_base, min_attempt_seconds
+        # Retry-After is honoured up to 60 s: providers' rate-limit windows are often a
+        # minute. No attempt starts with less than `min_attempt_seconds` left (no model
+        # answers faster; a slow local model needs more). A timed-out completion is
+        # retried only when the budget still holds a full `request_timeout`: a model that
+        # used a whole attempt would not finish a shorter one, and the retry would only
+        # hold the caller.
+        self.policy = RetryPolicy(
+            attempt_timeout=request_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_cap=30.0,
+            retry_after_cap=60.0,
+            min_attempt_seconds=min_attempt_seconds,
+            retry_timeouts_in_full=True,
         )
         self.slots = RequestSlots(max_concurrent_requests, f"{self.name} model requests")
         self.http = HttpClient(
@@ -235,10 +222,6 @@ class HttpProvider:
         """The request body of one attempt, in the provider's wire format."""
         raise NotImplementedError
 
-    def _parse(self, data: Any) -> LLMResponse:
-        """The decoded response body as an `LLMResponse`; `LLMResponseError` if it is none."""
-        raise NotImplementedError
-
     def redact(self, text: str) -> str:
         """`text` without this provider's secrets or anything shaped like a credential."""
         return redact(text, self._secrets)
@@ -253,7 +236,9 @@ class HttpProvider:
             if resp.over:
                 raise LLMResponseError(f"{self.name} response exceeds {MAX_RESPONSE_BYTES} bytes")
             result = self._completion(resp.body)
-            self._record_usage(result)
+            # `token_usage` reads no count below 0.
+            self._prompt_tokens.inc(result.usage.prompt_tokens)
+            self._completion_tokens.inc(result.usage.completion_tokens)
             return result
         error_text = resp.body.decode("utf-8", "replace")
         reason = self.redact(self._describe_status(resp, error_text))
@@ -287,7 +272,7 @@ class HttpProvider:
                 self.redact(f"{self.name} returned a body that is not JSON: {snippet!r}")
             ) from None
         try:
-            return self._parse(data)
+            return self._parse(data, self.model)
         except LLMResponseError as exc:
             raise LLMResponseError(self.redact(f"{self.name}: {exc.message}")) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -312,12 +297,6 @@ class HttpProvider:
             counter = metrics.LLM_REQUESTS.labels(self.name, self.model, status_label)
             self._requests[status_label] = counter
         return counter
-
-    def _record_usage(self, result: LLMResponse) -> None:
-        if result.usage.prompt_tokens > 0:
-            self._prompt_tokens.inc(result.usage.prompt_tokens)
-        if result.usage.completion_tokens > 0:
-            self._completion_tokens.inc(result.usage.completion_tokens)
 
 
 def tools_json(render: Callable[[list[ToolDefinition]], list[dict[str, Any]]]) -> ToolListMemo[str]:

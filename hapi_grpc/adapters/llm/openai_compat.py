@@ -56,6 +56,7 @@ class OpenAICompatibleProvider(HttpProvider):
             temperature=temperature,
             max_tokens=max_tokens,
             render_tools=to_openai_tools,
+            parse=parse_openai_response,
             **options,
         )
 
@@ -75,9 +76,6 @@ class OpenAICompatibleProvider(HttpProvider):
         # makes the model answer in text.
         body["tool_choice"] = tool_choice
         return encode_body(body, messages=messages_json, tools=self._tools_json(tools))
-
-    def _parse(self, data: Any) -> LLMResponse:
-        return parse_openai_response(data, self.model)
 
 
 def to_openai_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:

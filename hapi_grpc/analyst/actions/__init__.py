@@ -7,7 +7,7 @@ is not proposed: what the analyst cannot read evidence for, it does not select.
 
 from __future__ import annotations
 
-from hapi_grpc.analyst.actions.base import ActionEvidence, Objection, Situation, Values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values
 from hapi_grpc.analyst.actions.cpu import IncreaseCPU
 from hapi_grpc.analyst.actions.memory import IncreaseMemory
 from hapi_grpc.analyst.actions.nodes import CleanupNode, DrainNode, RestartNode
@@ -18,7 +18,7 @@ from hapi_grpc.analyst.actions.rollback import Rollback
 from hapi_grpc.analyst.actions.scaling import PatchAutoscaler, ScaleOut
 from hapi_grpc.analyst.actions.storage import ExpandClaim
 
-__all__ = ["ActionEvidence", "Objection", "Situation", "Values", "evidence_for"]
+__all__ = ["Evidence", "Objection", "Situation", "Values", "evidence_for"]
 
 _DRAIN = DrainNode()
 _RESTART_NODE = RestartNode()
@@ -27,7 +27,7 @@ _RESTART_WORKLOAD = RestartWorkload()
 _CERTIFICATE = Certificate()
 _NOTHING = NoTarget()
 
-_BY_TYPE: dict[str, ActionEvidence] = {
+_BY_TYPE: dict[str, Evidence] = {
     "IncreaseMemoryLimits": IncreaseMemory(),
     "IncreaseCPULimits": IncreaseCPU(),
     "RollbackDeployment": Rollback(),
@@ -59,6 +59,6 @@ _BY_TYPE: dict[str, ActionEvidence] = {
 }
 
 
-def evidence_for(action_type: str) -> ActionEvidence | None:
+def evidence_for(action_type: str) -> Evidence | None:
     """The module for `action_type`; None for a type the analyst knows nothing of."""
     return _BY_TYPE.get(action_type)

@@ -25,9 +25,7 @@ def admission_reads(situation: Situation, *kinds: str) -> list[Step]:
         return []
     needed: list[Step] = []
     for kind in kinds:
-        arguments = {"kind": kind, "namespace": namespace}
-        if situation.reads.returned(LIST, arguments) is None:
-            needed.append((LIST, {**arguments, "limit": 20}))
+        needed += situation.reads.unread(LIST, {"kind": kind, "namespace": namespace}, limit=20)
     return needed
 
 

@@ -6,13 +6,13 @@ Design notes: docs/internals.md (`analyst/actions/base.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from hapi_grpc.analyst.conversation import Reads, Step
 from hapi_grpc.analyst.findings import Findings
 from hapi_grpc.analyst.subject import Subject
 
-__all__ = ["ActionEvidence", "Objection", "Situation", "Values", "target_values"]
+__all__ = ["Evidence", "Objection", "Situation", "Values", "target_values"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,11 @@ class Situation:
     def offered(self, tool: str) -> bool:
         return tool in self.reads.offered
 
+    def reported(self, kind: str) -> dict[str, Any]:
+        """The record of the reported object when it is a `kind` ({} if not, or not read)."""
+        s = self.subject
+        return self.reads.object(kind, s.namespace, s.name) if s.kind == kind else {}
+
 
 @dataclass(frozen=True)
 class Objection:
@@ -45,12 +50,15 @@ class Objection:
 Values = dict[str, Any]
 
 
-class ActionEvidence(Protocol):
-    """One action type's reads and parameter values (docs/internals.md)."""
+class Evidence:
+    """One action type's reads and parameter values (docs/internals.md); by default
+    its premises need no read beyond the general ones."""
 
-    def reads(self, situation: Situation) -> list[Step]: ...
+    def reads(self, situation: Situation) -> list[Step]:
+        return []
 
-    def values(self, situation: Situation) -> Values | Objection: ...
+    def values(self, situation: Situation) -> Values | Objection:
+        raise NotImplementedError
 
 
 def target_values(kind: str, namespace: str) -> Values:

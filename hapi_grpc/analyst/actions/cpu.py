@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from hapi_grpc.analyst.actions.admission import admission_reads, container_max
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.memory import workload_pods
 from hapi_grpc.analyst.amounts import cores_of
-from hapi_grpc.analyst.conversation import Step
+from hapi_grpc.analyst.conversation import Step, pending
 from hapi_grpc.analyst.series import number, pod_selector, range_read, series_of
 
 __all__ = ["IncreaseCPU"]
@@ -28,7 +28,7 @@ _THROTTLED_SHARE = 0.25  # kubernetes-mixin CPUThrottlingHigh
 _MOST = 0.95  # a share this close to 1 says nothing about how much more is wanted
 
 
-class IncreaseCPU:
+class IncreaseCPU(Evidence):
     def _query(self, situation: Situation) -> str:
         pods = [p["name"] for p in workload_pods(situation)]
         selector = pod_selector(situation.namespace, pods) + ',container!=""'
@@ -42,9 +42,7 @@ class IncreaseCPU:
         if not workload_pods(situation):
             return []
         read = range_read(situation.reads, self._query(situation), "1h")
-        return admission_reads(situation, "LimitRange") + (
-            [read] if isinstance(read, tuple) else []
-        )
+        return admission_reads(situation, "LimitRange") + pending(read)
 
     def _throttled(self, situation: Situation) -> dict[str, float]:
         """Container -> the mean share of its periods throttled over the window read."""

@@ -9,9 +9,9 @@ import math
 from typing import Any
 
 from hapi_grpc.analyst.actions.admission import admission_reads, container_max
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.amounts import bytes_of, memory_after_oom
-from hapi_grpc.analyst.conversation import EVENTS, Step
+from hapi_grpc.analyst.conversation import EVENTS, Step, pending
 from hapi_grpc.analyst.findings import last_termination
 from hapi_grpc.analyst.series import gauge_names, pod_selector, range_read
 
@@ -41,7 +41,7 @@ def killed_containers(pods: list[dict[str, Any]]) -> list[tuple[dict[str, Any], 
     ]
 
 
-class IncreaseMemory:
+class IncreaseMemory(Evidence):
     def _killed(self, situation: Situation) -> tuple[str, list[str]]:
         """The killed container's name and the Pods it was killed in."""
         killed = killed_containers(workload_pods(situation))
@@ -70,15 +70,11 @@ class IncreaseMemory:
         if not name:
             return []
         working_set, selector, others = self._queries(situation)
-        needed = admission_reads(situation, "LimitRange") + [
-            read
-            for read in (
-                range_read(situation.reads, working_set),
-                gauge_names(situation.reads, selector),
-                range_read(situation.reads, others) if others else None,
-            )
-            if isinstance(read, tuple)
-        ]
+        needed = admission_reads(situation, "LimitRange") + pending(
+            range_read(situation.reads, working_set),
+            gauge_names(situation.reads, selector),
+            range_read(situation.reads, others) if others else None,
+        )
         return needed + self._node_events(situation)
 
     def _node_events(self, situation: Situation) -> list[Step]:
@@ -89,9 +85,7 @@ class IncreaseMemory:
         )
         needed: list[Step] = []
         for node in [n for n in nodes if n][:_NODES_READ]:
-            arguments = {"kind": "Node", "name": node}
-            if situation.reads.returned(EVENTS, arguments) is None:
-                needed.append((EVENTS, {**arguments, "limit": 20}))
+            needed += situation.reads.unread(EVENTS, {"kind": "Node", "name": node}, limit=20)
         return needed
 
     def _growth(self, situation: Situation, name: str) -> tuple[list[str], int | None]:

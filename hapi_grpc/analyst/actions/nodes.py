@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import EVENTS, LIST, Step
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
+from hapi_grpc.analyst.conversation import EVENTS, LIST, Step, pending
 from hapi_grpc.domain.observed.facts import NodeStatsFacts
 
 __all__ = ["CleanupNode", "DrainNode", "NodeOnly", "RestartNode"]
@@ -41,11 +41,8 @@ def _values(node: dict[str, Any]) -> Values:
     return values
 
 
-class NodeOnly:
+class NodeOnly(Evidence):
     """An action on the Node whose premises read nothing beyond the Node itself."""
-
-    def reads(self, situation: Situation) -> list[Step]:
-        return []
 
     def values(self, situation: Situation) -> Values | Objection:
         node = _node(situation)
@@ -57,8 +54,7 @@ class RestartNode(NodeOnly):
         node = _node(situation)
         if not node:
             return []
-        found = situation.reads.got("Lease", _LEASE_NAMESPACE, node["name"])
-        return [found] if isinstance(found, tuple) else []
+        return pending(situation.reads.got("Lease", _LEASE_NAMESPACE, node["name"]))
 
 
 class CleanupNode(NodeOnly):
@@ -70,16 +66,9 @@ class CleanupNode(NodeOnly):
         node = _node(situation)
         if not node:
             return []
-        needed: list[Step] = []
-        events = {"kind": "Node", "name": node["name"]}
-        if situation.reads.returned(EVENTS, events) is None:
-            needed.append((EVENTS, {**events, "limit": 20}))
-        arguments = {"node": node["name"]}
-        if (
-            situation.offered(_NODE_STATS)
-            and situation.reads.returned(_NODE_STATS, arguments) is None
-        ):
-            needed.append((_NODE_STATS, arguments))
+        needed = situation.reads.unread(EVENTS, {"kind": "Node", "name": node["name"]}, limit=20)
+        if situation.offered(_NODE_STATS):
+            needed += situation.reads.unread(_NODE_STATS, {"node": node["name"]})
         return needed
 
     def values(self, situation: Situation) -> Values | Objection:
@@ -127,19 +116,12 @@ class DrainNode(NodeOnly):
         node = _node(situation)
         if not node:
             return []
-        needed: list[Step] = []
-        everyone = {"kind": "Node"}
-        if situation.reads.returned(LIST, everyone) is None:
-            needed.append((LIST, {**everyone, "limit": 50}))
+        reads = situation.reads
+        needed = reads.unread(LIST, {"kind": "Node"}, limit=50)
         for namespace in self._namespaces(situation):
-            on_node = {
-                "kind": "Pod",
-                "namespace": namespace,
-                "field_selector": f"spec.nodeName={node['name']}",
-            }
-            if situation.reads.returned(LIST, on_node) is None:
-                needed.append((LIST, {**on_node, "limit": 50}))
+            on_node = f"spec.nodeName={node['name']}"
+            pods = {"kind": "Pod", "namespace": namespace, "field_selector": on_node}
+            needed += reads.unread(LIST, pods, limit=50)
             budgets = {"kind": "PodDisruptionBudget", "namespace": namespace}
-            if situation.reads.returned(LIST, budgets) is None:
-                needed.append((LIST, {**budgets, "limit": 20}))
+            needed += reads.unread(LIST, budgets, limit=20)
         return needed

@@ -16,9 +16,9 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.actions.restarts import RestartWorkload
-from hapi_grpc.analyst.conversation import GET, LIST, Step
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.restarts import RestartWorkload, pod_view
+from hapi_grpc.analyst.conversation import LIST, Step, pending
 
 __all__ = ["Certificate", "PullSecret", "RevertConfiguration"]
 
@@ -29,19 +29,16 @@ _SECRETS_NAMED = re2.compile(
 )
 
 
-class RevertConfiguration:
+class RevertConfiguration(Evidence):
     def _refs(self, situation: Situation) -> list[dict[str, Any]]:
         workload = situation.findings.workload or {}
         return list(workload.get("config_refs", []))[:5]
 
     def reads(self, situation: Situation) -> list[Step]:
         namespace = situation.namespace
-        needed: list[Step] = []
-        for ref in self._refs(situation):
-            found = situation.reads.got(ref["kind"], namespace, ref["name"])
-            if isinstance(found, tuple):
-                needed.append(found)
-        return needed
+        return pending(
+            *(situation.reads.got(r["kind"], namespace, r["name"]) for r in self._refs(situation))
+        )
 
     def values(self, situation: Situation) -> Values | Objection:
         values = RestartWorkload().values(situation)
@@ -53,15 +50,7 @@ class RevertConfiguration:
         return values
 
 
-class PullSecret:
-    def _view(self, situation: Situation) -> dict[str, Any] | Step | None:
-        pod = situation.findings.pod
-        if not pod:
-            return None
-        arguments = {"kind": "Pod", "namespace": pod["namespace"], "name": pod["name"]}
-        view = situation.reads.returned(GET, arguments)
-        return (GET, arguments) if view is None else view
-
+class PullSecret(Evidence):
     def _secret(self, situation: Situation, view: dict[str, Any]) -> str:
         named = [str(s) for s in view.get("image_pull_secrets") or [] if s]
         if len(named) == 1:
@@ -75,17 +64,14 @@ class PullSecret:
         return ""
 
     def reads(self, situation: Situation) -> list[Step]:
-        view = self._view(situation)
+        view = pod_view(situation)
         if isinstance(view, tuple):
             return [view]
         secret = self._secret(situation, view or {})
-        if not secret:
-            return []
-        found = situation.reads.got("Secret", situation.namespace, secret)
-        return [found] if isinstance(found, tuple) else []
+        return pending(situation.reads.got("Secret", situation.namespace, secret)) if secret else []
 
     def values(self, situation: Situation) -> Values | Objection:
-        view = self._view(situation)
+        view = pod_view(situation)
         secret = self._secret(situation, view if isinstance(view, dict) else {})
         if not secret:
             return Objection("no single image pull secret of the failing Pod was found")
@@ -98,15 +84,9 @@ class PullSecret:
         return values
 
 
-class Certificate:
-    def _certificate(self, situation: Situation) -> dict[str, Any]:
-        subject = situation.subject
-        if subject.kind != "Certificate":
-            return {}
-        return situation.reads.object(subject.kind, subject.namespace, subject.name)
-
+class Certificate(Evidence):
     def reads(self, situation: Situation) -> list[Step]:
-        certificate = self._certificate(situation)
+        certificate = situation.reported("Certificate")
         issuer = certificate.get("issuer") or {}
         if not issuer.get("name"):
             return []
@@ -121,12 +101,11 @@ class Certificate:
         needed: list[Step] = []
         for attempt in _ACME_ATTEMPTS:
             arguments = {"kind": attempt, "namespace": certificate["namespace"]}
-            if situation.reads.returned(LIST, arguments) is None:
-                needed.append((LIST, {**arguments, "limit": 20}))
+            needed += situation.reads.unread(LIST, arguments, limit=20)
         return needed
 
     def values(self, situation: Situation) -> Values | Objection:
-        certificate = self._certificate(situation)
+        certificate = situation.reported("Certificate")
         if not certificate:
             return Objection("no Certificate was read")
         values = target_values("Certificate", certificate["namespace"])

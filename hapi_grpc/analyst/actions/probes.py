@@ -15,9 +15,8 @@ container: a deadlock or exhaustion, which no start-up delay changes).
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.memory import workload_pods
 from hapi_grpc.analyst.conversation import LOGS, Step
 from hapi_grpc.analyst.pods import liveness_kills, worst_container
@@ -29,15 +28,17 @@ _PODS = 3
 _TAIL = 500
 
 
-class TuneProbes:
+class TuneProbes(Evidence):
     def _container(self, situation: Situation) -> str:
         if situation.subject.container:
             return situation.subject.container
         return str((situation.findings.container or {}).get("name", ""))
 
-    def _reads(self, situation: Situation) -> list[tuple[dict[str, Any], Step]]:
+    def reads(self, situation: Situation) -> list[Step]:
         name = self._container(situation)
-        reads: list[tuple[dict[str, Any], Step]] = []
+        if not name:
+            return []
+        needed: list[Step] = []
         for pod in workload_pods(situation)[:_PODS]:
             container = worst_container(pod, name)
             for previous in (False, True):
@@ -49,17 +50,8 @@ class TuneProbes:
                     "container": container.get("name", name),
                     "previous": previous,
                 }
-                reads.append((arguments, (LOGS, {**arguments, "tail_lines": _TAIL})))
-        return reads
-
-    def reads(self, situation: Situation) -> list[Step]:
-        if not self._container(situation):
-            return []
-        return [
-            step
-            for arguments, step in self._reads(situation)
-            if situation.reads.returned(LOGS, arguments) is None
-        ]
+                needed += situation.reads.unread(LOGS, arguments, tail_lines=_TAIL)
+        return needed
 
     def values(self, situation: Situation) -> Values | Objection:
         workload = situation.findings.workload or {}

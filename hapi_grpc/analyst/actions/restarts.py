@@ -12,32 +12,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import GET, LIST, Step
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
+from hapi_grpc.analyst.conversation import GET, Step, pending
 
-__all__ = ["NoTarget", "RecreatePod", "RestartPod", "RestartWorkload"]
+__all__ = ["NoTarget", "RecreatePod", "RestartPod", "RestartWorkload", "pod_view"]
 
 
 def _pod(situation: Situation) -> dict[str, Any]:
     return situation.findings.pod or {}
 
 
-class RestartPod:
+def pod_view(situation: Situation) -> dict[str, Any] | Step | None:
+    """The failing Pod as `kubernetes_get` returned it, else the read (None: no Pod)."""
+    pod = _pod(situation)
+    if not pod:
+        return None
+    arguments = {"kind": "Pod", "namespace": pod["namespace"], "name": pod["name"]}
+    view = situation.reads.returned(GET, arguments)
+    return (GET, arguments) if view is None else view
+
+
+class RestartPod(Evidence):
     def reads(self, situation: Situation) -> list[Step]:
         # The Pod's siblings: when they are Ready, the template works and what failed
         # is this Pod's runtime state.
         workload = situation.findings.workload or {}
         selector = workload.get("selector") or {}
-        if not selector:
-            return []
-        arguments = {
-            "kind": "Pod",
-            "namespace": workload["namespace"],
-            "label_selector": ",".join(f"{k}={v}" for k, v in selector.items()),
-        }
-        if situation.reads.returned(LIST, arguments) is None:
-            return [(LIST, {**arguments, "limit": 20})]
-        return []
+        return situation.reads.labelled("Pod", workload.get("namespace", ""), selector, 20)
 
     def values(self, situation: Situation) -> Values | Objection:
         pod = _pod(situation)
@@ -49,21 +50,12 @@ class RestartPod:
 
 
 class RecreatePod(RestartPod):
-    def _view(self, situation: Situation) -> dict[str, Any] | Step | None:
-        pod = _pod(situation)
-        if not pod:
-            return None
-        arguments = {"kind": "Pod", "namespace": pod["namespace"], "name": pod["name"]}
-        view = situation.reads.returned(GET, arguments)
-        return (GET, arguments) if view is None else view
-
     def reads(self, situation: Situation) -> list[Step]:
-        view = self._view(situation)
-        return [view] if isinstance(view, tuple) else []
+        return pending(pod_view(situation))
 
     def values(self, situation: Situation) -> Values | Objection:
         values = super().values(situation)
-        view = self._view(situation)
+        view = pod_view(situation)
         if isinstance(values, Objection) or not isinstance(view, dict):
             return values
         policy = str(view.get("restartPolicy") or "Always")
@@ -72,10 +64,7 @@ class RecreatePod(RestartPod):
         return values
 
 
-class RestartWorkload:
-    def reads(self, situation: Situation) -> list[Step]:
-        return []
-
+class RestartWorkload(Evidence):
     def values(self, situation: Situation) -> Values | Objection:
         workload = situation.findings.workload or {}
         if not workload:
@@ -85,12 +74,9 @@ class RestartWorkload:
         return values
 
 
-class NoTarget:
+class NoTarget(Evidence):
     """A cluster-wide action that takes nothing from the evidence (evicted Pods' clean-up,
     a read-only snapshot)."""
-
-    def reads(self, situation: Situation) -> list[Step]:
-        return []
 
     def values(self, situation: Situation) -> Values | Objection:
         return {"namespace": situation.namespace} if situation.namespace else {}

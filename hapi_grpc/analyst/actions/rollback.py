@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
-from hapi_grpc.analyst.conversation import LIST, Step
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
+from hapi_grpc.analyst.conversation import Step
 from hapi_grpc.analyst.runtime_errors import PullFailure
 
 __all__ = ["Rollback", "revision_of"]
@@ -23,7 +23,7 @@ def revision_of(obj: dict[str, Any]) -> int | None:
     return revision if isinstance(revision, int) and revision > 0 else None
 
 
-class Rollback:
+class Rollback(Evidence):
     def _deployment(self, situation: Situation) -> dict[str, Any]:
         workload = situation.findings.workload or {}
         return workload if workload.get("kind") == "Deployment" else {}
@@ -35,15 +35,10 @@ class Rollback:
         selector = deployment.get("selector") or {}
         if not selector:
             return []
-        labels = ",".join(f"{k}={v}" for k, v in selector.items())
         for kind, limit in (("ReplicaSet", 20), ("Pod", _PODS_LISTED)):
-            arguments = {
-                "kind": kind,
-                "namespace": deployment["namespace"],
-                "label_selector": labels,
-            }
-            if situation.reads.returned(LIST, arguments) is None:
-                return [(LIST, {**arguments, "limit": limit})]
+            needed = situation.reads.labelled(kind, deployment["namespace"], selector, limit)
+            if needed:
+                return needed
         return []
 
     def _revisions(self, deployment: dict[str, Any], situation: Situation) -> list[dict[str, Any]]:

@@ -9,10 +9,10 @@ import math
 from typing import Any
 
 from hapi_grpc.analyst.actions.admission import admission_reads, quota_room
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.actions.memory import workload_pods
 from hapi_grpc.analyst.amounts import bytes_of, cores_of
-from hapi_grpc.analyst.conversation import GET, LIST, Step
+from hapi_grpc.analyst.conversation import GET, Step, pending
 from hapi_grpc.analyst.series import number, pod_selector, range_read, series_of
 
 __all__ = ["PatchAutoscaler", "ScaleOut"]
@@ -22,7 +22,7 @@ __all__ = ["PatchAutoscaler", "ScaleOut"]
 _TOLERANCE = 0.1
 
 
-class ScaleOut:
+class ScaleOut(Evidence):
     def _query(self, situation: Situation) -> str:
         pods = [p["name"] for p in workload_pods(situation)]
         selector = pod_selector(situation.namespace, pods) + ',container!=""'
@@ -32,8 +32,7 @@ class ScaleOut:
         if not workload_pods(situation):
             return []
         read = range_read(situation.reads, self._query(situation))
-        quota = admission_reads(situation, "ResourceQuota")
-        return quota + ([read] if isinstance(read, tuple) else [])
+        return admission_reads(situation, "ResourceQuota") + pending(read)
 
     def values(self, situation: Situation) -> Values | Objection:
         workload = situation.findings.workload or {}
@@ -118,7 +117,7 @@ def _metric_ratio(spec: dict[str, Any], status: dict[str, Any]) -> float | None:
     return None
 
 
-class PatchAutoscaler:
+class PatchAutoscaler(Evidence):
     def _hpa(self, situation: Situation) -> tuple[dict[str, Any], dict[str, Any]] | Step:
         """(record, the tool's view) of the autoscaler reported or found."""
         subject = situation.subject
@@ -143,16 +142,11 @@ class PatchAutoscaler:
         if isinstance(workload, tuple):
             return [workload]
         selector = workload.get("selector") or {}
-        if not selector:
-            return []
         # Its Pods, and the ReplicaSets that own them (a Pod is known as the workload's
         # through its ReplicaSet).
-        labels = ",".join(f"{k}={v}" for k, v in selector.items())
         needed: list[Step] = []
         for kind in ("Pod", "ReplicaSet"):
-            arguments = {"kind": kind, "namespace": record["namespace"], "label_selector": labels}
-            if situation.reads.returned(LIST, arguments) is None:
-                needed.append((LIST, {**arguments, "limit": 20}))
+            needed += situation.reads.labelled(kind, record["namespace"], selector, 20)
         return needed
 
     def values(self, situation: Situation) -> Values | Objection:

@@ -27,9 +27,9 @@ from typing import Any
 
 import re2
 
-from hapi_grpc.analyst.actions.base import Objection, Situation, Values, target_values
+from hapi_grpc.analyst.actions.base import Evidence, Objection, Situation, Values, target_values
 from hapi_grpc.analyst.amounts import bytes_of
-from hapi_grpc.analyst.conversation import LIST, Step
+from hapi_grpc.analyst.conversation import LIST, Step, pending
 from hapi_grpc.analyst.series import number, range_read, series_of
 
 __all__ = ["ExpandClaim"]
@@ -45,13 +45,7 @@ _RESIZING = frozenset(
 _ORDINAL = re2.compile(r"-[0-9]+$")
 
 
-class ExpandClaim:
-    def _claim(self, situation: Situation) -> dict[str, Any]:
-        subject = situation.subject
-        if subject.kind != "PersistentVolumeClaim":
-            return {}
-        return situation.reads.object(subject.kind, subject.namespace, subject.name)
-
+class ExpandClaim(Evidence):
     def _claims(self, situation: Situation, claim: dict[str, Any]) -> list[str]:
         """The claim, and its replicas' (of the same volume template) when a
         StatefulSet read uses it."""
@@ -77,25 +71,21 @@ class ExpandClaim:
         )
 
     def reads(self, situation: Situation) -> list[Step]:
-        claim = self._claim(situation)
+        claim = situation.reported("PersistentVolumeClaim")
         if not claim:
             return []
-        needed: list[Step] = []
         storage_class = str(claim.get("storage_class", ""))
-        if storage_class:
-            found = situation.reads.got("StorageClass", None, storage_class)
-            if isinstance(found, tuple):
-                needed.append(found)
+        found = situation.reads.got("StorageClass", None, storage_class) if storage_class else {}
+        needed = pending(found)
         statefulsets = {"kind": "StatefulSet", "namespace": claim["namespace"]}
-        if _ORDINAL.search(claim["name"]) and situation.reads.returned(LIST, statefulsets) is None:
-            return [*needed, (LIST, {**statefulsets, "limit": 20})]
-        read = range_read(situation.reads, self._query(situation, claim))
-        if isinstance(read, tuple):
-            needed.append(read)
-        return needed
+        if _ORDINAL.search(claim["name"]):
+            listing = situation.reads.unread(LIST, statefulsets, limit=20)
+            if listing:
+                return needed + listing
+        return needed + pending(range_read(situation.reads, self._query(situation, claim)))
 
     def values(self, situation: Situation) -> Values | Objection:
-        claim = self._claim(situation)
+        claim = situation.reported("PersistentVolumeClaim")
         if not claim:
             return Objection("no PersistentVolumeClaim was read")
         requested = bytes_of(claim.get("storage_request"))

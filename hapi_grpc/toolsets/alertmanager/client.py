@@ -95,7 +95,7 @@ class AlertmanagerClient:
         params = [("active", "true"), ("silenced", "false"), ("inhibited", "false")]
         params += [("filter", matcher(k, v)) for k, v in sorted(wanted.items())]
         resp = await self._source.get(
-            "/api/v2/alerts", params, timeout=self._source.timeout(timeout)
+            "/api/v2/alerts", params, timeout=self._source.http.timeout(timeout)
         )
         text = resp.snippet()
         if resp.status == 400:

@@ -245,7 +245,7 @@ class PrometheusClient:
     async def _query(
         self, path: str, params: list[tuple[str, str]], cap: float | None
     ) -> QueryResult:
-        timeout = self._source.timeout(cap)
+        timeout = self._source.http.timeout(cap)
         # The server stops a little before we do, so its own timeout error wins.
         server_timeout = max(timeout * 0.9 - 0.05, 0.001)
         params.append(("timeout", f"{max(int(server_timeout * 1000), 1)}ms"))
@@ -261,7 +261,7 @@ class PrometheusClient:
             raise self._contract("the query result does not have the documented shape") from None
 
     async def _data(self, path: str, params: list[tuple[str, str]], cap: float | None) -> Any:
-        resp = await self._source.get(path, params, timeout=self._source.timeout(cap))
+        resp = await self._source.get(path, params, timeout=self._source.http.timeout(cap))
         return self._success(resp).get("data")
 
     def _success(self, resp: Response) -> dict[str, Any]:

@@ -358,12 +358,9 @@ def object_facts(obj: dict[str, Any]) -> ObjectFacts:
         gitops=gitops_managed(labels, annotations),
         helm_release=annotations.get("meta.helm.sh/release-name", ""),
     )
-    if kind == "Pod":
-        return _pod(obj, out)
-    if kind == "Node":
-        return _node(obj, out)
-    if kind in _WORKLOADS:
-        return _workload(obj, out)
-    if kind in EXTRA_KINDS:
-        return EXTRA_KINDS[kind](obj, out)
-    return out
+    facts = _KINDS.get(kind)
+    return facts(obj, out) if facts is not None else out
+
+
+# kind -> its facts, from the object and the facts every object has.
+_KINDS = {"Pod": _pod, "Node": _node, **dict.fromkeys(_WORKLOADS, _workload), **EXTRA_KINDS}

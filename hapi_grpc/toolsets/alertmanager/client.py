@@ -83,7 +83,7 @@ class AlertmanagerClient:
         namespace: str | None = None,
         timeout: float | None = None,
         on_alerts: Callable[[list[dict[str, Any]]], None] | None = None,
-        readable: Callable[[str], bool] | None = None,
+        readable: Callable[[str], bool] = lambda namespace: True,
     ) -> dict[str, Any]:
         """Summary of the active, unsilenced, uninhibited alerts matching every label
         given; `on_alerts` sees the alerts as Alertmanager answered them. An alert whose
@@ -110,8 +110,6 @@ class AlertmanagerClient:
             raise MetricsUnavailableError("Alertmanager answered, but not with a list of alerts")
         if on_alerts is not None:
             on_alerts(body)
-        if readable is None:
-            return self._summarize(body, wanted)
         kept = [
             a
             for a in body

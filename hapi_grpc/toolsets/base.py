@@ -7,16 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from hapi_grpc.domain.toolsets.toolset import Tool, Toolset, ToolsetLimits, ToolsetSource
+from hapi_grpc.toolsets.namespaces import NamespaceBound
 
 if TYPE_CHECKING:
     from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
+    from hapi_grpc.config import Settings
     from hapi_grpc.domain.history import RemediationHistory
-    from hapi_grpc.toolsets.namespaces import NamespaceBound
 
 __all__ = ["OpenContext", "Opened", "ToolsetPlugin"]
 
@@ -31,25 +32,26 @@ class Opened:
     close: Callable[[], Awaitable[None]] | None = None
 
 
-class OpenContext(Protocol):
-    """What the composition root lends `open` besides the toolset's own settings."""
+@dataclass(frozen=True)
+class OpenContext:
+    """What the composition root lends `open` besides the toolset's own settings: the
+    service's settings (another toolset's too, e.g. shared credentials) and its own
+    remediation history (the one outcomes are recorded in)."""
+
+    settings: Settings
+    history: RemediationHistory | None = None
 
     def breaker(self, dependency: str) -> RateCircuitBreaker:
         """A circuit breaker for one outgoing dependency (the service's breaker settings)."""
-        ...
-
-    def settings_of(self, toolset: type[ToolsetPlugin[Any]]) -> Any:
-        """Another toolset's settings (e.g. shared credentials)."""
-        ...
-
-    def history(self) -> RemediationHistory | None:
-        """The service's own remediation history (the one outcomes are recorded in)."""
-        ...
+        return self.settings.breaker(dependency)
 
     def namespaces(self) -> NamespaceBound:
         """The operator's namespace allow and deny lists (`HAPI_KUBERNETES_NAMESPACES_*`),
         which bound every toolset that reads by namespace, the Kubernetes one on or off."""
-        ...
+        settings = self.settings
+        return NamespaceBound.of(
+            settings.kubernetes_namespaces_allow, settings.kubernetes_namespaces_deny
+        )
 
 
 class ToolsetPlugin(Generic[S]):

@@ -21,15 +21,13 @@ from hapi_grpc.domain.toolsets.toolset import ToolsetSource
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import NAME as CATALOG
 from hapi_grpc.domain.toolsets.workflow_catalog.tools import PROMPT_NOTE
 from hapi_grpc.toolsets.alertmanager import AlertmanagerToolset
-from hapi_grpc.toolsets.base import ToolsetPlugin
+from hapi_grpc.toolsets.base import OpenContext, ToolsetPlugin
 from hapi_grpc.toolsets.kubernetes import KubernetesToolset
 from hapi_grpc.toolsets.mcp import McpToolset
-from hapi_grpc.toolsets.namespaces import NamespaceBound
 from hapi_grpc.toolsets.prometheus import PrometheusToolset
 from hapi_grpc.toolsets.remediation_history import RemediationHistoryToolset
 
 if TYPE_CHECKING:
-    from hapi_grpc.adapters.circuit_breaker import RateCircuitBreaker
     from hapi_grpc.config import Settings
     from hapi_grpc.domain.history import RemediationHistory as History
 
@@ -100,28 +98,6 @@ class OpenedToolsets:
                 log.exception("closing a toolset client failed")
 
 
-@dataclass(frozen=True)
-class _OpenContext:
-    settings: Settings
-    shared_history: History | None = None
-
-    def breaker(self, dependency: str) -> RateCircuitBreaker:
-        return self.settings.breaker(dependency)
-
-    def settings_of(self, toolset: type[ToolsetPlugin[Any]]) -> Any:
-        found = toolset.settings_from(self.settings)
-        if found is None:
-            raise KeyError(f"no toolset {toolset.name!r} with settings")
-        return found
-
-    def history(self) -> History | None:
-        return self.shared_history
-
-    def namespaces(self) -> NamespaceBound:
-        kube = self.settings_of(KubernetesToolset)
-        return NamespaceBound.of(kube.kubernetes_namespaces_allow, kube.kubernetes_namespaces_deny)
-
-
 async def open_toolsets(settings: Settings, history: History | None = None) -> OpenedToolsets:
     """Every registered toolset that is configured, opened in registry order.
 
@@ -133,7 +109,7 @@ async def open_toolsets(settings: Settings, history: History | None = None) -> O
     from hapi_grpc.observability.metrics import TOOLSET_ENABLED
 
     opened = OpenedToolsets()
-    context = _OpenContext(settings, history)
+    context = OpenContext(settings, history)
     for toolset_class in TOOLSETS:
         if toolset_class is WorkflowCatalogToolset:  # built by the engine: always offered
             TOOLSET_ENABLED.labels(toolset_class.name).set(1)

@@ -29,24 +29,21 @@ def parse_aggregated(document: dict[str, Any]) -> list[ResourceType]:
     for group in document.get("items") or []:
         name = (group.get("metadata") or {}).get("name") or ""
         for version in group.get("versions") or []:
-            for res in version.get("resources") or []:
-                kind = (res.get("responseKind") or {}).get("kind")
-                if not kind or "/" in str(res.get("resource", "")):
-                    continue
-                types.append(
-                    ResourceType(
-                        group=name,
-                        version=str(version.get("version")),
-                        kind=str(kind),
-                        plural=str(res.get("resource")),
-                        namespaced=res.get("scope") == "Namespaced",
-                        short_names=tuple(res.get("shortNames") or ()),
-                    )
-                )
+            # Each resource in the legacy list's terms (`name`, `kind`, `namespaced`).
+            resources = [
+                {
+                    **res,
+                    "name": res.get("resource"),
+                    "kind": (res.get("responseKind") or {}).get("kind"),
+                    "namespaced": res.get("scope") == "Namespaced",
+                }
+                for res in version.get("resources") or []
+            ]
+            types += _parse_resource_list(name, str(version.get("version")), resources)
     return types
 
 
-def _parse_resource_list(group: str, version: str, body: dict[str, Any]) -> list[ResourceType]:
+def _parse_resource_list(group: str, version: str, resources: Any) -> list[ResourceType]:
     return [
         ResourceType(
             group=group,
@@ -56,7 +53,7 @@ def _parse_resource_list(group: str, version: str, body: dict[str, Any]) -> list
             namespaced=bool(r.get("namespaced")),
             short_names=tuple(r.get("shortNames") or ()),
         )
-        for r in body.get("resources") or []
+        for r in resources or []
         if "/" not in str(r.get("name", "")) and r.get("kind")
     ]
 
@@ -112,7 +109,8 @@ class Discovery:
             groups = await self._fetch("/apis", AGGREGATED_ACCEPT, timeout)
             # The core group has no name in /api; it is listed there only.
             return parse_aggregated(core) + parse_aggregated(groups)
-        types = _parse_resource_list("", "v1", await self._fetch("/api/v1", "", timeout))
+        core_v1 = await self._fetch("/api/v1", "", timeout)
+        types = _parse_resource_list("", "v1", core_v1.get("resources"))
         listing = await self._fetch("/apis", "", timeout)
         for group in (listing.get("groups") or [])[:_MAX_LEGACY_GROUPS]:
             preferred = (group.get("preferredVersion") or {}).get("groupVersion")
@@ -120,7 +118,7 @@ class Discovery:
                 continue
             name, _, version = str(preferred).rpartition("/")
             body = await self._fetch(f"/apis/{preferred}", "", timeout)
-            types.extend(_parse_resource_list(name, version, body))
+            types.extend(_parse_resource_list(name, version, body.get("resources")))
         return types
 
     def _match(self, spelling: str) -> ResourceType | None:

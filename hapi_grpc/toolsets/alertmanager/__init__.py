@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from hapi_grpc.domain.toolsets.settings import check_url
 from hapi_grpc.domain.toolsets.toolset import ToolsetLimits
 from hapi_grpc.toolsets.base import OpenContext, Opened, ToolsetPlugin
-from hapi_grpc.toolsets.prometheus import PrometheusSettings, PrometheusToolset
+from hapi_grpc.toolsets.prometheus import PrometheusToolset
 
 __all__ = ["AlertmanagerSettings", "AlertmanagerToolset"]
 
@@ -69,7 +69,8 @@ class AlertmanagerToolset(ToolsetPlugin[AlertmanagerSettings]):
         from hapi_grpc.toolsets.alertmanager.tools import AlertmanagerToolsetSource
 
         assert self.settings.alertmanager_url is not None  # `enabled`
-        credentials: PrometheusSettings = context.settings_of(PrometheusToolset)
+        credentials = PrometheusToolset.settings_from(context.settings)
+        assert credentials is not None  # it has settings
         client = AlertmanagerClient.of(
             self.settings.alertmanager_url, credentials, self.settings.alertmanager_timeout_seconds
         )

@@ -83,7 +83,7 @@ class AlertmanagerClient:
         namespace: str | None = None,
         timeout: float | None = None,
         on_alerts: Callable[[list[dict[str, Any]]], None] | None = None,
-        readable: Callable[[str], bool] | None = None,
+        readable: Callable[[str], bool] = lambda namespace: True,
     ) -> dict[str, Any]:
         """Summary of the active, unsilenced, uninhibited alerts matching every label
         given; `on_alerts` sees the alerts as Alertmanager answered them. An alert whose
@@ -95,7 +95,7 @@ class AlertmanagerClient:
         params = [("active", "true"), ("silenced", "false"), ("inhibited", "false")]
         params += [("filter", matcher(k, v)) for k, v in sorted(wanted.items())]
         resp = await self._source.get(
-            "/api/v2/alerts", params, timeout=self._source.timeout(timeout)
+            "/api/v2/alerts", params, timeout=self._source.http.timeout(timeout)
         )
         text = resp.snippet()
         if resp.status == 400:
@@ -110,8 +110,6 @@ class AlertmanagerClient:
             raise MetricsUnavailableError("Alertmanager answered, but not with a list of alerts")
         if on_alerts is not None:
             on_alerts(body)
-        if readable is None:
-            return self._summarize(body, wanted)
         kept = [
             a
             for a in body

@@ -149,13 +149,12 @@ class KubernetesToolset(ToolsetPlugin[KubernetesToolsetSettings]):
         ValueError, so a misconfiguration stops startup instead of silently
         investigating without the cluster.
         """
-        from hapi_grpc.adapters.kubernetes.credentials import credentials_present
+        from hapi_grpc.adapters.kubernetes.credentials import credentials_present, load_connection
 
         mode, env = self.settings.kubernetes, dict(environ)
         if mode == "off" or (mode == "auto" and not credentials_present(env)):
             log.info("kubernetes investigation tools off", extra={"mode": mode})
             return None
-        from hapi_grpc.adapters.kubernetes.credentials import load_connection
         from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
         from hapi_grpc.toolsets.kubernetes.tools import KubernetesToolsetSource
 

@@ -25,7 +25,7 @@ from hapi_grpc.domain.sensitive import redact
 from hapi_grpc.domain.spec_hash import spec_hash
 from hapi_grpc.toolsets.kubernetes.kinds import EXTRA_KINDS, epoch, gitops_managed, integer, mapping
 
-__all__ = ["object_facts", "record_object"]
+__all__ = ["controller_ref", "object_facts", "record_object"]
 
 _TEXT = 300
 _ITEMS = 20
@@ -51,6 +51,12 @@ def record_object(observed: Observed, obj: Any, kind: str = "") -> None:
         obj = {**obj, "kind": kind}
     spec = obj.get("spec")
     observed.add_object(object_facts(obj), spec_hash(spec) if isinstance(spec, dict) else "")
+
+
+def controller_ref(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The owner reference that manages an object: its controller, else its first owner."""
+    refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
 
 
 def _text(value: Any) -> str:
@@ -199,8 +205,7 @@ def _config_refs(spec: dict[str, Any]) -> list[ConfigRef]:
 def _pod(obj: dict[str, Any], out: ObjectFacts) -> PodFacts:
     spec, status, meta = mapping(obj, "spec"), mapping(obj, "status"), mapping(obj, "metadata")
     deleting = epoch(meta.get("deletionTimestamp"))
-    refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
-    controller = next((r for r in refs if r.get("controller")), refs[0] if refs else {})
+    controller = controller_ref(meta) or {}
     return PodFacts(
         **out,
         # How long deletion has been pending when the Pod was read, and the grace it has.
@@ -358,12 +363,9 @@ def object_facts(obj: dict[str, Any]) -> ObjectFacts:
         gitops=gitops_managed(labels, annotations),
         helm_release=annotations.get("meta.helm.sh/release-name", ""),
     )
-    if kind == "Pod":
-        return _pod(obj, out)
-    if kind == "Node":
-        return _node(obj, out)
-    if kind in _WORKLOADS:
-        return _workload(obj, out)
-    if kind in EXTRA_KINDS:
-        return EXTRA_KINDS[kind](obj, out)
-    return out
+    facts = _KINDS.get(kind)
+    return facts(obj, out) if facts is not None else out
+
+
+# kind -> its facts, from the object and the facts every object has.
+_KINDS = {"Pod": _pod, "Node": _node, **dict.fromkeys(_WORKLOADS, _workload), **EXTRA_KINDS}

@@ -15,13 +15,11 @@ from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import EventFacts, LogFacts
 from hapi_grpc.domain.sensitive import redact
 from hapi_grpc.toolsets.kubernetes.kinds import epoch
+from hapi_grpc.toolsets.kubernetes.summaries import NOTE_LENGTH_LIMIT
 
 __all__ = ["record_event", "record_log"]
 
 _LINE = 300
-# An event's message whole, up to the API's own limit (NoteLengthLimit): the end of a
-# kubelet's pull or start failure is what says why.
-_NOTE = 1024
 # A log line that blames the configuration (a missing key, an invalid setting):
 # the premise of a configuration fix. RE2: linear in the line's length.
 _CONFIG_ERROR = re2.compile(
@@ -54,7 +52,8 @@ def record_event(
             name=name,
             type=str(event.get("type", "")),
             reason=str(event.get("reason", "")),
-            message=redact(str(event.get("message", "")))[:_NOTE],
+            # Whole, up to the API's own limit: the end of a kubelet's failure says why.
+            message=redact(str(event.get("message", "")))[:NOTE_LENGTH_LIMIT],
             count=count if isinstance(count, int) else 1,
             first_at=epoch(event.get("first_seen")),
             last_at=epoch(event.get("last_seen")),

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hapi_grpc.adapters.kubernetes.reader import KubeFailure
-from hapi_grpc.domain.observed import Observed
 from hapi_grpc.domain.observed.facts import NodeStatsFacts, VolumeUse
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.toolsets.kubernetes.args import KubernetesNodeStatsArgs
@@ -19,7 +18,7 @@ from hapi_grpc.toolsets.kubernetes.kinds import mapping
 from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 
-__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts", "record_node_stats"]
+__all__ = ["NODE_STATS_TOOL", "KubernetesNodeStats", "node_stats_facts"]
 
 NODE_STATS_TOOL = "kubernetes_node_stats"
 # What stands for the volumes of namespaces the investigation may not read: their
@@ -33,13 +32,6 @@ _TOP = 5
 def _bytes(fs: dict[str, Any], key: str = "usedBytes") -> int:
     value = fs.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def record_node_stats(
-    observed: Observed, node: str, summary: dict[str, Any], images_in_use: int | None = None
-) -> None:
-    """A node's kubelet stats summary, as read, and the bytes of its images in use."""
-    observed.add_node_stats(node_stats_facts(node, summary, images_in_use=images_in_use))
 
 
 def node_stats_facts(

@@ -11,7 +11,7 @@ from typing import Any
 from hapi_grpc.adapters.kubernetes.reader import KubeFailure, KubeFailureKind, ResourceType
 from hapi_grpc.domain.toolsets.tool import ToolContext, ToolResult
 from hapi_grpc.toolsets.kubernetes.args import KubernetesOwnerChainArgs
-from hapi_grpc.toolsets.kubernetes.facts import record_object
+from hapi_grpc.toolsets.kubernetes.facts import controller_ref, record_object
 from hapi_grpc.toolsets.kubernetes.scope import ScopeRefusal
 from hapi_grpc.toolsets.kubernetes.session import KubernetesSession, guarded
 from hapi_grpc.toolsets.kubernetes.summaries import list_line
@@ -28,11 +28,6 @@ def resource_ref(rtype: ResourceType, namespace: str | None, name: str) -> str:
     """ADR-038's `namespace/group/Kind/name`; the namespace is empty when cluster-scoped."""
     where = namespace if rtype.namespaced and namespace else ""
     return f"{where}/{rtype.group_label}/{rtype.kind}/{name}"
-
-
-def _controller(meta: dict[str, Any]) -> dict[str, Any] | None:
-    refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
-    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ class KubernetesOwnerChain:
         target = chain[0]["ref"]
         start, notes = obj, []
         for _ in range(_MAX_LINKS):
-            owner = _controller(obj.get("metadata") or {})
+            owner = controller_ref(obj.get("metadata") or {})
             if owner is None:
                 break
             spelled = f"{owner.get('apiVersion')}/{owner.get('kind')}"

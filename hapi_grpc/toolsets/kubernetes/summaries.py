@@ -5,11 +5,11 @@ Design notes: docs/internals.md (`toolsets/kubernetes/summaries.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hapi_grpc.domain.sensitive import redact
-from hapi_grpc.toolsets.kubernetes.views import WORKLOAD_KINDS, age, owner_refs
+from hapi_grpc.toolsets.kubernetes.views import WORKLOAD_KINDS, age, owner_refs, replicas
 
 __all__ = ["NOTE_LENGTH_LIMIT", "FoldedEvent", "fold_events", "list_line"]
 
@@ -54,17 +54,11 @@ def _pod_line(obj: dict[str, Any]) -> list[str]:
 
 
 def _workload_line(obj: dict[str, Any]) -> list[str]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if obj.get("kind") == "DaemonSet":
-        return [
-            f"ready={status.get('numberReady', 0)}/{status.get('desiredNumberScheduled', 0)}",
-            f"updated={status.get('updatedNumberScheduled', 0)}",
-            f"available={status.get('numberAvailable', 0)}",
-        ]
+    counts = replicas(obj)
     return [
-        f"ready={status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
-        f"updated={status.get('updatedReplicas', 0)}",
-        f"available={status.get('availableReplicas', 0)}",
+        f"ready={counts['ready']}/{counts['desired']}",
+        f"updated={counts['updated']}",
+        f"available={counts['available']}",
     ]
 
 
@@ -90,12 +84,8 @@ def list_line(obj: dict[str, Any]) -> str:
     """`name key=value ... age=5m` for one listed object."""
     meta = obj.get("metadata") or {}
     kind = obj.get("kind", "")
-    if kind == "Pod":
-        parts = _pod_line(obj)
-    elif kind in WORKLOAD_KINDS:
-        parts = _workload_line(obj)
-    elif kind == "Node":
-        parts = _node_line(obj)
+    if kind in _LINES:
+        parts = _LINES[kind](obj)
     else:
         status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         parts = [p for p in (_ready_condition(status or {}),) if p]
@@ -108,6 +98,10 @@ def list_line(obj: dict[str, Any]) -> str:
     return _short(" ".join([str(meta.get("name")), *parts]), 300)
 
 
+# kind -> the parts of its line after the name; any other kind: its Ready condition.
+_LINES = {"Pod": _pod_line, "Node": _node_line, **dict.fromkeys(WORKLOAD_KINDS, _workload_line)}
+
+
 @dataclass
 class FoldedEvent:
     type: str
@@ -117,7 +111,6 @@ class FoldedEvent:
     count: int = 0
     first_seen: str = ""
     last_seen: str = ""
-    sources: set[str] = field(default_factory=set)
 
     def view(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -142,17 +142,15 @@ class KubernetesEvents:
             raise ScopeRefusal("give the kind of the object together with its name.")
         core = await session.reader.resolve("v1/Event", ctx.timeout)
         newer = await session.reader.resolve("events.k8s.io/v1/Event", ctx.timeout)
-        old_fields = [
-            f"involvedObject.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v
-        ]
-        new_fields = [f"regarding.{k}={v}" for k, v in (("kind", kind), ("name", args.name)) if v]
+        about = [(k, v) for k, v in (("kind", kind), ("name", args.name)) if v]
         lists = []
-        for rtype, fields in ((core, old_fields), (newer, new_fields)):
+        # The same fields under each API's name for the object an event is about.
+        for rtype, prefix in ((core, "involvedObject"), (newer, "regarding")):
             found = await session.reader.list(
                 rtype,
                 namespace,
                 ctx.timeout,
-                field_selector=",".join(fields),
+                field_selector=",".join(f"{prefix}.{k}={v}" for k, v in about),
                 limit=_EVENTS_READ,
             )
             items = [

@@ -10,7 +10,7 @@ from typing import Any
 
 from hapi_grpc.domain.sensitive import REDACTED, hides_value, redact_head
 
-__all__ = ["age", "object_view", "owner_refs", "redact_env"]
+__all__ = ["age", "object_view", "owner_refs", "redact_env", "replicas"]
 
 _TEXT_CHARS = 300
 _MAX_ITEMS = 20
@@ -287,27 +287,32 @@ def _node(obj: dict[str, Any], out: dict[str, Any]) -> None:
         out["addresses"] = addresses[:5]
 
 
-def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
+def replicas(obj: dict[str, Any]) -> dict[str, Any]:
+    """A workload's replica counts (a DaemonSet's: its scheduled Pods)."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    kind = obj.get("kind")
-    if kind == "DaemonSet":
-        out["replicas"] = {
+    if obj.get("kind") == "DaemonSet":
+        return {
             "desired": status.get("desiredNumberScheduled", 0),
             "ready": status.get("numberReady", 0),
             "updated": status.get("updatedNumberScheduled", 0),
             "available": status.get("numberAvailable", 0),
             "unavailable": status.get("numberUnavailable", 0),
         }
-    else:
-        out["replicas"] = {
-            "desired": spec.get("replicas", 1),
-            "current": status.get("replicas", 0),
-            "ready": status.get("readyReplicas", 0),
-            "updated": status.get("updatedReplicas", 0),
-            "available": status.get("availableReplicas", 0),
-        }
-        if status.get("unavailableReplicas"):
-            out["replicas"]["unavailable"] = status["unavailableReplicas"]
+    counts = {
+        "desired": spec.get("replicas", 1),
+        "current": status.get("replicas", 0),
+        "ready": status.get("readyReplicas", 0),
+        "updated": status.get("updatedReplicas", 0),
+        "available": status.get("availableReplicas", 0),
+    }
+    if status.get("unavailableReplicas"):
+        counts["unavailable"] = status["unavailableReplicas"]
+    return counts
+
+
+def _workload(obj: dict[str, Any], out: dict[str, Any]) -> None:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    out["replicas"] = replicas(obj)
     generation = (obj.get("metadata") or {}).get("generation")
     if generation and status.get("observedGeneration") not in (None, generation):
         out["rollout"] = (
@@ -363,16 +368,10 @@ def object_view(obj: dict[str, Any]) -> dict[str, Any]:
     """The model's view of one object (docs/internals.md)."""
     kind = str(obj.get("kind", ""))
     out: dict[str, Any] = {"kind": kind, **_metadata(obj)}
-    if kind == "Pod":
-        _pod(obj, out)
-    elif kind == "Node":
-        _node(obj, out)
-    elif kind in WORKLOAD_KINDS:
-        _workload(obj, out)
-    elif kind in ("Job", "CronJob"):
-        _job(obj, out)
-    elif kind == "ConfigMap":
-        _configmap(obj, out)
-    else:
-        _generic(obj, out)
+    _VIEWS.get(kind, _generic)(obj, out)
     return {k: v for k, v in out.items() if v not in (None, "", [], {})}
+
+
+# kind -> what its view shows besides the metadata; any other kind: `_generic`.
+_VIEWS = {"Pod": _pod, "Node": _node, "Job": _job, "CronJob": _job, "ConfigMap": _configmap}
+_VIEWS |= dict.fromkeys(WORKLOAD_KINDS, _workload)

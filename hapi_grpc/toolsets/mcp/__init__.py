@@ -52,7 +52,7 @@ class McpToolset(ToolsetPlugin[McpToolsetSettings]):
         server; a server that cannot be reached offers its tools as unavailable)."""
         from hapi_grpc.toolsets.mcp.config import McpConfigError
         from hapi_grpc.toolsets.mcp.manager import McpManager
-        from hapi_grpc.toolsets.mcp.tools import mcp_toolset_sources
+        from hapi_grpc.toolsets.mcp.tools import McpToolsetSource
 
         try:
             manager = McpManager.from_settings(self.settings, breaker_factory=context.breaker)
@@ -61,4 +61,4 @@ class McpToolset(ToolsetPlugin[McpToolsetSettings]):
         if manager is None:
             return None
         await manager.start()
-        return Opened(list(mcp_toolset_sources(manager)), manager.close)
+        return Opened([McpToolsetSource(manager, s) for s in manager.servers()], manager.close)

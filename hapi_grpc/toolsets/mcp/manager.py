@@ -27,7 +27,6 @@ from hapi_grpc.toolsets.mcp.connection import McpConnection, cause
 from hapi_grpc.toolsets.mcp.schemas import linear_validator, problem_text
 from hapi_grpc.toolsets.mcp.tools import (
     SEPARATOR,
-    CallCounter,
     McpCallResult,
     McpTool,
     McpToolError,
@@ -245,22 +244,16 @@ class McpManager:
         )
         return f"arguments for {name} do not fit its input schema: {shown}; fix them and call again"
 
-    def server_config(self, server: str) -> McpServerConfig | None:
+    def server_config(self, server: str) -> McpServerConfig:
         """The configuration of an enabled server (limits, allow list)."""
-        entry = self._servers.get(server)
-        return entry.config if entry is not None else None
+        return self._servers[server].config
 
     def servers(self) -> list[str]:
         """The enabled servers' names, sorted."""
         return list(self._servers)
 
     async def call(
-        self,
-        name: str,
-        arguments: Any,
-        *,
-        calls: CallCounter | None = None,
-        timeout: float | None = None,
+        self, name: str, arguments: Any, *, timeout: float | None = None
     ) -> McpCallResult:
         """Call the exposed tool `name` with `arguments` (docs/internals.md).
 
@@ -277,14 +270,6 @@ class McpManager:
         problem = self.check_arguments(name, arguments)
         if problem is not None:
             raise McpToolError(problem)
-        if calls is not None:
-            used = calls.counts.get(server_name, 0)
-            if used >= server.config.max_calls:
-                raise McpToolError(
-                    f"the {server.config.max_calls} calls allowed to MCP server {server_name!r} "
-                    "in one investigation are used up; answer with what you have"
-                )
-            calls.counts[server_name] = used + 1
         if not server.available or server.connection is None or not server.connection.alive:
             raise McpUnavailableError(
                 f"MCP server {server_name!r} is unavailable ({server.reason or 'disconnected'}); "

@@ -71,9 +71,6 @@ def _format_checker(cls: type[Validator]) -> jsonschema.FormatChecker:
     return checker
 
 
-_MAX_GROUP_NESTING = MAX_DEPTH
-
-
 def _is_regex(instance: object) -> bool:
     if not isinstance(instance, str):
         return True
@@ -89,8 +86,8 @@ def _is_regex(instance: object) -> bool:
             deepest = max(deepest, depth)
         elif char == ")":
             depth -= 1
-    if deepest > _MAX_GROUP_NESTING:
-        raise ValueError(f"groups nested deeper than {_MAX_GROUP_NESTING} levels")
+    if deepest > MAX_DEPTH:
+        raise ValueError(f"groups nested deeper than {MAX_DEPTH} levels")
     re.compile(instance)
     return True
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hapi_grpc.domain.bounded_json import check_depth
@@ -32,13 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEPARATOR",
-    "CallCounter",
     "McpCallResult",
     "McpTool",
     "McpToolError",
+    "McpToolsetSource",
     "McpUnavailableError",
     "content_text",
-    "mcp_toolset_sources",
 ]
 
 SEPARATOR = "__"
@@ -76,13 +75,6 @@ class McpCallResult:
     text: str
     is_error: bool
     truncated: bool
-
-
-@dataclass
-class CallCounter:
-    """Calls made per server in one investigation (create one per investigation)."""
-
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 def content_text(result: Any) -> str:
@@ -176,25 +168,17 @@ class McpToolsetSource:
     def __call__(self, caller: Caller, recorder: ReadRecorder = NOT_RECORDED) -> Toolset:
         # What an MCP server answers is not recorded: its tools are the server's own.
         config = self.servers.server_config(self.server)
-        allowed = set(config.allowed_tools or ()) if config is not None else set()
-        listed = config is not None and config.allowed_tools is not None
         tools: list[Tool] = [
-            McpServerTool(self.servers, info, listed and info.tool in allowed)
+            McpServerTool(self.servers, info, info.tool in (config.allowed_tools or ()))
             for info in self.servers.tools(include_unavailable=True)
             if info.server == self.server
         ]
         limits = ToolsetLimits(
-            max_calls=config.max_calls if config is not None else 0,
-            call_timeout=config.timeout_seconds if config is not None else 1.0,
-            max_output_chars=(config.max_output_chars if config is not None else 0)
-            + _WRAPPER_CHARS,
+            max_calls=config.max_calls,
+            call_timeout=config.timeout_seconds,
+            max_output_chars=config.max_output_chars + _WRAPPER_CHARS,
         )
         names = ", ".join(t.name for t in tools[:_MAX_NAMES_IN_PROMPT])
         more = f" and {len(tools) - _MAX_NAMES_IN_PROMPT} more" if len(tools) > 20 else ""
         note = f"tools of the {self.server!r} tool server ({names}{more})"
         return McpToolset.toolset(tools, limits, instance=self.server, note=note)
-
-
-def mcp_toolset_sources(servers: McpManager) -> list[McpToolsetSource]:
-    """One source per enabled server."""
-    return [McpToolsetSource(servers, name) for name in servers.servers()]

@@ -1,6 +1,6 @@
 """The `prometheus` toolset: queries of a Prometheus-compatible HTTP API (Prometheus,
 Thanos, Mimir, VictoriaMetrics). Its settings and what the service knows of it;
-the client (`client`, `source`), the tools (`tools`, `summary`, `query_time`) and
+the client (`client`, `source`), the tools (`tools`, `summary`) and
 the facts it records (`facts`) are imported when it is opened.
 
 The token file, CA bundle and headers are also the `alertmanager` toolset's:

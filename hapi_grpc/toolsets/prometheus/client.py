@@ -182,37 +182,22 @@ class PrometheusClient:
     # -- lookups --------------------------------------------------------------------
 
     async def label_values(
-        self,
-        label: str,
-        *,
-        match: Sequence[str] = (),
-        start: float | None = None,
-        end: float | None = None,
-        timeout: float | None = None,
+        self, label: str, *, match: Sequence[str] = (), timeout: float | None = None
     ) -> LabelValues:
         """Values of `label` (`__name__` lists metric names), optionally under selectors."""
         if not _LABEL_NAME.match(label):
             raise QueryRefusedError(f"{clip(label, 60)!r} is not a label name")
-        params = self._lookup_params(match, start, end)
-        data = await self._data(f"/api/v1/label/{label}/values", params, timeout)
+        data = await self._data(f"/api/v1/label/{label}/values", self._matches(match), timeout)
         if not isinstance(data, list) or not all(isinstance(v, str) for v in data):
             raise self._contract("label values are not a list of strings")
         values = sorted(data)
         return LabelValues(tuple(values[: self.limits.max_lookup_items]), len(values))
 
-    async def series(
-        self,
-        match: Sequence[str],
-        *,
-        start: float | None = None,
-        end: float | None = None,
-        timeout: float | None = None,
-    ) -> SeriesList:
+    async def series(self, match: Sequence[str], *, timeout: float | None = None) -> SeriesList:
         """Label sets of the series matching any selector in `match` (at least one)."""
         if not match:
             raise QueryRefusedError('give at least one series selector, such as up{job="api"}')
-        params = self._lookup_params(match, start, end)
-        data = await self._data("/api/v1/series", params, timeout)
+        data = await self._data("/api/v1/series", self._matches(match), timeout)
         if not isinstance(data, list) or not all(_is_labels(item) for item in data):
             raise self._contract("series are not a list of label sets")
         ordered = sorted(data, key=lambda labels: sorted(labels.items()))
@@ -229,23 +214,15 @@ class PrometheusClient:
                 f"{self.limits.max_query_length}"
             )
 
-    def _lookup_params(
-        self, match: Sequence[str], start: float | None, end: float | None
-    ) -> list[tuple[str, str]]:
-        params: list[tuple[str, str]] = []
+    def _matches(self, match: Sequence[str]) -> list[tuple[str, str]]:
         for selector in match:
             self._check_query(selector)
-            params.append(("match[]", selector))
-        if start is not None:
-            params.append(("start", _ts(start)))
-        if end is not None:
-            params.append(("end", _ts(end)))
-        return params
+        return [("match[]", selector) for selector in match]
 
     async def _query(
         self, path: str, params: list[tuple[str, str]], cap: float | None
     ) -> QueryResult:
-        timeout = self._source.timeout(cap)
+        timeout = self._source.http.timeout(cap)
         # The server stops a little before we do, so its own timeout error wins.
         server_timeout = max(timeout * 0.9 - 0.05, 0.001)
         params.append(("timeout", f"{max(int(server_timeout * 1000), 1)}ms"))
@@ -261,7 +238,7 @@ class PrometheusClient:
             raise self._contract("the query result does not have the documented shape") from None
 
     async def _data(self, path: str, params: list[tuple[str, str]], cap: float | None) -> Any:
-        resp = await self._source.get(path, params, timeout=self._source.timeout(cap))
+        resp = await self._source.get(path, params, timeout=self._source.http.timeout(cap))
         return self._success(resp).get("data")
 
     def _success(self, resp: Response) -> dict[str, Any]:

@@ -98,24 +98,21 @@ class MetricsSource:
             transport=transport,
         )
 
-    def timeout(self, cap: float | None = None) -> float:
-        """The per-call timeout, lowered to `cap` and the budget (BudgetExhaustedError)."""
-        return self.http.timeout(cap)
-
     async def close(self) -> None:
         await self.http.close()
 
     async def get(
-        self, path: str, params: Sequence[tuple[str, str]], *, timeout: float | None = None
+        self, path: str, params: Sequence[tuple[str, str]], *, timeout: float
     ) -> Response:
-        """GET `path`; any HTTP status is returned, a failure to get one raises."""
-        seconds = self.timeout() if timeout is None else timeout
+        """GET `path` within `timeout` seconds (`http.timeout`: the per-call timeout lowered
+        to the caller's cap and budget); any HTTP status is returned, a failure to get one
+        raises."""
         try:
             response = await self.http.send(
                 "GET",
                 path,
                 params=params,
-                timeout=seconds,
+                timeout=timeout,
                 limit=self.max_bytes,
                 error_limit=self.max_bytes,
             )
@@ -126,7 +123,7 @@ class MetricsSource:
                     f"the caller's deadline ran out waiting for {self.name}"
                 ) from None
             raise MetricsUnavailableError(
-                f"{self.name} did not answer within {seconds:.2f}s"
+                f"{self.name} did not answer within {timeout:.2f}s"
             ) from None
         except HttpUnavailable as exc:
             raise MetricsUnavailableError(exc.message) from None

@@ -37,7 +37,7 @@ from hapi_grpc.toolsets.prometheus import (
 from hapi_grpc.toolsets.prometheus.client import PrometheusClient
 from hapi_grpc.toolsets.prometheus.facts import record_metric
 from hapi_grpc.toolsets.prometheus.source import MetricsQueryError, MetricsUnavailableError
-from hapi_grpc.toolsets.prometheus.summary import summarize_result
+from hapi_grpc.toolsets.prometheus.summary import DEFAULT_MAX_SERIES, summarize_result
 
 __all__ = [
     "PrometheusLabelValuesArgs",
@@ -49,7 +49,6 @@ __all__ = [
     "parse_duration",
 ]
 
-DEFAULT_MAX_SERIES = 10
 # A range query without a step gets about this many points per series.
 _DEFAULT_POINTS = 120
 DURATION_HELP = "a duration such as 30s, 15m, 1h or 2d"
@@ -61,42 +60,28 @@ UNIT_SECONDS: Mapping[str, float] = {
     "h": 3600,
     "d": 86400,
     "w": 604800,
-    "y": 31536000,
 }
-_ARGUMENT_UNITS = {unit: size for unit, size in UNIT_SECONDS.items() if unit != "y"}
 # RE2: backtracking took 0.6 s over 4,096 digits (each start re-read the run).
 _MAX_DURATION_CHARS = 64  # "1h1h1h..." would sum a match per two characters
-_DURATION = re2.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+_DURATION = re2.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 
-def duration_seconds(text: str, units: Mapping[str, float] = UNIT_SECONDS) -> float | None:
-    """Seconds of a duration such as `90s` or `1h30m` in `units`; None when it is not one."""
+def duration_seconds(text: str) -> float | None:
+    """Seconds of a duration such as `90s` or `1h30m`; None when it is not one."""
     if len(text) > _MAX_DURATION_CHARS or not text.isascii():
         return None  # digits and units are ASCII; RE2 reads nothing else here
     pos, total = 0, 0.0
     for match in _DURATION.finditer(text):
-        if match.start() != pos or match.group(2) not in units:
+        if match.start() != pos:
             break
-        total += float(match.group(1)) * units[match.group(2)]
+        total += float(match.group(1)) * UNIT_SECONDS[match.group(2)]
         pos = match.end()
     return total if text and pos == len(text) else None
 
 
-def number_seconds(text: str, error: str) -> float | None:
-    """`text` as a plain number of seconds, None when it is no number; ValueError(`error`)
-    when it is not finite or negative."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(error)
-    return value
-
-
 def parse_duration(text: str) -> float:
     """Seconds of a Prometheus duration (`90s`, `1h30m`); ValueError otherwise."""
-    total = duration_seconds(text.strip(), _ARGUMENT_UNITS)
+    total = duration_seconds(text.strip())
     if not total:
         raise ValueError(f"must be {DURATION_HELP}")
     return total
@@ -109,8 +94,13 @@ def parse_time(text: str, now: float) -> float:
         return now
     if text.startswith("now-"):
         return now - parse_duration(text[4:])
-    value = number_seconds(text, f"must be {TIME_HELP}")
+    try:
+        value: float | None = float(text)
+    except ValueError:
+        value = None
     if value is not None:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"must be {TIME_HELP}")
         return value
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -80,7 +80,7 @@ class RemediationHistoryToolset(ToolsetPlugin[RemediationHistorySettings]):
         """The toolset over the history the composition root lends (none: not offered)."""
         from hapi_grpc.toolsets.remediation_history.tools import RemediationHistorySource
 
-        history = context.history()
+        history = context.history
         if history is None:
             return None
         source = RemediationHistorySource(

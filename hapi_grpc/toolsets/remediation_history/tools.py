@@ -62,11 +62,6 @@ class GetRemediationHistoryArgs(ToolArgs):
     )
 
 
-def _when(seconds: float, now: float) -> dict[str, Any]:
-    at = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
-    return {"completed_at": at, "age_minutes": max(int((now - seconds) // 60), 0)}
-
-
 def _clipped_parameters(parameters: dict[str, Any]) -> Any:
     text = json.dumps(parameters, sort_keys=True, default=str)
     return parameters if len(text) <= _PARAMETERS_CHARS else text[:_PARAMETERS_CHARS] + "…"
@@ -77,7 +72,8 @@ def entry_view(entry: HistoryEntry, now: float) -> dict[str, Any]:
     view: dict[str, Any] = {
         "remediation_id": entry.remediation_uid[:_TEXT],
         "attempt": entry.attempt,
-        **_when(entry.completed_at, now),
+        "completed_at": datetime.fromtimestamp(entry.completed_at, UTC).isoformat("T", "seconds"),
+        "age_minutes": max(int((now - entry.completed_at) // 60), 0),
         "outcome": entry.outcome.value,
         "workflow_id": entry.workflow_id,
         "action_type": entry.action_type,

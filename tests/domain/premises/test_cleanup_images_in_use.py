@@ -14,7 +14,7 @@ from typing import Any
 
 from hapi_grpc.toolsets.kubernetes.images import images_in_use_bytes
 from hapi_grpc.toolsets.kubernetes.log_facts import record_event
-from hapi_grpc.toolsets.kubernetes.node_stats import record_node_stats
+from hapi_grpc.toolsets.kubernetes.node_stats import node_stats_facts
 from tests.domain.premises.scenes import NS, node, record, schema, verdict
 
 GIB = 1024**3
@@ -70,7 +70,7 @@ def test_images_the_nodes_pods_run_are_not_reclaimable() -> None:
     in_use = images_in_use_bytes(render_node(), pods)
     assert in_use == 125 * GIB  # `postgres:16` is docker.io/library/postgres:16
     observed = record(render_node())
-    record_node_stats(observed, "render-3", summary(), images_in_use=in_use)
+    observed.add_node_stats(node_stats_facts("render-3", summary(), images_in_use=in_use))
     veto = verdict(observed, CLEANUP, PARAMS)
     assert veto is not None and "CleanupNode.reclaimable_data_dominates" in veto.message
 
@@ -79,14 +79,14 @@ def test_images_no_pod_runs_are_reclaimed() -> None:
     in_use = images_in_use_bytes(render_node(), [pod_running("db-0", "postgres:16")])
     assert in_use == 55 * GIB
     observed = record(render_node())
-    record_node_stats(observed, "render-3", summary(), images_in_use=in_use)
+    observed.add_node_stats(node_stats_facts("render-3", summary(), images_in_use=in_use))
     assert verdict(observed, CLEANUP, PARAMS) is None
 
 
 def test_without_the_nodes_pods_no_image_counts_as_reclaimable() -> None:
     assert images_in_use_bytes(render_node(), None) is None
     observed = record(render_node())
-    record_node_stats(observed, "render-3", summary())
+    observed.add_node_stats(node_stats_facts("render-3", summary()))
     veto = verdict(observed, CLEANUP, PARAMS)
     assert veto is not None and "reclaimable_data_dominates" in veto.message
 
@@ -95,7 +95,7 @@ def test_the_kubelet_finding_nothing_eligible_to_free_refuses_a_cleanup() -> Non
     """Even when the facts would count images as unused (a Pod's reference the Node
     names differently), the kubelet's own report that none is eligible prevails."""
     observed = record(render_node())
-    record_node_stats(observed, "render-3", summary(), images_in_use=0)
+    observed.add_node_stats(node_stats_facts("render-3", summary(), images_in_use=0))
     assert verdict(observed, CLEANUP, PARAMS) is None
     record_event(
         observed,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hapi_grpc.toolsets.kubernetes.node_stats import node_stats_facts, record_node_stats
+from hapi_grpc.toolsets.kubernetes.node_stats import node_stats_facts
 from tests.domain.premises.scenes import NS, node, record, schema, verdict
 
 GIB = 1024**3
@@ -44,10 +44,11 @@ def test_a_disk_filled_outside_any_pods_stats_is_not_cleaned_up() -> None:
     """Images and logs outweigh the pods' volumes and layers, yet they are a twelfth of the
     used disk: the rest sits where the kubelet reclaims nothing (hostPath, host files)."""
     observed = record(node("w7", pressure=("DiskPressure",)))
-    record_node_stats(
-        observed,
-        "w7",
-        summary(used=180 * GIB, images=12 * GIB, logs=3 * GIB, rootfs=GIB, empty_dir=GIB),
+    observed.add_node_stats(
+        node_stats_facts(
+            "w7",
+            summary(used=180 * GIB, images=12 * GIB, logs=3 * GIB, rootfs=GIB, empty_dir=GIB),
+        )
     )
     veto = verdict(observed, CLEANUP, {"NODE_NAME": "w7"})
     assert veto is not None and "CleanupNode.reclaimable_data_dominates" in veto.message
@@ -55,10 +56,11 @@ def test_a_disk_filled_outside_any_pods_stats_is_not_cleaned_up() -> None:
 
 def test_a_disk_mostly_full_of_images_and_logs_is_cleaned_up() -> None:
     observed = record(node("w7", pressure=("DiskPressure",)))
-    record_node_stats(
-        observed,
-        "w7",
-        summary(used=180 * GIB, images=120 * GIB, logs=30 * GIB, rootfs=2 * GIB, empty_dir=GIB),
-        images_in_use=0,
+    observed.add_node_stats(
+        node_stats_facts(
+            "w7",
+            summary(used=180 * GIB, images=120 * GIB, logs=30 * GIB, rootfs=2 * GIB, empty_dir=GIB),
+            images_in_use=0,
+        )
     )
     assert verdict(observed, CLEANUP, {"NODE_NAME": "w7"}) is None

@@ -11,7 +11,7 @@ from typing import Any
 from hapi_grpc.domain.observed import Observed
 from hapi_grpc.toolsets.kubernetes.facts import record_object
 from hapi_grpc.toolsets.kubernetes.log_facts import record_log
-from hapi_grpc.toolsets.kubernetes.node_stats import record_node_stats
+from hapi_grpc.toolsets.kubernetes.node_stats import node_stats_facts
 from tests.domain.premises.scenes import (
     NS,
     container,
@@ -224,7 +224,9 @@ def summary(*, images: int, logs: int, empty_dir: int) -> dict[str, Any]:
 
 def test_a_disk_full_of_one_pods_emptydir_is_not_cleaned_up() -> None:
     observed = record(node("n1", pressure=("DiskPressure",)))
-    record_node_stats(observed, "n1", summary(images=8 * GIB, logs=GIB, empty_dir=80 * GIB))
+    observed.add_node_stats(
+        node_stats_facts("n1", summary(images=8 * GIB, logs=GIB, empty_dir=80 * GIB))
+    )
     veto = verdict(observed, CLEANUP, {"TARGET_RESOURCE_NAME": "n1"})
     assert veto is not None and "CleanupNode.reclaimable_data_dominates" in veto.message
     assert f"{NS}/ingest-0/spool" in veto.message
@@ -233,8 +235,10 @@ def test_a_disk_full_of_one_pods_emptydir_is_not_cleaned_up() -> None:
 def test_a_disk_full_of_images_and_logs_is_cleaned_up() -> None:
     observed = record(node("n1", pressure=("DiskPressure",)))
     # No Pod on the node uses the images (the Node's images and its Pods were read).
-    record_node_stats(
-        observed, "n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB), images_in_use=0
+    observed.add_node_stats(
+        node_stats_facts(
+            "n1", summary(images=60 * GIB, logs=20 * GIB, empty_dir=GIB), images_in_use=0
+        )
     )
     assert verdict(observed, CLEANUP, {"TARGET_RESOURCE_NAME": "n1"}) is None
 

@@ -7,8 +7,13 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from hapi_grpc.toolsets.mcp.manager import CallCounter, McpManager
-from hapi_grpc.toolsets.mcp.tools import McpToolError
+from hapi_grpc.domain.investigation.observer import NO_OBSERVER
+from hapi_grpc.domain.llm import ToolCall
+from hapi_grpc.domain.result import ToolCallStatus
+from hapi_grpc.domain.tenancy import Caller
+from hapi_grpc.domain.toolsets.dispatcher import ToolDispatcher
+from hapi_grpc.toolsets.mcp.manager import McpManager
+from hapi_grpc.toolsets.mcp.tools import McpToolError, McpToolsetSource
 from tests.fakes.mcp_servers import stdio_config
 from tests.toolsets.mcp.conftest import manager_for
 
@@ -84,12 +89,23 @@ async def test_huge_result_is_capped(manager: McpManager) -> None:
     assert len(result.text) < 1100 and "999000 more characters cut" in result.text
 
 
+async def _runbook_calls(manager: McpManager, calls: list[str]) -> list[ToolCallStatus]:
+    """One investigation's calls to the servers' toolsets, each with its own arguments."""
+    toolsets = [McpToolsetSource(manager, server)(Caller()) for server in ("ops", "books")]
+    dispatcher = ToolDispatcher(toolsets, NO_OBSERVER)
+    statuses = []
+    for i, name in enumerate(calls):
+        call = ToolCall(id=str(i), name=name, arguments=f'{{"name": "r{i}"}}')
+        statuses.append((await dispatcher.run(call)).record.status)
+    return statuses
+
+
 async def test_call_cap_per_investigation(manager: McpManager) -> None:
-    counter = CallCounter()
-    for _ in range(2):
-        await manager.call("ops__get_runbook", {"name": "x"}, calls=counter)
-    with pytest.raises(McpToolError, match="2 calls allowed to MCP server 'ops'"):
-        await manager.call("ops__get_runbook", {"name": "x"}, calls=counter)
-    # The other server, and another investigation, have their own counts.
-    await manager.call("books__get_runbook", {"name": "x"}, calls=counter)
-    await manager.call("ops__get_runbook", {"name": "x"}, calls=CallCounter())
+    ops, books = "ops__get_runbook", "books__get_runbook"
+    statuses = await _runbook_calls(manager, [ops, ops, ops, books])
+    # maxCalls 2 for `ops`; the other server, and another investigation, count their own.
+    assert statuses == [ToolCallStatus.SUCCESS] * 2 + [
+        ToolCallStatus.LIMIT_EXCEEDED,
+        ToolCallStatus.SUCCESS,
+    ]
+    assert await _runbook_calls(manager, [ops]) == [ToolCallStatus.SUCCESS]

@@ -97,20 +97,8 @@ class _Parameter(_Read):
     depends_on: list[str] = Field(default_factory=list, alias="dependsOn", max_length=32)
 
     def spec(self) -> ParameterSpec:
-        return ParameterSpec.model_validate(
-            {
-                "name": self.name,
-                "type": self.type,
-                "required": self.required,
-                "description": self.description,
-                "enum": self.enum,
-                "pattern": self.pattern or None,
-                "minimum": self.minimum,
-                "maximum": self.maximum,
-                "default": self.default,
-                "depends_on": self.depends_on,
-            }
-        )
+        # Field names, not the resource's spellings; an empty pattern is none.
+        return ParameterSpec.model_validate({**self.model_dump(), "pattern": self.pattern or None})
 
 
 class _WorkflowSpec(_Read):

@@ -156,11 +156,6 @@ class DataStorageClient:
     def base_url(self) -> str:
         return self.http.base_url
 
-    @property
-    def policy(self) -> RetryPolicy:
-        assert self.http.retry is not None
-        return self.http.retry
-
     async def close(self) -> None:
         """Close the connections; later calls fail."""
         self.closed = True

@@ -6,9 +6,9 @@ Design notes: docs/internals.md (`adapters/catalog/workflow_resources.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hapi_grpc.adapters.catalog.loader import catalog_problems
 from hapi_grpc.adapters.catalog.scoring import IndexedWorkflow, index_workflow
@@ -62,26 +62,19 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-_Values = list[str]
+# One value or a list of them, each bounded.
+_Values = Annotated[
+    list[Annotated[str, Field(max_length=_LABEL_VALUE)]],
+    BeforeValidator(_listed),
+    Field(default_factory=list, max_length=MAX_LABEL_VALUES),
+]
 
 
 class _Labels(_Read):
-    severity: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    environment: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    component: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    priority: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-
-    @field_validator("severity", "environment", "component", "priority", mode="before")
-    @classmethod
-    def _as_list(cls, value: Any) -> Any:
-        return _listed(value)
-
-    @field_validator("severity", "environment", "component", "priority")
-    @classmethod
-    def _bounded(cls, values: list[str]) -> list[str]:
-        if any(len(v) > _LABEL_VALUE for v in values):
-            raise ValueError(f"a label value is longer than {_LABEL_VALUE} characters")
-        return values
+    severity: _Values
+    environment: _Values
+    component: _Values
+    priority: _Values
 
 
 class _Parameter(_Read):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -43,8 +44,9 @@ def create_app(catalog: EmbeddedCatalog) -> web.Application:
     # The search route is registered before `{workflow_id}` so that
     # POST .../search never reaches the by-id resource.
     app.router.add_post("/api/v1/workflows/search", _search)
-    app.router.add_get("/api/v1/workflows/{workflow_id}/schema", _get_schema)
-    app.router.add_get("/api/v1/workflows/{workflow_id}", _get_workflow)
+    by_id = "/api/v1/workflows/{workflow_id}"
+    app.router.add_get(f"{by_id}/schema", functools.partial(_by_id, EmbeddedCatalog.get_schema))
+    app.router.add_get(by_id, functools.partial(_by_id, EmbeddedCatalog.get_workflow))
     app.router.add_get("/healthz", _healthz)
     return app
 
@@ -127,21 +129,16 @@ async def _search(request: web.Request) -> web.Response:
     return web.json_response(result.model_dump(mode="json", exclude_none=True))
 
 
-async def _get_schema(request: web.Request) -> web.Response:
-    return await _by_id(request, request.app[CATALOG_KEY].get_schema)
-
-
-async def _get_workflow(request: web.Request) -> web.Response:
-    return await _by_id(request, request.app[CATALOG_KEY].get_workflow)
-
-
-async def _by_id(request: web.Request, read: Callable[[str], Awaitable[BaseModel]]) -> web.Response:
-    """What `read` returns for the path's workflow id; 404 for an unknown or malformed id."""
+async def _by_id(
+    read: Callable[[EmbeddedCatalog, str], Awaitable[BaseModel]], request: web.Request
+) -> web.Response:
+    """What the catalog's `read` returns for the path's workflow id; 404 for an unknown
+    or malformed id."""
     workflow_id = request.match_info["workflow_id"]
     try:
         if not is_valid_workflow_id(workflow_id):
             raise WorkflowNotFoundError(workflow_id)
-        found = await read(workflow_id)
+        found = await read(request.app[CATALOG_KEY], workflow_id)
     except WorkflowNotFoundError as exc:
         return _problem(request, HTTPStatus.NOT_FOUND, exc.message)
     return web.json_response(found.model_dump(mode="json", exclude_none=True))

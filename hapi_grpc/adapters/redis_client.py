@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "redis_client", "uses_redis"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "millis", "redis_client", "uses_redis"]
 
 DEFAULT_MAX_CONNECTIONS = 50
 
@@ -39,3 +39,8 @@ def redis_client(
         socket_connect_timeout=op_timeout,
     )
     return aioredis.Redis(connection_pool=pool)
+
+
+def millis(seconds: float) -> int:
+    """An expiry in whole milliseconds, at least 1 (Redis refuses 0)."""
+    return max(1, int(seconds * 1000))

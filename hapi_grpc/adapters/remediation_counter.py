@@ -12,7 +12,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hapi_grpc.adapters.redis_client import redis_client, uses_redis
+from hapi_grpc.adapters.redis_client import millis, redis_client, uses_redis
 from hapi_grpc.domain.policy.enforce import Limit, RemediationCounter
 
 __all__ = ["MemoryRemediationCounter", "RedisRemediationCounter", "build_remediation_counter"]
@@ -135,7 +135,7 @@ class RedisRemediationCounter:
             return None
         args: list[str | int] = [uuid.uuid4().hex]
         for limit in limits:
-            args += [limit.limit, max(1, int(limit.window * 1000))]
+            args += [limit.limit, millis(limit.window)]
         keys = [self.redis_key(limit.rule, limit.key) for limit in limits]
         refused = int(await self._admit(keys=keys, args=args))
         return None if refused == 0 else refused - 1

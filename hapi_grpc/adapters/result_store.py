@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hapi_grpc.adapters.redis_client import redis_client, uses_redis
+from hapi_grpc.adapters.redis_client import millis, redis_client, uses_redis
 from hapi_grpc.domain.result_store_port import ResultStore, StoredResult
 
 __all__ = ["MemoryResultStore", "RedisResultStore", "build_result_store"]
@@ -175,12 +175,12 @@ class RedisResultStore:
             "payload": base64.b64encode(result.payload).decode("ascii"),
         }
         await self._client.set(
-            self.result_key(remediation_id), json.dumps(envelope), px=_millis(ttl)
+            self.result_key(remediation_id), json.dumps(envelope), px=millis(ttl)
         )
 
     async def acquire(self, remediation_id: str, holder: str, ttl: float) -> str | None:
         taken, current = await self._acquire(
-            keys=[self.lock_key(remediation_id)], args=[holder, _millis(ttl)]
+            keys=[self.lock_key(remediation_id)], args=[holder, millis(ttl)]
         )
         if int(taken) == 1:
             return None
@@ -188,7 +188,7 @@ class RedisResultStore:
 
     async def renew(self, remediation_id: str, holder: str, ttl: float) -> bool:
         renewed = await self._renew(
-            keys=[self.lock_key(remediation_id)], args=[holder, _millis(ttl)]
+            keys=[self.lock_key(remediation_id)], args=[holder, millis(ttl)]
         )
         return bool(int(renewed))
 
@@ -197,7 +197,3 @@ class RedisResultStore:
 
     async def close(self) -> None:
         await self._client.aclose()
-
-
-def _millis(seconds: float) -> int:
-    return max(1, int(seconds * 1000))

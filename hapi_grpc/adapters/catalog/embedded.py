@@ -34,10 +34,14 @@ class EmbeddedCatalog:
     search hits share the catalog's frozen schema objects: they sit on the
     hot path of every validation, and sharing the same object also lets the
     parameter validator reuse its compiled form of the schema.
+
+    `index`, given with `workflows` already checked, searches in place of an index
+    of their latest versions: a catalog that searches another view of its
+    workflows (`kubernetes.catalog_view`).
     """
 
-    def __init__(self, workflows: Sequence[Workflow]) -> None:
-        problems = catalog_problems(workflows)
+    def __init__(self, workflows: Sequence[Workflow], index: SearchIndex | None = None) -> None:
+        problems = catalog_problems(workflows) if index is None else []
         if problems:
             raise ValueError("invalid workflow catalog: " + "; ".join(problems[:10]))
         latest: dict[str, Workflow] = {}
@@ -48,7 +52,7 @@ class EmbeddedCatalog:
         self._all: tuple[Workflow, ...] = tuple(workflows)
         self._latest = latest
         self._schemas = {workflow_id: wf.parameter_schema() for workflow_id, wf in latest.items()}
-        self._index = SearchIndex(latest.values())
+        self._index = SearchIndex(latest.values()) if index is None else index
 
     @classmethod
     def from_file(cls, path: str | Path | None = None) -> EmbeddedCatalog:

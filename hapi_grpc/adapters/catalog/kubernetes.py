@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hapi_grpc.adapters.catalog.embedded import EmbeddedCatalog
 from hapi_grpc.adapters.catalog.scoring import SearchIndex
 from hapi_grpc.adapters.catalog.workflow_resources import (
     ACTION_TYPES,
     ACTIVE,
     WORKFLOWS,
     ActionTypeResource,
-    LabelSets,
     WorkflowResource,
     read_action_type,
     read_workflow,
@@ -27,16 +27,15 @@ from hapi_grpc.adapters.catalog.workflow_resources import (
 from hapi_grpc.adapters.kubernetes.informer import Informer, InformerLimits
 from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
 from hapi_grpc.domain.catalog import (
-    SearchFilters,
     SearchQuery,
     SearchResult,
     Workflow,
     WorkflowSchema,
 )
-from hapi_grpc.domain.errors import CatalogUnavailableError, WorkflowNotFoundError
+from hapi_grpc.domain.errors import CatalogUnavailableError
 from hapi_grpc.observability import metrics
 
-__all__ = ["CatalogView", "KubernetesCatalog", "Offer", "offered"]
+__all__ = ["KubernetesCatalog", "Offer", "catalog_view", "offered"]
 
 log = logging.getLogger(__name__)
 
@@ -85,41 +84,17 @@ def offered(
     return Offer(found, counts, frozenset(problems))
 
 
-class CatalogView:
-    """An immutable catalog of offered workflows, answering the port's reads."""
-
-    def __init__(self, resources: Sequence[WorkflowResource]) -> None:
-        self._workflows: dict[str, Workflow] = {}
-        self._labels: dict[str, LabelSets] = {}
-        indexed = []
-        for resource in resources:
-            assert resource.workflow is not None and resource.indexed is not None
-            self._workflows[resource.name] = resource.workflow
-            self._labels[resource.name] = resource.labels
-            indexed.append(resource.indexed)
-        self._schemas = {name: wf.parameter_schema() for name, wf in self._workflows.items()}
-        self._index = SearchIndex(indexed, admit=self._admit, shown=self._workflows)
-
-    def __len__(self) -> int:
-        return len(self._workflows)
-
-    def _admit(self, workflow: Workflow, filters: SearchFilters) -> bool:
-        return self._labels[workflow.workflow_id].admit(filters)
-
-    def search(self, query: SearchQuery) -> SearchResult:
-        return self._index.search(query)
-
-    def schema(self, workflow_id: str) -> WorkflowSchema:
-        found = self._schemas.get(workflow_id)
-        if found is None:
-            raise WorkflowNotFoundError(workflow_id)
-        return found
-
-    def workflow(self, workflow_id: str) -> Workflow:
-        found = self._workflows.get(workflow_id)
-        if found is None:
-            raise WorkflowNotFoundError(workflow_id)
-        return found.model_copy(deep=True)
+def catalog_view(resources: Sequence[WorkflowResource]) -> EmbeddedCatalog:
+    """An immutable catalog of the offered workflows: searched on their search view,
+    filtered on every value of their labels."""
+    shown = {r.name: r.workflow for r in resources if r.workflow is not None}
+    labels = {r.name: r.labels for r in resources}
+    index = SearchIndex(
+        [r.indexed for r in resources if r.indexed is not None],
+        admit=lambda workflow, filters: labels[workflow.workflow_id].admit(filters),
+        shown=shown,
+    )
+    return EmbeddedCatalog(list(shown.values()), index)
 
 
 class KubernetesCatalog:
@@ -147,7 +122,7 @@ class KubernetesCatalog:
         self._action_types: Informer[ActionTypeResource] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
-        self._view: CatalogView | None = None
+        self._view: EmbeddedCatalog | None = None
         self._built = asyncio.Event()
         self._pending: asyncio.TimerHandle | None = None
         self._closed = False
@@ -224,15 +199,15 @@ class KubernetesCatalog:
     # -- the port -------------------------------------------------------------------
 
     async def search(self, query: SearchQuery) -> SearchResult:
-        return self._current().search(query)
+        return await self._current().search(query)
 
     async def get_schema(self, workflow_id: str) -> WorkflowSchema:
-        return self._current().schema(workflow_id)
+        return await self._current().get_schema(workflow_id)
 
     async def get_workflow(self, workflow_id: str) -> Workflow:
-        return self._current().workflow(workflow_id)
+        return await self._current().get_workflow(workflow_id)
 
-    def _current(self) -> CatalogView:
+    def _current(self) -> EmbeddedCatalog:
         view = self._view
         if view is not None:
             return view
@@ -262,7 +237,7 @@ class KubernetesCatalog:
         for problem in sorted(offer.problems - self._reported):
             log.warning("kubernetes catalog: %s", problem)  # once per problem
         self._reported = offer.problems
-        self._view = CatalogView(offer.workflows)
+        self._view = catalog_view(offer.workflows)
         self._built.set()
         for state in ("offered", "inactive", "invalid", "duplicate"):
             metrics.KUBE_CATALOG_WORKFLOWS.labels(state).set(offer.counts[state])

@@ -197,13 +197,14 @@ def index_workflow(workflow: Workflow) -> IndexedWorkflow:
     )
 
 
-def passes_filters(labels: WorkflowLabels, filters: SearchFilters) -> bool:
-    """The hard label filters: every given filter value must match the label or `*`."""
+def passes_filters(workflow: Workflow, filters: SearchFilters) -> bool:
+    """The default hard filter: every given filter value must match the workflow's
+    single-valued label or `*`."""
     for name in _FILTER_FIELDS:
         wanted = getattr(filters, name)
         if not wanted or wanted == WILDCARD:
             continue
-        have = getattr(labels, name)
+        have = getattr(workflow.labels, name)
         if have != WILDCARD and have.lower() != wanted.lower():
             return False
     return True
@@ -300,11 +301,6 @@ class _Scored:
     confidence: float
 
 
-def labels_admit(workflow: Workflow, filters: SearchFilters) -> bool:
-    """The default hard filter: the workflow's single-valued labels (`passes_filters`)."""
-    return passes_filters(workflow.labels, filters)
-
-
 Admit = Callable[[Workflow, SearchFilters], bool]
 
 
@@ -325,7 +321,7 @@ class SearchIndex:
         self,
         workflows: Iterable[Workflow | IndexedWorkflow],
         *,
-        admit: Admit = labels_admit,
+        admit: Admit = passes_filters,
         shown: Mapping[str, Workflow] | None = None,
     ) -> None:
         self.entries: tuple[IndexedWorkflow, ...] = tuple(

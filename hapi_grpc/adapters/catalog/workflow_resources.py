@@ -6,9 +6,9 @@ Design notes: docs/internals.md (`adapters/catalog/workflow_resources.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hapi_grpc.adapters.catalog.loader import catalog_problems
 from hapi_grpc.adapters.catalog.scoring import IndexedWorkflow, index_workflow
@@ -62,26 +62,19 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-_Values = list[str]
+# One value or a list of them, each bounded.
+_Values = Annotated[
+    list[Annotated[str, Field(max_length=_LABEL_VALUE)]],
+    BeforeValidator(_listed),
+    Field(default_factory=list, max_length=MAX_LABEL_VALUES),
+]
 
 
 class _Labels(_Read):
-    severity: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    environment: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    component: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-    priority: _Values = Field(default_factory=list, max_length=MAX_LABEL_VALUES)
-
-    @field_validator("severity", "environment", "component", "priority", mode="before")
-    @classmethod
-    def _as_list(cls, value: Any) -> Any:
-        return _listed(value)
-
-    @field_validator("severity", "environment", "component", "priority")
-    @classmethod
-    def _bounded(cls, values: list[str]) -> list[str]:
-        if any(len(v) > _LABEL_VALUE for v in values):
-            raise ValueError(f"a label value is longer than {_LABEL_VALUE} characters")
-        return values
+    severity: _Values
+    environment: _Values
+    component: _Values
+    priority: _Values
 
 
 class _Parameter(_Read):
@@ -97,20 +90,8 @@ class _Parameter(_Read):
     depends_on: list[str] = Field(default_factory=list, alias="dependsOn", max_length=32)
 
     def spec(self) -> ParameterSpec:
-        return ParameterSpec.model_validate(
-            {
-                "name": self.name,
-                "type": self.type,
-                "required": self.required,
-                "description": self.description,
-                "enum": self.enum,
-                "pattern": self.pattern or None,
-                "minimum": self.minimum,
-                "maximum": self.maximum,
-                "default": self.default,
-                "depends_on": self.depends_on,
-            }
-        )
+        # Field names, not the resource's spellings; an empty pattern is none.
+        return ParameterSpec.model_validate({**self.model_dump(), "pattern": self.pattern or None})
 
 
 class _WorkflowSpec(_Read):

@@ -25,7 +25,7 @@ from hapi_grpc.adapters.datastorage.bodies import (
 )
 from hapi_grpc.adapters.http.client import HttpClient, HttpUnavailable
 from hapi_grpc.adapters.http.retry import RetryPolicy, TransientError, parse_retry_after
-from hapi_grpc.adapters.http.transport import Response, Transport
+from hapi_grpc.adapters.http.transport import Response
 from hapi_grpc.domain.catalog import SearchQuery, SearchResult
 from hapi_grpc.domain.errors import (
     CatalogContractError,
@@ -43,7 +43,6 @@ __all__ = [
     "SEARCH_PATH",
     "DataStorageClient",
     "DataStorageHTTPError",
-    "datastorage_retry_policy",
     "workflow_path",
 ]
 
@@ -90,25 +89,6 @@ class DataStorageHTTPError(CatalogUnavailableError):
         self.detail = detail
 
 
-def datastorage_retry_policy(
-    request_timeout: float, max_retries: int, backoff_base: float, backoff_max: float
-) -> RetryPolicy:
-    """Data Storage's retry policy.
-
-    An internal service: a Retry-After beyond 30 s means it is not coming
-    back soon, so give up rather than hold the caller. A lookup answers in
-    milliseconds, so an attempt is worth starting with 10 ms left.
-    """
-    return RetryPolicy(
-        attempt_timeout=request_timeout,
-        max_retries=max_retries,
-        backoff_base=backoff_base,
-        backoff_cap=backoff_max,
-        retry_after_cap=30.0,
-        min_attempt_seconds=0.01,
-    )
-
-
 def _observer(endpoint: str) -> Callable[[Response | None, BaseException | None, float], None]:
     """Counts each attempt by endpoint and outcome, with its latency."""
     requests = metrics.DATASTORAGE_REQUESTS
@@ -134,7 +114,7 @@ def _observer(endpoint: str) -> Callable[[Response | None, BaseException | None,
 
 class DataStorageClient:
     """One Data Storage (docs/internals.md); `breaker` guards every logical call
-    (None: none), `transport` replaces the network in tests."""
+    (None: none)."""
 
     def __init__(
         self,
@@ -146,7 +126,6 @@ class DataStorageClient:
         backoff_max: float = 2.0,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         breaker: RateCircuitBreaker | None = None,
-        transport: Transport | None = None,
     ) -> None:
         try:
             self.http = HttpClient(
@@ -155,11 +134,18 @@ class DataStorageClient:
                 timeout=request_timeout,
                 headers={"Accept": "application/json"},
                 max_connections=max_connections,
-                retry=datastorage_retry_policy(
-                    request_timeout, max_retries, backoff_base, backoff_max
+                # An internal service: a Retry-After beyond 30 s means it is not coming
+                # back soon, so give up rather than hold the caller. A lookup answers in
+                # milliseconds, so an attempt is worth starting with 10 ms left.
+                retry=RetryPolicy(
+                    attempt_timeout=request_timeout,
+                    max_retries=max_retries,
+                    backoff_base=backoff_base,
+                    backoff_cap=backoff_max,
+                    retry_after_cap=30.0,
+                    min_attempt_seconds=0.01,
                 ),
                 breaker=breaker,
-                transport=transport,
                 log=log,
             )
         except ValueError as exc:
@@ -169,11 +155,6 @@ class DataStorageClient:
     @property
     def base_url(self) -> str:
         return self.http.base_url
-
-    @property
-    def policy(self) -> RetryPolicy:
-        assert self.http.retry is not None
-        return self.http.retry
 
     async def close(self) -> None:
         """Close the connections; later calls fail."""

@@ -202,12 +202,9 @@ async def _bounded(operation: Coroutine[Any, Any, T]) -> T:
         # A timeout scope, not wait_for: no task of its own per history operation.
         async with asyncio.timeout(timeout):
             return await operation
-    except (TimeoutError, OSError, ConnectionError) as exc:
-        raise HistoryUnavailableError(
-            f"remediation history unavailable: {type(exc).__name__}"
-        ) from None
-    except Exception as exc:  # the Redis client's own errors
-        if type(exc).__module__.startswith("redis"):
+    except Exception as exc:
+        # Timeouts, connection errors and the Redis client's own errors.
+        if isinstance(exc, TimeoutError | OSError) or type(exc).__module__.startswith("redis"):
             raise HistoryUnavailableError(
                 f"remediation history unavailable: {type(exc).__name__}"
             ) from None

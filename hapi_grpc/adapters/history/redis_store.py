@@ -15,7 +15,7 @@ from hapi_grpc.adapters.history.backends import (
     OutcomeRecord,
     decision_cost,
 )
-from hapi_grpc.adapters.redis_client import redis_client
+from hapi_grpc.adapters.redis_client import millis, redis_client
 
 __all__ = ["RedisHistoryBackend"]
 
@@ -178,7 +178,7 @@ class RedisHistoryBackend:
             args=[
                 self._prefix,
                 data,
-                _millis(limits.ttl),
+                millis(limits.ttl),
                 repr(now),
                 limits.max_total,
                 limits.max_decision_bytes,
@@ -203,7 +203,7 @@ class RedisHistoryBackend:
             args=[
                 self._prefix,
                 record.data,
-                _millis(limits.ttl),
+                millis(limits.ttl),
                 repr(record.recorded_at),
                 limits.max_per_target,
                 limits.max_total,
@@ -234,7 +234,3 @@ def _text(raw: Any) -> str | None:
     if raw is None or raw == b"" or raw == "":
         return None
     return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-def _millis(seconds: float) -> int:
-    return max(1, int(seconds * 1000))

@@ -1,16 +1,15 @@
-"""What carries one HTTP exchange: the aiohttp session, or a handler in tests.
+"""What carries one HTTP exchange: the aiohttp session.
 
 Design notes: docs/internals.md (`adapters/http/transport.py`).
 """
 
 from __future__ import annotations
 
-import inspect
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 from yarl import URL
@@ -20,7 +19,6 @@ from hapi_grpc.domain.sensitive import clip, redact
 
 __all__ = [
     "AiohttpTransport",
-    "MockTransport",
     "Request",
     "Response",
     "Streamed",
@@ -59,10 +57,6 @@ class Request:
         content, self.content = self.content, None
         return content
 
-    def json(self) -> Any:
-        """The body decoded as JSON (None without a body)."""
-        return None if self.content is None else bounded_json.loads(self.content, max_bytes=1 << 24)
-
 
 @dataclass(slots=True)
 class Response:
@@ -88,34 +82,6 @@ class Response:
         return " ".join(redact(clip(text, chars)).split())
 
 
-class Streamed(Protocol):
-    """An answer read as it arrives (a watch): its status, then its chunks."""
-
-    @property
-    def status(self) -> int: ...
-
-    async def read(self, limit: int) -> tuple[bytes, bool]:
-        """At most `limit` bytes of the body, and whether there was more."""
-        ...
-
-    def chunks(self) -> AsyncIterator[bytes]:
-        """The body's chunks as they come; a read timeout raises TimeoutError."""
-        ...
-
-
-class Transport(Protocol):
-    async def send(
-        self, request: Request, *, limit: int, error_limit: int, connect_timeout: float
-    ) -> Response: ...
-
-    def stream(
-        self, request: Request, *, connect_timeout: float, read_timeout: float
-    ) -> Any:  # an async context manager of a `Streamed`
-        ...
-
-    async def close(self) -> None: ...
-
-
 async def _once(data: bytes) -> AsyncIterator[bytes]:
     """The body as aiohttp streams it: the bytes are released as soon as they are
     written, not when the answer comes."""
@@ -137,15 +103,19 @@ async def read_bounded(content: aiohttp.StreamReader, limit: int) -> tuple[bytes
     return body[:limit], size > limit
 
 
-class _AiohttpStreamed:
+class Streamed:
+    """An answer read as it arrives (a watch): its status, then its chunks."""
+
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
         self.status = response.status
 
     async def read(self, limit: int) -> tuple[bytes, bool]:
+        """At most `limit` bytes of the body, and whether there was more."""
         return await read_bounded(self._response.content, limit)
 
     async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's chunks as they come; a read timeout raises TimeoutError."""
         try:
             async for chunk in self._response.content.iter_any():
                 yield chunk
@@ -245,7 +215,7 @@ class AiohttpTransport:
                 allow_redirects=False,
                 timeout=timeout,
             ) as resp:
-                yield _AiohttpStreamed(resp)
+                yield Streamed(resp)
         except aiohttp.ServerTimeoutError:
             raise TimeoutError("no answer within the read timeout") from None
         except aiohttp.ClientError as exc:
@@ -257,58 +227,5 @@ class AiohttpTransport:
             await session.close()
 
 
-Handler = Callable[[Request], "Response | Awaitable[Response]"]
-
-
-class _MockStreamed:
-    def __init__(self, response: Response, chunk: int) -> None:
-        self.status = response.status
-        self._body = response.body
-        self._chunk = chunk
-
-    async def read(self, limit: int) -> tuple[bytes, bool]:
-        return self._body[:limit], len(self._body) > limit
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        for start in range(0, len(self._body), self._chunk):
-            yield self._body[start : start + self._chunk]
-
-
-class MockTransport:
-    """Answers every request with `handler(request)` (a `Response` or an awaitable of
-    one): no network, for unit tests, as httpx's `MockTransport`. A handler that
-    raises `TransportError` is a connection that failed; one that sleeps is a slow
-    server. Bodies are bounded as the real transport bounds them; `requests` keeps
-    what was sent, bodies included."""
-
-    def __init__(self, handler: Handler, *, chunk: int = _READ_CHUNK) -> None:
-        self.handler = handler
-        self.requests: list[Request] = []
-        self._chunk = chunk
-
-    async def _answer(self, request: Request) -> Response:
-        self.requests.append(request)
-        answer = self.handler(request)
-        return await answer if inspect.isawaitable(answer) else answer
-
-    async def send(
-        self, request: Request, *, limit: int, error_limit: int, connect_timeout: float
-    ) -> Response:
-        answer = await self._answer(request)
-        bound = limit if answer.ok else error_limit
-        return Response(
-            answer.status,
-            answer.body[:bound],
-            answer.headers,
-            len(answer.body) > bound,
-            answer.reason,
-        )
-
-    @asynccontextmanager
-    async def stream(
-        self, request: Request, *, connect_timeout: float, read_timeout: float
-    ) -> AsyncIterator[Streamed]:
-        yield _MockStreamed(await self._answer(request), self._chunk)
-
-    async def close(self) -> None:
-        return None
+# The name the adapters that take a transport annotate with.
+Transport = AiohttpTransport

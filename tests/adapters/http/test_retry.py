@@ -69,7 +69,7 @@ def test_each_adapter_states_its_policy() -> None:
     """The differences between the two HTTP adapters are fields, not two loops."""
     ds = DataStorageClient("http://127.0.0.1:1", request_timeout=2.0, max_retries=3)
     llm = OpenAICompatibleProvider("http://127.0.0.1:1/v1", "m", max_retries=2)
-    assert ds.policy == RetryPolicy(
+    assert ds.http.retry == RetryPolicy(
         attempt_timeout=2.0,
         max_retries=3,
         backoff_base=0.1,

@@ -13,7 +13,6 @@ from typing import Any
 
 import grpc
 import protovalidate
-from google.protobuf import descriptor_pool
 from google.protobuf.message import Message
 
 from hapi_grpc.domain.errors import FieldViolation
@@ -22,13 +21,14 @@ from hapi_grpc.observability import metrics
 from hapi_grpc.transport.admission import (
     CallMetrics,
     ConcurrencyLimit,
+    GateCall,
     MethodMetrics,
     ShutdownGate,
+    Slot,
 )
 from hapi_grpc.transport.request_limits import (
     Undecodable,
-    WarningThrottle,
-    invalid_message,
+    UndecodableAnswer,
     rule_path,
     structural_violations,
     tolerant_deserializer,
@@ -57,7 +57,8 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
     validation and error mapping to unary-unary and unary-stream hapi.v1 methods.
 
     The wrapped handler is built once per (method, handler) and reused:
-    rebuilding handlers on every call is measurable overhead.
+    rebuilding handlers on every call is measurable overhead. Handlers are
+    registered once, so the memo of the last 64 never grows.
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         self.concurrency = ConcurrencyLimit(max_concurrent_rpcs)
         self.gate = gate if gate is not None else ShutdownGate()
         self._validator = validator or _default_validator()
-        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
+        self._wrapped = functools.lru_cache(maxsize=64)(self._wrap)
         self._busy = rich_status(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"server is at its limit of {max_concurrent_rpcs} concurrent requests;"
@@ -87,13 +88,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or not method.startswith(SERVICE_PREFIX):
             return handler
-        key = (method, id(handler))
-        wrapped = self._wrapped.get(key)
-        if wrapped is None:
-            if len(self._wrapped) > 64:  # handlers are registered once; never grow
-                self._wrapped.clear()
-            wrapped = self._wrapped[key] = self._wrap(method, handler)
-        return wrapped
+        return self._wrapped(method, handler)
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         # Undecodable bytes reach the handler as an `Undecodable` value, so
@@ -171,15 +166,15 @@ class _Admission:
         self,
         policy: ServicePolicyInterceptor,
         call: CallMetrics,
-        undecodable: _UndecodableAnswer,
+        undecodable: UndecodableAnswer,
         request: Any,
     ) -> None:
         self._policy = policy
         self._call = call
         self._undecodable = undecodable
         self._request = request
-        self._gate_call = policy.gate.call()
-        self._slot = policy.concurrency.take_slot()
+        self._gate_call = GateCall(policy.gate)
+        self._slot = Slot(policy.concurrency)
 
     @classmethod
     def for_method(
@@ -187,10 +182,10 @@ class _Admission:
     ) -> Callable[[Any, grpc.aio.ServicerContext], _Admission]:
         """A factory of admissions to `method`'s calls."""
         track = MethodMetrics(metrics.grpc_method_label(method))
-        undecodable = _UndecodableAnswer(method)
+        undecodable = UndecodableAnswer(method)
 
         def admission(request: Any, context: grpc.aio.ServicerContext) -> _Admission:
-            return cls(policy, track.call(context), undecodable, request)
+            return cls(policy, CallMetrics(track, context), undecodable, request)
 
         return admission
 
@@ -202,7 +197,7 @@ class _Admission:
             return self._policy.gate.refusal
         request = self._request
         if isinstance(request, Undecodable):
-            return self._undecodable.status(request)
+            return self._undecodable(request)
         if not self._slot.__enter__():
             return self._policy._busy
         try:
@@ -221,32 +216,6 @@ def _end_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
     if isinstance(exc, grpc.aio.AbortError):
         raise exc
     end_call(context, status_for(exc))
-
-
-class _UndecodableAnswer:
-    """The status and the throttled log line for undecodable requests of one method."""
-
-    __slots__ = ("_method", "_status", "_throttle")
-
-    def __init__(self, method: str) -> None:
-        self._method = method
-        self._throttle = WarningThrottle()
-        self._status = rich_status(
-            grpc.StatusCode.INVALID_ARGUMENT, invalid_message(_request_type(method))
-        )
-
-    def status(self, request: Undecodable) -> grpc.Status:
-        self._throttle.warn(self._method, request.reason)
-        return self._status
-
-
-def _request_type(method: str) -> str:
-    """`hapi.v1.AnalyzeIncidentRequest` for `/hapi.v1.IncidentAnalysisService/AnalyzeIncident`."""
-    try:
-        found = descriptor_pool.Default().FindMethodByName(method.strip("/").replace("/", "."))
-    except KeyError:
-        return "hapi.v1 request"
-    return str(found.input_type.full_name)
 
 
 _EVALUATING = re.compile(r"error evaluating ([\w.\-]+)")

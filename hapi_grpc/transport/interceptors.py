@@ -116,11 +116,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 if refusal is not None:
                     end_call(context, refusal)
                     return None
-                try:
-                    return await behavior(request, context)
-                except Exception as exc:
-                    _end_for(context, exc)
-                    return None
+                return await behavior(request, context)
 
         return guarded
 
@@ -132,11 +128,8 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 if refusal is not None:
                     end_call(context, refusal)
                     return
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                except Exception as exc:
-                    _end_for(context, exc)
+                async for response in behavior(request, context):
+                    yield response
 
         return guarded
 
@@ -156,21 +149,24 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
 
 
 class _Admission:
-    """Steps 1 to 5 for one call, held for the whole call: its metrics, a pass
-    through the shutdown gate and a concurrency slot. The `with` block
-    receives the status to refuse the call with, or None to serve it."""
+    """Steps 1 to 6 for one call, held for the whole call: its metrics, a pass
+    through the shutdown gate and a concurrency slot, the request's checks,
+    and the status an error maps to. The `with` block receives the status to
+    refuse the call with, or None to serve it."""
 
-    __slots__ = ("_call", "_gate_call", "_policy", "_request", "_slot", "_undecodable")
+    __slots__ = ("_call", "_context", "_gate_call", "_policy", "_request", "_slot", "_undecodable")
 
     def __init__(
         self,
         policy: ServicePolicyInterceptor,
-        call: CallMetrics,
+        track: MethodMetrics,
         undecodable: UndecodableAnswer,
         request: Any,
+        context: grpc.aio.ServicerContext,
     ) -> None:
         self._policy = policy
-        self._call = call
+        self._call = CallMetrics(track, context)
+        self._context = context
         self._undecodable = undecodable
         self._request = request
         self._gate_call = GateCall(policy.gate)
@@ -185,7 +181,7 @@ class _Admission:
         undecodable = UndecodableAnswer(method)
 
         def admission(request: Any, context: grpc.aio.ServicerContext) -> _Admission:
-            return cls(policy, CallMetrics(track, context), undecodable, request)
+            return cls(policy, track, undecodable, request, context)
 
         return admission
 
@@ -205,17 +201,18 @@ class _Admission:
         except Exception as exc:
             return status_for(exc)
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        # Step 6: an error ends the call with the status it maps to (an abort
+        # stands), set before the call's metrics read it; then the call ends
+        # as one that returned.
+        if isinstance(exc, Exception) and not isinstance(exc, grpc.aio.AbortError):
+            end_call(self._context, status_for(exc))
+            self.__exit__(None, None, None)
+            return True
         self._slot.__exit__(exc_type, exc, tb)  # releases only a slot it took
         self._gate_call.__exit__(exc_type, exc, tb)
         self._call.__exit__(exc_type, exc, tb)
-
-
-def _end_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    """Step 6: end the call with the status `exc` maps to (an abort stands)."""
-    if isinstance(exc, grpc.aio.AbortError):
-        raise exc
-    end_call(context, status_for(exc))
+        return False
 
 
 _EVALUATING = re.compile(r"error evaluating ([\w.\-]+)")

@@ -92,10 +92,8 @@ class HapiClient:
         timeout: float = DEFAULT_TIMEOUT,
         credentials: grpc.ChannelCredentials | None = None,
         token: str | None = None,
-        validate_locally: bool = True,
     ) -> None:
         self.timeout = timeout
-        self.validate_locally = validate_locally
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         if credentials is not None:
             self._channel = grpc.aio.secure_channel(address, credentials)
@@ -120,8 +118,7 @@ class HapiClient:
     async def analyze(
         self, request: service_pb2.AnalyzeIncidentRequest, *, timeout: float | None = None
     ) -> service_pb2.AnalyzeIncidentResponse:
-        if self.validate_locally:
-            check_request(request)
+        check_request(request)
         return await self.stub.AnalyzeIncident(
             request, timeout=timeout or self.timeout, metadata=self._metadata
         )
@@ -130,8 +127,7 @@ class HapiClient:
         self, request: service_pb2.AnalyzeIncidentRequest, *, timeout: float | None = None
     ) -> AsyncIterator[service_pb2.AnalyzeIncidentStreamResponse]:
         stream_request = service_pb2.AnalyzeIncidentStreamRequest(incident=request.incident)
-        if self.validate_locally:
-            check_request(stream_request)
+        check_request(stream_request)
         call = self.stub.AnalyzeIncidentStream(
             stream_request, timeout=timeout or self.timeout, metadata=self._metadata
         )
@@ -147,8 +143,7 @@ class HapiClient:
     ) -> validation_pb2.ValidateWorkflowParametersResponse:
         request = validation_pb2.ValidateWorkflowParametersRequest(workflow_id=workflow_id)
         request.parameters.update(dict(parameters))
-        if self.validate_locally:
-            check_request(request)
+        check_request(request)
         return await self.stub.ValidateWorkflowParameters(
             request, timeout=30.0 if timeout is None else timeout, metadata=self._metadata
         )

@@ -17,21 +17,13 @@ EXIT_USAGE = 2
 EXIT_RPC_ERROR = 1
 
 
-def _credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
-    if not args.tls_ca:
-        return None
-    from hapi_grpc.security.tls import channel_credentials
-
-    return channel_credentials(args.tls_ca, args.tls_cert, args.tls_key)
-
-
 def _client(args: argparse.Namespace) -> Any:
     from hapi_grpc.client import HapiClient
+    from hapi_grpc.security.tls import channel_credentials
 
+    tls = channel_credentials(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
     token = Path(args.token_file).read_text(encoding="utf-8").strip() if args.token_file else None
-    return HapiClient(
-        args.address, credentials=_credentials(args), token=token, timeout=args.timeout
-    )
+    return HapiClient(args.address, credentials=tls, token=token, timeout=args.timeout)
 
 
 def analyze(args: argparse.Namespace) -> int:

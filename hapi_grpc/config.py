@@ -175,8 +175,6 @@ class ServiceSettings(
 ):
     """The service's own settings, every group of them; `Settings` adds the toolsets'."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_by_name=True)
-
     def engine_settings(self) -> EngineSettings:
         """The investigation engine's bounds, from these settings."""
         return EngineSettings(

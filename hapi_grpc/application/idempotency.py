@@ -118,11 +118,6 @@ class Flight(Generic[E]):
     task: asyncio.Task[FlightResult] | None = None
     message: Any = None  # `Finished.message` until a caller takes it
 
-    def take_message(self) -> Any:
-        """The finished result's message for one caller (None for the next ones)."""
-        message, self.message = self.message, None
-        return message
-
     async def publish(self, event: E) -> None:
         # Joiners replay `events`; their number is bounded by the engine's caps.
         self.events.append(event)
@@ -146,14 +141,11 @@ class IdempotencyCoordinator(Generic[E]):
         lock_ttl: float = 15.0,
         poll_interval: float = 0.2,
         clock: Callable[[], float] = time.time,
-        error_log_every: int = 100,
     ) -> None:
         if result_ttl < 0 or lock_ttl <= 0 or poll_interval <= 0:
             raise ValueError("result_ttl must be >= 0, lock_ttl and poll_interval > 0")
         self._owned = store
-        self._store = (
-            TolerantStore(store, error_log_every) if store is not None and result_ttl > 0 else None
-        )
+        self._store = TolerantStore(store) if store is not None and result_ttl > 0 else None
         self._result_ttl = result_ttl
         self._lock_ttl = lock_ttl
         self._poll = poll_interval
@@ -250,12 +242,13 @@ class IdempotencyCoordinator(Generic[E]):
                     del self._flights[remediation_id]
                 flight.task.cancel()
         reused = "joined" if joined else ended.origin
+        message, flight.message = flight.message, None  # for one caller, None for the next
         return Outcome(
             ended.payload,
             ended.completed_at,
             reused,
             live=ended.origin is None,
-            message=flight.take_message(),
+            message=message,
         )
 
     def _landed(self, remediation_id: str, flight: Flight[E], task: asyncio.Task[Any]) -> None:
@@ -283,10 +276,8 @@ class IdempotencyCoordinator(Generic[E]):
             flight.message = finished.message
             completed_at = self._clock()
             if finished.keep and self._store is not None:
-                await self._save(
-                    remediation_id,
-                    StoredResult(flight.fingerprint(), completed_at, finished.payload),
-                )
+                kept = StoredResult(flight.fingerprint(), completed_at, finished.payload)
+                await self._store.save(remediation_id, kept, self._result_ttl)
             return FlightResult(finished.payload, completed_at, None)
         finally:
             if token is not None:
@@ -367,7 +358,3 @@ class IdempotencyCoordinator(Generic[E]):
 
     async def _lookup(self, remediation_id: str) -> StoredResult | None:
         return None if self._store is None else await self._store.lookup(remediation_id)
-
-    async def _save(self, remediation_id: str, result: StoredResult) -> None:
-        assert self._store is not None
-        await self._store.save(remediation_id, result, self._result_ttl)

@@ -91,15 +91,18 @@ class LockToken:
         return cls(lead, fingerprint)
 
 
+ERROR_LOG_EVERY = 100
+"""A failing store is logged once in this many failures."""
+
+
 class TolerantStore:
-    """`store` with every failure logged (one line in `error_log_every`) and
+    """`store` with every failure logged (one line in `ERROR_LOG_EVERY`) and
     answered as if nothing were kept and no lock held."""
 
-    __slots__ = ("_error_log_every", "_errors", "store")
+    __slots__ = ("_errors", "store")
 
-    def __init__(self, store: ResultStore, error_log_every: int = 100) -> None:
+    def __init__(self, store: ResultStore) -> None:
         self.store = store
-        self._error_log_every = max(1, error_log_every)
         self._errors = 0
 
     async def lookup(self, remediation_id: str) -> StoredResult | None:
@@ -140,7 +143,7 @@ class TolerantStore:
 
     def _degraded(self, op: str, exc: Exception) -> None:
         self._errors += 1
-        if self._errors % self._error_log_every == 1 or self._error_log_every == 1:
+        if self._errors % ERROR_LOG_EVERY == 1:
             text = str(exc).replace("\n", " ")[:200]
             log.warning(
                 "analysis result store %s failed, running without it: %s: %s "

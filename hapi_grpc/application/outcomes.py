@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+from typing import TypeVar
 
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowCatalog
@@ -36,6 +37,8 @@ OUTCOME_WORKFLOW_LABELS = 200  # distinct workflow label values, then "other"
 DECISION_WAIT_SECONDS = 0.05  # the longest a result waits for its decision to be kept
 ACTION_TYPE_SECONDS = 0.5  # the longest a catalog lookup of a workflow's action type takes
 
+_Kept = TypeVar("_Kept", Decision, OutcomeReport)
+
 _RESULT = {Outcome.SUCCESS: "succeeded", Outcome.FAILED: "failed", Outcome.ESCALATED: "declined"}
 
 
@@ -47,15 +50,16 @@ def confidence_bucket(confidence: float) -> str:
     return f"{lower:.1f}-{upper:.1f}"
 
 
-async def action_type_of(catalog: WorkflowCatalog | None, workflow_id: str | None) -> str:
-    """The catalog's action type of `workflow_id`; "" when there is none, or the
-    catalog does not answer within `ACTION_TYPE_SECONDS` (never an error: the
-    history then matches that remediation by workflow id only)."""
+async def with_action_type(catalog: WorkflowCatalog | None, item: _Kept) -> _Kept:
+    """`item` with the catalog's action type of its workflow; unchanged when there
+    is none, or the catalog does not answer within `ACTION_TYPE_SECONDS` (never an
+    error: the history then matches that remediation by workflow id only)."""
+    workflow_id = item.workflow_id
     if catalog is None or not workflow_id:
-        return ""
+        return item
     try:
         async with asyncio.timeout(request_timeout(ACTION_TYPE_SECONDS)):
-            return (await catalog.get_schema(workflow_id)).action_type
+            action_type = (await catalog.get_schema(workflow_id)).action_type
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # unknown id, catalog down, no budget left: unknown
@@ -63,7 +67,8 @@ async def action_type_of(catalog: WorkflowCatalog | None, workflow_id: str | Non
             "action type of a workflow not known",
             extra={"workflow_id": workflow_id[:128], "error": type(exc).__name__},
         )
-        return ""
+        return item
+    return dataclasses.replace(item, action_type=action_type) if action_type else item
 
 
 class OutcomeService:
@@ -84,9 +89,7 @@ class OutcomeService:
         cannot record it.
         """
         with budget_scope(budget):
-            action_type = await action_type_of(self._catalog, report.workflow_id)
-            if action_type:
-                report = dataclasses.replace(report, action_type=action_type)
+            report = await with_action_type(self._catalog, report)
             ack = await self.history.record_outcome(report)
         if not ack.already_recorded:  # a retry is counted once
             self._count(report, ack)
@@ -114,9 +117,7 @@ class OutcomeService:
 
     async def _keep(self, decision: Decision) -> None:
         try:
-            action_type = await action_type_of(self._catalog, decision.workflow_id)
-            if action_type:
-                decision = dataclasses.replace(decision, action_type=action_type)
+            decision = await with_action_type(self._catalog, decision)
             await self.history.record_decision(decision)
         except Exception as exc:  # best effort: logged, never raised
             log.warning(
@@ -151,11 +152,10 @@ def decision_of(
     result: r.AnalysisResult,
     now: float,
     caller: Caller,
-    action_type: str = "",
 ) -> Decision:
-    """What the history keeps of a decision returned to `caller` (`action_type`:
-    the selected workflow's). It is kept under the answer's target only where the
-    caller may read it, else under the incident's own: never in another tenant's."""
+    """What the history keeps of a decision returned to `caller`. It is kept under
+    the answer's target only where the caller may read it, else under the
+    incident's own: never in another tenant's."""
     target = result.target_resource
     if target is None or not (target.kind and target.name) or not caller.reads(target.namespace):
         signal = incident.signal
@@ -173,5 +173,4 @@ def decision_of(
         decided_at=now,
         recovery_attempt=incident.recovery.attempt_number if incident.recovery else 0,
         caller=caller.name,
-        action_type=action_type if selected else "",
     )

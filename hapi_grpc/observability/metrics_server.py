@@ -23,20 +23,16 @@ async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok\n")
 
 
-def metrics_app() -> web.Application:
-    app = web.Application()
-    app.router.add_get("/metrics", _metrics)
-    app.router.add_get("/healthz", _healthz)
-    return app
-
-
 async def start_metrics_server(host: str, port: int) -> tuple[web.AppRunner, int]:
     """Serve `/metrics` and `/healthz` on host:port; port 0 picks a free port.
 
     Returns the runner (stop it with `await runner.cleanup()`) and the bound port.
     """
+    app = web.Application()
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/healthz", _healthz)
     # No access log: a scrape every few seconds would drown the service's own logs.
-    runner = web.AppRunner(metrics_app(), access_log=None)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

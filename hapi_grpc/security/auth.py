@@ -5,6 +5,7 @@ Design notes: docs/internals.md (`security/auth.py`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -129,13 +130,13 @@ def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | No
 
 # Less than this left of the caller's deadline: a check that gave up gave up
 # because the deadline was spent.
-_SPENT_SECONDS = 0.05
+SPENT_SECONDS = 0.05
 
 
 def unavailable(context: grpc.aio.ServicerContext, message: str) -> Refusal:
     """UNAVAILABLE, or DEADLINE_EXCEEDED when the caller's own deadline ran out."""
     left = context.time_remaining()
-    if left is not None and left < _SPENT_SECONDS:
+    if left is not None and left < SPENT_SECONDS:
         return Refusal(grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline ran out")
     return Refusal(grpc.StatusCode.UNAVAILABLE, message)
 
@@ -144,8 +145,7 @@ def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-# Handlers are registered once per server; the memo is cleared if it ever
-# holds more, so it never grows.
+# Handlers are registered once per server; the memo keeps the last this many.
 _MAX_WRAPPED = 64
 
 
@@ -167,7 +167,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     ) -> None:
         self._authenticator = authenticator
         self._allowed = frozenset(allowed_callers) if allowed_callers is not None else None
-        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
+        self._wrapped = functools.lru_cache(maxsize=_MAX_WRAPPED)(self._wrap)
 
     async def intercept_service(
         self,
@@ -178,13 +178,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or method.startswith(EXEMPT_PREFIXES):
             return handler  # an unknown method stays UNIMPLEMENTED
-        key = (method, id(handler))
-        wrapped = self._wrapped.get(key)
-        if wrapped is None:
-            if len(self._wrapped) > _MAX_WRAPPED:
-                self._wrapped.clear()
-            wrapped = self._wrapped[key] = self._wrap(handler)
-        return wrapped
+        return self._wrapped(handler)
 
     async def close(self) -> None:
         close = getattr(self._authenticator, "close", None)
@@ -196,19 +190,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         token = bearer_token(context.invocation_metadata())
         if token is None:
             return Refusal(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN_MESSAGE)
-        not_now = False
         try:
             with budget_scope(Budget.from_timeout(context.time_remaining())):
                 verdict = await self._authenticator.authenticate(token, context.peer() or "")
         except AuthenticationUnavailable:
-            verdict, not_now = None, True
+            return unavailable(context, UNAVAILABLE_MESSAGE)
         except Exception as exc:  # fail closed; the message could quote the token
             log.warning(
                 "authenticator failed; refusing the call", extra={"error_type": type(exc).__name__}
             )
             verdict = None
-        if not_now:
-            return unavailable(context, UNAVAILABLE_MESSAGE)
         if not verdict:
             return Refusal(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN_MESSAGE)
         identity = verdict if isinstance(verdict, Identity) else Identity("authenticated")

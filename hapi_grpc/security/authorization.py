@@ -19,18 +19,13 @@ from hapi_grpc.domain.errors import (
     PermissionDeniedError,
 )
 from hapi_grpc.domain.tenancy import Caller, Exposure
-from hapi_grpc.security.auth import Identity
+from hapi_grpc.security.auth import SPENT_SECONDS, Identity
 from hapi_grpc.security.review_admission import ReviewCache
 from hapi_grpc.security.token_review import ReviewClient
 
 log = logging.getLogger(__name__)
 
 SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
-
-
-# Less than this left of the caller's deadline: a check that gave up gave up
-# because the deadline was spent.
-_SPENT_SECONDS = 0.05
 
 
 class AuthorizationUnavailable(Exception):
@@ -254,7 +249,7 @@ class CallerPolicy:
             with budget_scope(budget):
                 allowed = await authorizer.allowed(identity, namespace)
         except AuthorizationUnavailable as exc:
-            if budget.remaining() < _SPENT_SECONDS:
+            if budget.remaining() < SPENT_SECONDS:
                 raise BudgetExhaustedError("the caller's deadline ran out") from None
             raise AuthorizationUnavailableError(f"{exc}; retry later") from None
         if not allowed:

@@ -38,7 +38,6 @@ class ReviewClient:
     deadline."""
 
     def __init__(self, url: str, ca_file: str | None, sa_token_file: str, timeout: float) -> None:
-        self.url = url
         base = URL(url)
         self._path = base.raw_path
         self._http = HttpClient(

@@ -12,6 +12,7 @@ Design notes: docs/internals.md (`transport/admission.py`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any
 
@@ -44,11 +45,6 @@ class ShutdownGate:
         """From now on every call entering the gate is to be refused."""
         self.closed = True
 
-    def call(self) -> _GateCall:
-        """Counts one call while the `with` block runs; the block receives
-        False when the call must be refused with `refusal`."""
-        return _GateCall(self)
-
     async def wait_until_idle(self, deadline: float) -> bool:
         """Wait until no call is in flight and none arrived for `QUIET_POLLS`
         polls, or until `deadline` (a `time.monotonic()` value). True if idle."""
@@ -65,7 +61,10 @@ class ShutdownGate:
             await asyncio.sleep(min(POLL_SECONDS, remaining))
 
 
-class _GateCall:
+class GateCall:
+    """Counts one call through `gate` while the `with` block runs; the block
+    receives False when the call must be refused with the gate's `refusal`."""
+
     __slots__ = ("_gate",)
 
     def __init__(self, gate: ShutdownGate) -> None:
@@ -93,14 +92,12 @@ class ConcurrencyLimit:
         self.limit = limit
         self.in_flight = 0
 
-    def take_slot(self) -> _Slot:
-        """A slot for the duration of a `with` block, released however it
-        ends (refusal, exception, cancellation, a stream closed early);
-        the block receives False when the cap is reached."""
-        return _Slot(self)
 
+class Slot:
+    """A slot of `limit` for the duration of a `with` block, released however
+    it ends (refusal, exception, cancellation, a stream closed early); the
+    block receives False when the cap is reached."""
 
-class _Slot:
     __slots__ = ("_held", "_limit")
 
     def __init__(self, limit: ConcurrencyLimit) -> None:
@@ -134,14 +131,10 @@ class _InFlight:
         self.count = 0
 
 
-_IN_FLIGHT: dict[str, _InFlight] = {}
-
-
+@functools.cache  # one per method label, shared by every server
 def _in_flight(label: str) -> _InFlight:
-    cell = _IN_FLIGHT.get(label)
-    if cell is None:
-        cell = _IN_FLIGHT[label] = _InFlight()
-        metrics.GRPC_IN_FLIGHT.labels(method=label).set_function(lambda: cell.count)
+    cell = _InFlight()
+    metrics.GRPC_IN_FLIGHT.labels(method=label).set_function(lambda: cell.count)
     return cell
 
 
@@ -158,12 +151,11 @@ class MethodMetrics:
         self.latency = metrics.GRPC_LATENCY.labels(method=label)
         self.handled: dict[grpc.StatusCode, Any] = {}
 
-    def call(self, context: grpc.aio.ServicerContext) -> CallMetrics:
-        """Counts one call while the block runs; its outcome sets the final code."""
-        return CallMetrics(self, context)
-
 
 class CallMetrics:
+    """Counts one call of `track`'s method while the block runs; its outcome
+    sets the final code."""
+
     __slots__ = ("_context", "_started", "_track")
 
     def __init__(self, track: MethodMetrics, context: grpc.aio.ServicerContext) -> None:

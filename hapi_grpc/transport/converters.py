@@ -7,10 +7,9 @@ domain, convert out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from google.protobuf import json_format, struct_pb2, timestamp_pb2
+from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message
 
 from hapi.v1 import analysis_pb2, common_pb2, incident_pb2, tools_pb2, validation_pb2
@@ -19,7 +18,11 @@ from hapi_grpc.domain import result as r
 from hapi_grpc.domain.catalog import WorkflowSchema
 from hapi_grpc.domain.levels import RiskLevel, Severity
 from hapi_grpc.domain.parameters import ParameterIssue, ValidationOutcome
-from hapi_grpc.transport.recovery_converters import SEVERITY_TO_DOMAIN, invalid, recovery_from_proto
+from hapi_grpc.transport.recovery_converters import (
+    SEVERITY_TO_DOMAIN,
+    recovery_from_proto,
+    timestamp,
+)
 from hapi_grpc.transport.tool_arguments import json_safe, typed_arguments, typed_tool
 
 # The domain's levels and the proto enums, both ways; UNSPECIFIED is None.
@@ -59,13 +62,13 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
         error_details=d.ErrorDetails(
             error_message=err.error_message,
             description=err.description,
-            firing_time=_time(err, "firing_time", "incident.error_details"),
-            received_time=_time(err, "received_time", "incident.error_details"),
+            firing_time=timestamp(err, "firing_time", "incident.error_details"),
+            received_time=timestamp(err, "received_time", "incident.error_details"),
         ),
         deduplication=d.DeduplicationContext(
             is_duplicate=dedup.is_duplicate,
-            first_seen=_time(dedup, "first_seen", "incident.deduplication"),
-            last_seen=_time(dedup, "last_seen", "incident.deduplication"),
+            first_seen=timestamp(dedup, "first_seen", "incident.deduplication"),
+            last_seen=timestamp(dedup, "last_seen", "incident.deduplication"),
             occurrence_count=dedup.occurrence_count,
             previous_remediation_ref=dedup.previous_remediation_ref,
         ),
@@ -97,20 +100,6 @@ def incident_from_proto(msg: incident_pb2.Incident) -> d.Incident:
         ),
         recovery=recovery_from_proto(msg),
     )
-
-
-def _time(msg: Any, field: str, parent: str) -> datetime | None:
-    """The timestamp as a datetime. The proto's rules refuse out-of-range values
-    before this runs; should one get here anyway, it is still the caller's
-    mistake, never a crash."""
-    if not msg.HasField(field):
-        return None
-    ts: timestamp_pb2.Timestamp = getattr(msg, field)
-    try:
-        return ts.ToDatetime(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError):
-        description = "must be a valid timestamp (years 0001 to 9999, nanos in [0, 999999999])"
-        raise invalid(f"{parent}.{field}", description, "timestamp.valid") from None
 
 
 def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from typing import Any
 
 import grpc
 import protovalidate
-from google.protobuf import descriptor_pool
 from google.protobuf.message import Message
 
 from hapi_grpc.domain.errors import FieldViolation
@@ -22,13 +21,14 @@ from hapi_grpc.observability import metrics
 from hapi_grpc.transport.admission import (
     CallMetrics,
     ConcurrencyLimit,
+    GateCall,
     MethodMetrics,
     ShutdownGate,
+    Slot,
 )
 from hapi_grpc.transport.request_limits import (
     Undecodable,
-    WarningThrottle,
-    invalid_message,
+    UndecodableAnswer,
     rule_path,
     structural_violations,
     tolerant_deserializer,
@@ -57,7 +57,8 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
     validation and error mapping to unary-unary and unary-stream hapi.v1 methods.
 
     The wrapped handler is built once per (method, handler) and reused:
-    rebuilding handlers on every call is measurable overhead.
+    rebuilding handlers on every call is measurable overhead. Handlers are
+    registered once, so the memo of the last 64 never grows.
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         self.concurrency = ConcurrencyLimit(max_concurrent_rpcs)
         self.gate = gate if gate is not None else ShutdownGate()
         self._validator = validator or _default_validator()
-        self._wrapped: dict[tuple[str, int], grpc.RpcMethodHandler] = {}
+        self._wrapped = functools.lru_cache(maxsize=64)(self._wrap)
         self._busy = rich_status(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"server is at its limit of {max_concurrent_rpcs} concurrent requests;"
@@ -87,13 +88,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or not method.startswith(SERVICE_PREFIX):
             return handler
-        key = (method, id(handler))
-        wrapped = self._wrapped.get(key)
-        if wrapped is None:
-            if len(self._wrapped) > 64:  # handlers are registered once; never grow
-                self._wrapped.clear()
-            wrapped = self._wrapped[key] = self._wrap(method, handler)
-        return wrapped
+        return self._wrapped(method, handler)
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         # Undecodable bytes reach the handler as an `Undecodable` value, so
@@ -121,11 +116,7 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 if refusal is not None:
                     end_call(context, refusal)
                     return None
-                try:
-                    return await behavior(request, context)
-                except Exception as exc:
-                    _end_for(context, exc)
-                    return None
+                return await behavior(request, context)
 
         return guarded
 
@@ -137,11 +128,8 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
                 if refusal is not None:
                     end_call(context, refusal)
                     return
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                except Exception as exc:
-                    _end_for(context, exc)
+                async for response in behavior(request, context):
+                    yield response
 
         return guarded
 
@@ -161,25 +149,28 @@ class ServicePolicyInterceptor(grpc.aio.ServerInterceptor):
 
 
 class _Admission:
-    """Steps 1 to 5 for one call, held for the whole call: its metrics, a pass
-    through the shutdown gate and a concurrency slot. The `with` block
-    receives the status to refuse the call with, or None to serve it."""
+    """Steps 1 to 6 for one call, held for the whole call: its metrics, a pass
+    through the shutdown gate and a concurrency slot, the request's checks,
+    and the status an error maps to. The `with` block receives the status to
+    refuse the call with, or None to serve it."""
 
-    __slots__ = ("_call", "_gate_call", "_policy", "_request", "_slot", "_undecodable")
+    __slots__ = ("_call", "_context", "_gate_call", "_policy", "_request", "_slot", "_undecodable")
 
     def __init__(
         self,
         policy: ServicePolicyInterceptor,
-        call: CallMetrics,
-        undecodable: _UndecodableAnswer,
+        track: MethodMetrics,
+        undecodable: UndecodableAnswer,
         request: Any,
+        context: grpc.aio.ServicerContext,
     ) -> None:
         self._policy = policy
-        self._call = call
+        self._call = CallMetrics(track, context)
+        self._context = context
         self._undecodable = undecodable
         self._request = request
-        self._gate_call = policy.gate.call()
-        self._slot = policy.concurrency.take_slot()
+        self._gate_call = GateCall(policy.gate)
+        self._slot = Slot(policy.concurrency)
 
     @classmethod
     def for_method(
@@ -187,10 +178,10 @@ class _Admission:
     ) -> Callable[[Any, grpc.aio.ServicerContext], _Admission]:
         """A factory of admissions to `method`'s calls."""
         track = MethodMetrics(metrics.grpc_method_label(method))
-        undecodable = _UndecodableAnswer(method)
+        undecodable = UndecodableAnswer(method)
 
         def admission(request: Any, context: grpc.aio.ServicerContext) -> _Admission:
-            return cls(policy, track.call(context), undecodable, request)
+            return cls(policy, track, undecodable, request, context)
 
         return admission
 
@@ -202,7 +193,7 @@ class _Admission:
             return self._policy.gate.refusal
         request = self._request
         if isinstance(request, Undecodable):
-            return self._undecodable.status(request)
+            return self._undecodable(request)
         if not self._slot.__enter__():
             return self._policy._busy
         try:
@@ -210,43 +201,18 @@ class _Admission:
         except Exception as exc:
             return status_for(exc)
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        # Step 6: an error ends the call with the status it maps to (an abort
+        # stands), set before the call's metrics read it; then the call ends
+        # as one that returned.
+        if isinstance(exc, Exception) and not isinstance(exc, grpc.aio.AbortError):
+            end_call(self._context, status_for(exc))
+            self.__exit__(None, None, None)
+            return True
         self._slot.__exit__(exc_type, exc, tb)  # releases only a slot it took
         self._gate_call.__exit__(exc_type, exc, tb)
         self._call.__exit__(exc_type, exc, tb)
-
-
-def _end_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    """Step 6: end the call with the status `exc` maps to (an abort stands)."""
-    if isinstance(exc, grpc.aio.AbortError):
-        raise exc
-    end_call(context, status_for(exc))
-
-
-class _UndecodableAnswer:
-    """The status and the throttled log line for undecodable requests of one method."""
-
-    __slots__ = ("_method", "_status", "_throttle")
-
-    def __init__(self, method: str) -> None:
-        self._method = method
-        self._throttle = WarningThrottle()
-        self._status = rich_status(
-            grpc.StatusCode.INVALID_ARGUMENT, invalid_message(_request_type(method))
-        )
-
-    def status(self, request: Undecodable) -> grpc.Status:
-        self._throttle.warn(self._method, request.reason)
-        return self._status
-
-
-def _request_type(method: str) -> str:
-    """`hapi.v1.AnalyzeIncidentRequest` for `/hapi.v1.IncidentAnalysisService/AnalyzeIncident`."""
-    try:
-        found = descriptor_pool.Default().FindMethodByName(method.strip("/").replace("/", "."))
-    except KeyError:
-        return "hapi.v1 request"
-    return str(found.input_type.full_name)
+        return False
 
 
 _EVALUATING = re.compile(r"error evaluating ([\w.\-]+)")

@@ -39,6 +39,7 @@ __all__ = [
     "invalid",
     "recovery_from_proto",
     "report_from_proto",
+    "timestamp",
 ]
 
 MAX_PARAMETER_VALUES = 256
@@ -161,16 +162,7 @@ def _value(value: struct_pb2.Value, budget: list[int], where: str, path: str) ->
 
 
 def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> ExecutionFailure:
-    failed_at: datetime | None = None
-    if msg.HasField("failed_at"):
-        try:
-            failed_at = msg.failed_at.ToDatetime(tzinfo=UTC)
-        except (ValueError, OverflowError, OSError):
-            raise invalid(
-                f"{path}.failed_at",
-                "must be a valid timestamp (years 0001 to 9999)",
-                "timestamp.valid",
-            ) from None
+    failed_at = timestamp(msg, "failed_at", path, "must be a valid timestamp (years 0001 to 9999)")
     seconds: float | None = None
     if msg.HasField("execution_time"):
         try:
@@ -188,6 +180,23 @@ def execution_failure(msg: execution_pb2.ExecutionFailure, path: str) -> Executi
         failed_at=failed_at,
         execution_seconds=seconds,
     )
+
+
+def timestamp(
+    msg: Any,
+    field: str,
+    parent: str,
+    description: str = "must be a valid timestamp (years 0001 to 9999, nanos in [0, 999999999])",
+) -> datetime | None:
+    """`msg`'s timestamp `field` as a datetime, None when unset. The proto's rules
+    refuse out-of-range values before this runs; should one get here anyway, it
+    is still the caller's mistake, never a crash."""
+    if not msg.HasField(field):
+        return None
+    try:
+        return getattr(msg, field).ToDatetime(tzinfo=UTC)  # type: ignore[no-any-return]
+    except (ValueError, OverflowError, OSError):
+        raise invalid(f"{parent}.{field}", description, "timestamp.valid") from None
 
 
 def invalid(path: str, description: str, rule: str) -> InvalidRequestError:

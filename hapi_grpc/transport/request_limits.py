@@ -9,15 +9,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import grpc
 from buf.validate import validate_pb2
+from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from hapi_grpc.domain.errors import FieldViolation
 from hapi_grpc.domain.sensitive import clip
+from hapi_grpc.transport.status import rich_status
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +44,12 @@ class _Check:
     name: str
     action: int
     limit: int = 0
-    plan: _Plan | None = None  # for submessages: the checks of their fields
+    plan: list[_Check] | None = None  # for submessages: the checks of their fields
     each: int = 0  # for maps and lists: 0 (nothing inside), _MESSAGE or _JSON
     rule_id: str = ""
 
 
-@dataclass(slots=True)
-class _Plan:
-    checks: list[_Check] = field(default_factory=list)
-
-
-_PLANS: dict[str, _Plan] = {}
+_PLANS: dict[str, list[_Check]] = {}  # a message type's checks
 
 
 def structural_violations(message: Message) -> list[FieldViolation]:
@@ -88,9 +86,9 @@ def rule_path(descriptor: Any, rule_id: str) -> str | None:
 
 
 def _walk(
-    msg: Message, plan: _Plan, prefix: str, found: list[FieldViolation], budget: list[int]
+    msg: Message, plan: list[_Check], prefix: str, found: list[FieldViolation], budget: list[int]
 ) -> None:
-    for check in plan.checks:
+    for check in plan:
         action = check.action
         if action == _STRING or action == _BYTES:
             if len(getattr(msg, check.name)) > check.limit:
@@ -134,7 +132,7 @@ def _walk(
                 )
         elif action == _JSON:
             _spend_json(getattr(msg, check.name), prefix + check.name, found, budget)
-        elif check.plan is not None and check.plan.checks:
+        elif check.plan:
             _walk(getattr(msg, check.name), check.plan, f"{prefix}{check.name}.", found, budget)
 
 
@@ -179,11 +177,11 @@ def _spend_json(value: Message, path: str, found: list[FieldViolation], budget: 
 _NESTED = frozenset({"list_value", "struct_value"})
 
 
-def _plan(desc: Any) -> _Plan:
+def _plan(desc: Any) -> list[_Check]:
     plan = _PLANS.get(desc.full_name)
     if plan is None:
-        plan = _PLANS[desc.full_name] = _Plan()  # registered first: types may recurse
-        plan.checks.extend(c for fd in desc.fields if (c := _check(fd)) is not None)
+        plan = _PLANS[desc.full_name] = []  # registered first: types may recurse
+        plan.extend(c for fd in desc.fields if (c := _check(fd)) is not None)
     return plan
 
 
@@ -198,7 +196,7 @@ def _check(fd: FieldDescriptor) -> _Check | None:
         if not limit and not each:
             return None
         return _Check(fd.name, _SIZE_MAP, limit, plan, each, "map.max_pairs")
-    if _is_repeated(fd):
+    if fd.is_repeated:
         has = kind == "repeated" and rules.repeated.HasField("max_items")
         limit = rules.repeated.max_items if has else 0
         each, plan = _inside(fd)
@@ -228,22 +226,14 @@ def _check(fd: FieldDescriptor) -> _Check | None:
     return _Check(fd.name, _MESSAGE, plan=plan)
 
 
-def _inside(fd: FieldDescriptor) -> tuple[int, _Plan | None]:
+def _inside(fd: FieldDescriptor) -> tuple[int, list[_Check] | None]:
     """What to look at inside each element of a map value or list item."""
     if fd.message_type is None:
         return 0, None
     if fd.message_type.full_name in _JSON_TYPES:
         return _JSON, None
     plan = _plan(fd.message_type)
-    return (_MESSAGE, plan) if plan.checks else (0, None)
-
-
-def _is_repeated(fd: FieldDescriptor) -> bool:
-    # `is_repeated` is the current spelling; `label` is deprecated in newer protobuf.
-    repeated = getattr(fd, "is_repeated", None)
-    if repeated is not None:
-        return bool(repeated)
-    return fd.label == FieldDescriptor.LABEL_REPEATED  # type: ignore[attr-defined,unused-ignore]
+    return (_MESSAGE, plan) if plan else (0, None)
 
 
 def _field_rules(fd: FieldDescriptor) -> Any:
@@ -281,29 +271,44 @@ def tolerant_deserializer(
     return deserialize
 
 
-def invalid_message(message_name: str) -> str:
-    """The fixed text the caller receives."""
-    return f"request is not a valid {message_name} message"
+class UndecodableAnswer:
+    """The status undecodable requests of one method get (fixed text), and a
+    log line about them at most every `LOG_INTERVAL_SECONDS`, counting the
+    ones it held back."""
 
+    __slots__ = ("_method", "_next", "_suppressed", "status")
 
-class WarningThrottle:
-    """At most one log line per `interval` seconds, counting the ones it held back."""
-
-    __slots__ = ("_interval", "_next", "_suppressed")
-
-    def __init__(self, interval: float = LOG_INTERVAL_SECONDS) -> None:
-        self._interval = interval
+    def __init__(self, method: str) -> None:
+        self._method = method
         self._next = 0.0
         self._suppressed = 0
+        self.status = rich_status(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"request is not a valid {_request_type(method)} message",
+        )
 
-    def warn(self, method: str, reason: str) -> None:
+    def __call__(self, request: Undecodable) -> grpc.Status:
         now = time.monotonic()
         if now < self._next:
             self._suppressed += 1
-            return
-        self._next = now + self._interval
+            return self.status
+        self._next = now + LOG_INTERVAL_SECONDS
         suppressed, self._suppressed = self._suppressed, 0
         log.warning(
             "undecodable request refused with INVALID_ARGUMENT",
-            extra={"method": method, "reason": reason, "suppressed_since_last": suppressed},
+            extra={
+                "method": self._method,
+                "reason": request.reason,
+                "suppressed_since_last": suppressed,
+            },
         )
+        return self.status
+
+
+def _request_type(method: str) -> str:
+    """`hapi.v1.AnalyzeIncidentRequest` for `/hapi.v1.IncidentAnalysisService/AnalyzeIncident`."""
+    try:
+        found = descriptor_pool.Default().FindMethodByName(method.strip("/").replace("/", "."))
+    except KeyError:
+        return "hapi.v1 request"
+    return str(found.input_type.full_name)

@@ -197,7 +197,7 @@ class HapiServer:
             extra={
                 "port": self.port,
                 "llm_provider": self.application.engine.llm_name,
-                "tls": self._tls,
+                "tls": bool(self.settings.tls_cert_file),
             },
         )
         if self.settings.auth_mode == "none" and not is_loopback(self.settings.grpc_host):
@@ -217,10 +217,6 @@ class HapiServer:
         # After enter_graceful_shutdown() this changes nothing: shutdown wins.
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         log.info("ready", extra={"service": SERVICE_NAME})
-
-    @property
-    def _tls(self) -> bool:
-        return bool(self.settings.tls_cert_file)
 
     def stop(self, grace: float | None = None) -> asyncio.Task[None]:
         """Begin a graceful shutdown (idempotent); await the task to wait for it."""
@@ -264,6 +260,3 @@ class HapiServer:
             *(close for close in (getattr(i, "close", None) for i in self._interceptors) if close),
         )
         log.info("server stopped")
-
-    async def wait_for_termination(self) -> None:
-        await self._server.wait_for_termination()

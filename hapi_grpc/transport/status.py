@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import grpc
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from hapi_grpc.domain import errors
@@ -51,7 +51,7 @@ def code_for(exc: BaseException) -> grpc.StatusCode:
 
 def rich_status(code: grpc.StatusCode, message: str, details: Iterable[object] = ()) -> grpc.Status:
     """A grpc.Status carrying google.rpc details in the trailing metadata."""
-    status = status_pb2.Status(code=_rpc_code(code), message=message)
+    status = status_pb2.Status(code=code.value[0], message=message)
     for detail in details:
         packed = any_pb2.Any()
         packed.Pack(detail)  # type: ignore[arg-type]
@@ -97,9 +97,3 @@ def retry_info(seconds: float) -> error_details_pb2.RetryInfo:
     info = error_details_pb2.RetryInfo()
     info.retry_delay.FromNanoseconds(int(max(seconds, 0.0) * 1e9))
     return info
-
-
-def _rpc_code(code: grpc.StatusCode) -> int:
-    value = code.value[0]
-    assert isinstance(value, int)
-    return value if code_pb2.Code.Name(value) else code_pb2.UNKNOWN

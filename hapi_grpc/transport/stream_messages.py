@@ -10,7 +10,7 @@ import json
 
 from google.protobuf.message import Message
 
-from hapi.v1 import analysis_pb2, tools_pb2
+from hapi.v1 import tools_pb2
 from hapi.v1.service_pb2 import AnalyzeIncidentStreamResponse as StreamResponse
 from hapi_grpc.domain import result as r
 from hapi_grpc.domain.tenancy import Exposure
@@ -54,14 +54,6 @@ def _summarize(call: tools_pb2.ToolCallRecord) -> None:
         call.result = withheld_note(len(call.result))
 
 
-def _limit_result(result: analysis_pb2.AnalysisResult, exposure: Exposure) -> None:
-    if exposure == "none":
-        del result.tool_calls[:]
-    elif exposure == "summary":
-        for call in result.tool_calls:
-            _summarize(call)
-
-
 class StreamMessages:
     """`MessageCodec[AnalyzeIncidentStreamResponse]`: a stream's messages, the result last."""
 
@@ -81,8 +73,11 @@ class StreamMessages:
         if exposure == "full":
             return message
         kind = message.WhichOneof("event")
-        if kind == "result":
-            _limit_result(message.result, exposure)
+        if kind == "result" and exposure == "none":
+            del message.result.tool_calls[:]
+        elif kind == "result":
+            for call in message.result.tool_calls:
+                _summarize(call)
         elif kind == "tool_call":
             if exposure == "none":
                 return None

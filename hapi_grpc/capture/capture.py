@@ -17,7 +17,6 @@ another directory, and an outcome reaches only its own tenant's case.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import logging
 import re
@@ -27,6 +26,7 @@ from typing import Any
 
 from hapi_grpc import __version__
 from hapi_grpc.capture import case_files
+from hapi_grpc.capture.decision_json import decision_json
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
 from hapi_grpc.capture.writer import COUNTS, CaseWriter, Outcome
@@ -38,6 +38,7 @@ from hapi_grpc.domain.deadline import detached_context
 from hapi_grpc.domain.history import OutcomeReport
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.tenancy import Caller, Tenant
+from hapi_grpc.toolsets.registry import prompt_template_hash
 
 __all__ = ["Capture", "case_name"]
 
@@ -47,10 +48,7 @@ MAX_WORKFLOWS = 20  # whole workflows fetched for a case's catalog
 WORKFLOW_SECONDS = 2.0  # the longest a case's catalog fetches (concurrent) may take
 FETCHED_SECONDS = 30.0  # a workflow fetched for a case serves the next cases that long
 _FETCHED_KEPT = 256
-# Of the decision kept in case.yaml: the tool calls' output is what the case's files
-# replay, and the turns and attempts are measurements of the run.
 _CATALOGS_KEPT = 64
-_NOT_KEPT = ("toolCalls", "llmTurns", "validationAttempts", "tokenUsage", "durationSeconds")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -71,6 +69,8 @@ class Capture:
         self._catalog = catalog
         self._provider = provider
         self._model = model
+        # Computed here, at startup: it renders the prompt with every toolset (imported).
+        self._prompt_hash = prompt_template_hash()
         self._pending: set[asyncio.Task[None]] = set()
         self._fetched: dict[str, tuple[float, Workflow]] = {}  # id -> (when, workflow)
         self._fetching: dict[str, asyncio.Future[Workflow]] = {}
@@ -222,8 +222,8 @@ class Capture:
             description += f" ({unnamed} computed series not captured)"
         # Redacted together (one pass over their texts when nothing is to be redacted),
         # and written in the text their redaction gave.
-        (decision, decision_json), (_, request), (description, _) = case_files.redacted_json(
-            self._decision(result), request_json(incident), description
+        (decision, decided), (_, request), (description, _) = case_files.redacted_json(
+            decision_json(result), request_json(incident), description
         )
         case = {
             "description": description,
@@ -239,7 +239,7 @@ class Capture:
             "alerts": case_files.alerts(recorder),
             "history": case_files.history(recorder, at),
         }
-        captured = f'{_json(self._provenance(incident, at))[:-1]},"decision":{decision_json}}}'
+        captured = f'{_json(self._provenance(incident, at))[:-1]},"decision":{decided}}}'
         line = (
             f'{{"name":{_json(name)},"at":{_json(at)},"case":{{"captured":{captured},'
             f'"request":{request},{_json(case)[1:]}}}'
@@ -247,19 +247,6 @@ class Capture:
         if workflows:  # replayed with the workflows this investigation was offered
             line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
         return (line + "\n").encode()
-
-    def _decision(self, result: r.AnalysisResult) -> dict[str, Any]:
-        """The decision as the service answered it (proto JSON), not yet redacted."""
-        from google.protobuf import json_format
-
-        from hapi_grpc.transport.converters import result_to_proto
-
-        # Converted without the tool calls (typed arguments are slow to convert).
-        bare = dataclasses.replace(result, tool_calls=[], validation_attempts=[])
-        decision = json_format.MessageToDict(result_to_proto(bare))
-        for bulky in _NOT_KEPT:  # what the case's own files replay, or only measure
-            decision.pop(bulky, None)
-        return decision
 
     def _provenance(self, incident: Incident, at: float) -> dict[str, Any]:
         """The `captured` block (`Provenance`, as written: the service's own output is
@@ -271,7 +258,7 @@ class Capture:
             "service_version": __version__,
             "provider": self._provider,
             "model": self._model,
-            "prompt_hash": _prompt_hash(),
+            "prompt_hash": self._prompt_hash,
         }
         return {k: v for k, v in captured.items() if v}
 
@@ -285,9 +272,6 @@ def _chosen(result: r.AnalysisResult, decision: dict[str, Any]) -> Decision:
     return Decision(selected["workflowId"], plain(selected.get("parameters") or {}))
 
 
-_PROMPT_HASH: list[str] = []
-
-
 def _same(kept: list[Workflow], workflows: list[Workflow]) -> bool:
     """The same workflows: the same objects (a catalog in memory), or equal ones."""
     if len(kept) == len(workflows) and all(a is b for a, b in zip(kept, workflows, strict=True)):
@@ -296,14 +280,6 @@ def _same(kept: list[Workflow], workflows: list[Workflow]) -> bool:
 
 
 _json = case_files.json_text
-
-
-def _prompt_hash() -> str:
-    if not _PROMPT_HASH:
-        from hapi_grpc.toolsets.registry import prompt_template_hash
-
-        _PROMPT_HASH.append(prompt_template_hash())
-    return _PROMPT_HASH[0]
 
 
 def _outcome_json(report: OutcomeReport) -> dict[str, Any]:

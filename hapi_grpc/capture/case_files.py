@@ -84,7 +84,11 @@ def redacted_json(*values: Any) -> list[tuple[Any, str]]:
 
 def json_text(value: Any) -> str:
     """`value` as compact JSON, as the segments hold it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
+
+
+# One encoder for every text of every case (`json.dumps` with options builds one a call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 # What `redact` gave the short texts of the cases written lately: a storm's cases

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hapi_grpc.adapters.kubernetes.reader import ResourceType
+from hapi_grpc.adapters.kubernetes.reader import ApiServerReader, ResourceType
+from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
+from hapi_grpc.toolsets.prometheus.client import PrometheusClient
 
 __all__ = ["CaseRecorder", "LogRead"]
 
@@ -48,10 +50,6 @@ class CaseRecorder:
     def reading(self, port: Any, allows_namespace: Callable[[str], bool] | None = None) -> Any:
         """`port` recording into this recorder what lies in a namespace `allows_namespace`
         allows (everything without it); a port it does not know is handed back."""
-        from hapi_grpc.adapters.kubernetes.reader import ApiServerReader
-        from hapi_grpc.toolsets.alertmanager.client import AlertmanagerClient
-        from hapi_grpc.toolsets.prometheus.client import PrometheusClient
-
         if isinstance(port, ApiServerReader):
             return _ClusterReads(port, self, allows_namespace)
         if isinstance(port, PrometheusClient):

@@ -79,59 +79,67 @@ def _recovery(recovery: RecoveryContext | None) -> dict[str, Any] | None:
     }
 
 
+def _set(**fields: Any) -> dict[str, Any]:
+    """`fields` without the unset ones (a flat message: `_pruned` for scalars)."""
+    return {key: value for key, value in fields.items() if value}
+
+
 def request_json(incident: Incident) -> dict[str, Any]:
-    """The AnalyzeIncidentRequest body for `incident`."""
+    """The AnalyzeIncidentRequest body for `incident`.
+
+    Built of its set fields directly (what `_pruned` gives the whole body), the
+    labels and the recovery pruned as values: one is written per captured case."""
     i = incident
-    body = {
-        "remediationId": i.remediation_id,
-        "incidentId": i.incident_id,
-        "signal": {
-            "signalType": i.signal.signal_type,
-            "severity": _level(i.signal.severity, "SEVERITY"),
-            "component": i.signal.component,
-            "alertName": i.signal.alert_name,
-            "namespace": i.signal.namespace,
-            "resourceKind": i.signal.resource_kind,
-            "resourceName": i.signal.resource_name,
-        },
-        "errorDetails": {
-            "errorMessage": i.error_details.error_message,
-            "description": i.error_details.description,
-            "firingTime": _time(i.error_details.firing_time),
-            "receivedTime": _time(i.error_details.received_time),
-        },
-        "deduplication": {
-            "isDuplicate": i.deduplication.is_duplicate,
-            "firstSeen": _time(i.deduplication.first_seen),
-            "lastSeen": _time(i.deduplication.last_seen),
-            "occurrenceCount": i.deduplication.occurrence_count,
-            "previousRemediationRef": i.deduplication.previous_remediation_ref,
-        },
-        "storm": {
-            "isStorm": i.storm.is_storm,
-            "stormType": i.storm.storm_type,
-            "stormWindow": i.storm.storm_window,
-            "stormAlertCount": i.storm.storm_alert_count,
-            "affectedResources": list(i.storm.affected_resources),
-        },
-        "cluster": {
-            "clusterName": i.cluster.cluster_name,
-            "signalSource": i.cluster.signal_source,
-            "signalLabels": dict(i.cluster.signal_labels),
-        },
-        "business": {
-            "environment": i.business.environment,
-            "priority": i.business.priority,
-            "businessCategory": i.business.business_category,
-            "riskTolerance": _level(i.business.risk_tolerance, "RISK_LEVEL"),
-        },
-        "enrichmentResults": {
-            "customLabels": {k: list(v) for k, v in i.enrichment.custom_labels.items()},
-            "detectedLabels": dict(i.enrichment.detected_labels),
-        },
-        "recovery": _recovery(i.recovery),
-    }
-    incident_body = _pruned(body)
+    signal, details, dedup, storm = i.signal, i.error_details, i.deduplication, i.storm
+    cluster, business, enrichment = i.cluster, i.business, i.enrichment
+    incident_body = _set(
+        remediationId=i.remediation_id,
+        incidentId=i.incident_id,
+        signal=_set(
+            signalType=signal.signal_type,
+            severity=_level(signal.severity, "SEVERITY"),
+            component=signal.component,
+            alertName=signal.alert_name,
+            namespace=signal.namespace,
+            resourceKind=signal.resource_kind,
+            resourceName=signal.resource_name,
+        ),
+        errorDetails=_set(
+            errorMessage=details.error_message,
+            description=details.description,
+            firingTime=_time(details.firing_time),
+            receivedTime=_time(details.received_time),
+        ),
+        deduplication=_set(
+            isDuplicate=dedup.is_duplicate,
+            firstSeen=_time(dedup.first_seen),
+            lastSeen=_time(dedup.last_seen),
+            occurrenceCount=dedup.occurrence_count,
+            previousRemediationRef=dedup.previous_remediation_ref,
+        ),
+        storm=_set(
+            isStorm=storm.is_storm,
+            stormType=storm.storm_type,
+            stormWindow=storm.storm_window,
+            stormAlertCount=storm.storm_alert_count,
+            affectedResources=list(storm.affected_resources),
+        ),
+        cluster=_set(
+            clusterName=cluster.cluster_name,
+            signalSource=cluster.signal_source,
+            signalLabels=_pruned(dict(cluster.signal_labels)),
+        ),
+        business=_set(
+            environment=business.environment,
+            priority=business.priority,
+            businessCategory=business.business_category,
+            riskTolerance=_level(business.risk_tolerance, "RISK_LEVEL"),
+        ),
+        enrichmentResults=_set(
+            customLabels=_pruned({k: list(v) for k, v in enrichment.custom_labels.items()}),
+            detectedLabels=_pruned(dict(enrichment.detected_labels)),
+        ),
+    )
     if i.recovery is not None:  # set even when every field is zero
         incident_body["recovery"] = _pruned(_recovery(i.recovery)) or {}
     return {"incident": incident_body}

@@ -29,6 +29,7 @@ from hapi_grpc.capture import case_files
 from hapi_grpc.capture.decision_json import decision_json
 from hapi_grpc.capture.recorder import CaseRecorder
 from hapi_grpc.capture.request_json import request_json
+from hapi_grpc.capture.segments import Catalog
 from hapi_grpc.capture.writer import COUNTS, CaseWriter, Outcome
 from hapi_grpc.cases import labels
 from hapi_grpc.cases.provenance import Decision, plain
@@ -75,7 +76,7 @@ class Capture:
         self._fetched: dict[str, tuple[float, Workflow]] = {}  # id -> (when, workflow)
         self._fetching: dict[str, asyncio.Future[Workflow]] = {}
         # Catalog files rendered (writer thread only): a storm searches the same workflows.
-        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], str]] = {}
+        self._catalogs: dict[tuple[tuple[str, str], ...], tuple[list[Workflow], Catalog]] = {}
 
     def recorder(self) -> CaseRecorder:
         return CaseRecorder()
@@ -134,7 +135,7 @@ class Capture:
         name = case_name(tenant, incident.remediation_id, attempt)
         at = time.time()
 
-        def render() -> bytes:
+        def render() -> tuple[bytes, Catalog | None]:
             return self._render(name, incident, result, recorder, workflows, at)
 
         self.writer.offer((name, render))
@@ -190,13 +191,17 @@ class Capture:
         if self._fetching.get(workflow_id) is done:
             del self._fetching[workflow_id]
 
-    def _catalog_json(self, workflows: list[Workflow]) -> str:
-        """The workflows as the catalog file's `workflows`, in JSON; rendered once."""
+    def _catalog_record(self, workflows: list[Workflow]) -> Catalog:
+        """The workflows as the catalog file's `workflows`, as a segment's catalog
+        record; rendered once."""
         key = tuple((w.workflow_id, w.version) for w in workflows)
         found = self._catalogs.get(key)
         if found is None or not _same(found[0], workflows):
             dumped = [w.model_dump(mode="json", exclude_defaults=True) for w in workflows]
-            found = (workflows, _json(case_files.redacted(dumped)))
+            text = _json(case_files.redacted(dumped))
+            ref = hashlib.sha256(text.encode()).hexdigest()[:16]
+            record = f'{{"catalog_ref":"{ref}","catalog":{text}}}\n'.encode()
+            found = (workflows, Catalog(ref, record))
             if len(self._catalogs) >= _CATALOGS_KEPT:
                 self._catalogs.clear()
             self._catalogs[key] = found
@@ -210,8 +215,9 @@ class Capture:
         recorder: CaseRecorder,
         workflows: list[Workflow],
         at: float,
-    ) -> bytes:
-        """The case's record: its content as data, redacted (`unpack` writes its files)."""
+    ) -> tuple[bytes, Catalog | None]:
+        """The case's record (its content as data, redacted: `unpack` writes its files)
+        and the record of the workflows it was offered."""
         metrics, unnamed = case_files.metrics_om(recorder, at)
         signal = incident.signal
         description = (
@@ -244,9 +250,11 @@ class Capture:
             f'{{"name":{_json(name)},"at":{_json(at)},"case":{{"captured":{captured},'
             f'"request":{request},{_json(case)[1:]}}}'
         )
-        if workflows:  # replayed with the workflows this investigation was offered
-            line = f'{line[:-1]},"catalog":{self._catalog_json(workflows)}}}'
-        return (line + "\n").encode()
+        if not workflows:
+            return (line + "\n").encode(), None
+        # Replayed with the workflows this investigation was offered (one record a segment).
+        catalog = self._catalog_record(workflows)
+        return f'{line[:-1]},"catalog_ref":"{catalog.ref}"}}\n'.encode(), catalog
 
     def _provenance(self, incident: Incident, at: float) -> dict[str, Any]:
         """The `captured` block (`Provenance`, as written: the service's own output is

@@ -6,8 +6,10 @@ after `SEGMENT_RECORDS` records, `SEGMENT_SECONDS` after its first one, when
 it has `max_bytes / 8` bytes, and at shutdown. A record is either a case
 (`{"name", "at", "case"}`: the case's content, already redacted) or an outcome
 (`{"name", "at", "outcome"}`); the first line of a segment names the bounds it
-was written under. `hapi-grpc cases unpack` (`unpack.py`) turns closed segments
-into case directories.
+was written under. The workflows a case was offered are written once per
+segment (`{"catalog_ref", "catalog"}`, before the first case that names them by
+its `catalog_ref`): a storm's cases are offered the same few. `hapi-grpc cases
+unpack` (`unpack.py`) turns closed segments into case directories.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from hapi_grpc.domain import bounded_json
 
@@ -27,6 +29,7 @@ __all__ = [
     "SEGMENTS",
     "SEGMENT_RECORDS",
     "SEGMENT_SECONDS",
+    "Catalog",
     "SegmentLog",
     "closed_segments",
     "read_records",
@@ -36,6 +39,14 @@ SEGMENTS = ".segments"
 OPEN = ".open"
 SEGMENT_RECORDS = 1000
 SEGMENT_SECONDS = 2.0
+
+
+class Catalog(NamedTuple):
+    """The workflows of cases, as the record written once per segment (`record`,
+    `{"catalog_ref": ref, "catalog": [...]}` and a newline)."""
+
+    ref: str
+    record: bytes
 
 
 # The longest record line read back: far past the largest case the writer keeps.
@@ -88,6 +99,7 @@ class SegmentLog:
         self._out: IO[bytes] | None = None
         self._path = ""
         self._records = 0
+        self._catalogs: set[str] = set()  # the catalog refs this segment holds
         self.opened = 0.0
         self.bytes = 0
         self._close_left_open()
@@ -100,13 +112,18 @@ class SegmentLog:
                 with contextlib.suppress(OSError):
                     os.rename(path, str(path).removesuffix(OPEN))
 
-    def append(self, line: bytes) -> None:
+    def append(self, line: bytes, catalog: Catalog | None = None) -> None:
+        """`line`, after `catalog`'s record when this segment does not hold it yet."""
         if self._out is None:
             self.opened = time.monotonic()
             self._path = f"{self.folder}/{time.time_ns()}-{os.getpid()}.jsonl{OPEN}"
             self._out = open(self._path, "xb", buffering=1 << 20)
             self._out.write(self._header)
             self.bytes = len(self._header)
+        if catalog is not None and catalog.ref not in self._catalogs:
+            self._catalogs.add(catalog.ref)
+            self._out.write(catalog.record)
+            self.bytes += len(catalog.record)
         self._out.write(line)
         self.bytes += len(line)
         self._records += 1
@@ -134,5 +151,6 @@ class SegmentLog:
         os.rename(self._path, closed)
         done = (closed, self.bytes, self._records)
         self._records = 0
+        self._catalogs.clear()
         self.bytes = 0
         return done

@@ -103,12 +103,19 @@ def _evict(root: Path, max_bytes: int, done: Unpacked) -> None:
         done.evicted += 1
 
 
-def _apply(root: Path, record: dict[str, Any], bounds: dict[str, Any], done: Unpacked) -> None:
+def _apply(
+    root: Path,
+    record: dict[str, Any],
+    bounds: dict[str, Any],
+    catalogs: dict[Any, Any],
+    done: Unpacked,
+) -> None:
     name = record.get("name")
     if not _safe(name):
         return
     if isinstance(record.get("case"), dict):
-        files = case_files(record["case"], record.get("catalog"))
+        catalog = record.get("catalog") or catalogs.get(record.get("catalog_ref"))
+        files = case_files(record["case"], catalog if isinstance(catalog, list) else None)
         if sum(len(b) for b in files.values()) > int(bounds.get("max_case_bytes") or 1 << 62):
             done.too_large += 1
             return
@@ -130,12 +137,15 @@ def unpack(root: Path) -> Unpacked:
         except FileNotFoundError:  # another command took it
             continue
         bounds: dict[str, Any] = {}
+        catalogs: dict[Any, Any] = {}  # catalog_ref -> the workflows, for this segment
         for record in read_records(claimed):
             if "segment" in record:
                 bounds = record
+            elif "catalog_ref" in record and "name" not in record:
+                catalogs[record["catalog_ref"]] = record.get("catalog")
             else:
                 try:
-                    _apply(root, record, bounds, done)
+                    _apply(root, record, bounds, catalogs, done)
                 except (OSError, ValueError) as exc:  # one record never stops the others
                     done.failed += 1
                     log.warning("captured record not unpacked: %s", exc)

@@ -2,9 +2,10 @@
 
 Investigations hand it jobs through a bounded queue (`offer` never waits: a
 full queue drops the job and counts it). The thread renders each case as one
-record (`(name, render)`: `render()` gives its line of JSON, redacted) and
-appends it to the server's open segment (`segments.SegmentLog`): one buffered
-write per case, no file created for it. A case larger than the per-case bound
+record (`(name, render)`: `render()` gives its line of JSON, redacted, and the
+`segments.Catalog` it names or None) and appends it to the server's open
+segment (`segments.SegmentLog`): one buffered write per case, no file created
+for it. A case larger than the per-case bound
 or the directory's is skipped; the oldest segments and case directories are
 removed until the new record fits the directory's bound. An outcome
 (`Outcome`) updates its case's directory when the case was unpacked already
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hapi_grpc.capture.segments import SEGMENTS, SegmentLog
+from hapi_grpc.capture.segments import SEGMENTS, Catalog, SegmentLog
 from hapi_grpc.cases import labels
 from hapi_grpc.observability.metrics import CAPTURED_CASES
 
@@ -38,6 +39,8 @@ COUNTS = {
     for name in ("written", "dropped", "too_large", "evicted", "outcome", "failed")
 }
 _STOP = object()
+# A case's record: its line and the catalog record it names (written once a segment).
+Render = Callable[[], tuple[bytes, Catalog | None]]
 BATCH_SECONDS = 0.05
 
 
@@ -65,7 +68,7 @@ class CaseWriter:
         self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
         self._thread.start()
 
-    def offer(self, job: Callable[[], None] | Outcome | tuple[str, Callable[[], bytes]]) -> bool:
+    def offer(self, job: Callable[[], None] | Outcome | tuple[str, Render]) -> bool:
         """Queue a case (`(name, render)`), an `Outcome`, or a callable run on the
         thread; False when dropped."""
         try:
@@ -108,7 +111,7 @@ class CaseWriter:
             if entry.name == SEGMENTS:
                 for segment in entry.glob("*.jsonl"):
                     body = segment.read_bytes()
-                    records = max(body.count(b"\n") - 1, 0)
+                    records = body.count(b'\n{"name"')  # cases and outcomes
                     found.append((segment.stat().st_mtime, f"{SEGMENTS}/{segment.name}",
                                   (len(body), records)))  # fmt: skip
             elif entry.name.startswith("."):
@@ -165,8 +168,8 @@ class CaseWriter:
             self._sizes = self._scan()
             self._total = sum(size for size, _ in self._sizes.values())
 
-    def _append(self, line: bytes) -> bool:
-        size = len(line)
+    def _append(self, line: bytes, catalog: Catalog | None = None) -> bool:
+        size = len(line) + (len(catalog.record) if catalog is not None else 0)
         if size > min(self.max_case_bytes, self.max_bytes):
             COUNTS["too_large"].inc()
             log.warning("captured case skipped: too large", extra={"bytes": size})
@@ -187,12 +190,12 @@ class CaseWriter:
             self._total -= removed
             COUNTS["evicted"].inc(count)
         before = self._log.bytes
-        self._log.append(line)
+        self._log.append(line, catalog)
         self._total += self._log.bytes - before
         return True
 
-    def _write(self, name: str, render: Callable[[], bytes]) -> None:
-        if self._append(render()):
+    def _write(self, name: str, render: Render) -> None:
+        if self._append(*render()):
             COUNTS["written"].inc()
 
     def _outcome(self, job: Outcome) -> None:

@@ -98,10 +98,10 @@ def test_a_case_larger_than_the_directory_is_refused_not_evicting_the_others(
     bound = 65536
     writer = CaseWriter(root, max_case_bytes=4 * bound, max_bytes=bound, queue_size=8)
     for name in ("a", "b"):
-        writer.offer((name, lambda name=name: record(name, 1000)))
+        writer.offer((name, lambda name=name: (record(name, 1000), None)))
     writer.flush()
     too_large, evicted = counted("too_large"), counted("evicted")
-    writer.offer(("huge", lambda: record("huge", 2 * bound)))
+    writer.offer(("huge", lambda: (record("huge", 2 * bound), None)))
     writer.flush()
     writer.close()
     assert records(root) == ["a", "b"]
@@ -126,7 +126,7 @@ def test_the_oldest_segments_make_room_and_are_counted(tmp_path: Path) -> None:
     writer = CaseWriter(root, max_case_bytes=bound, max_bytes=bound, queue_size=64)
     evicted = counted("evicted")
     for index in range(20):  # 20 cases of 8 KiB: a segment each (an eighth of the bound)
-        writer.offer((f"c{index:02d}", lambda index=index: record(f"c{index:02d}", 8192)))
+        writer.offer((f"c{index:02d}", lambda index=index: (record(f"c{index:02d}", 8192), None)))
     writer.close()
     kept = records(root)
     assert kept == [f"c{i:02d}" for i in range(20)][-len(kept) :]  # the newest remain

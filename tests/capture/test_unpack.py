@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hapi_grpc.capture.segments import closed_segments, read_records
+from hapi_grpc.capture.segments import Catalog, closed_segments, read_records
 from hapi_grpc.capture.writer import CaseWriter, Outcome
 from hapi_grpc.cases import review
 from hapi_grpc.cases.case import load_case
@@ -32,16 +32,21 @@ def line(name: str, body: dict[str, Any]) -> bytes:
     return (json.dumps({"name": name, "at": 1.0, "case": body}) + "\n").encode()
 
 
+def rendered(name: str, body: dict[str, Any]) -> tuple[bytes, None]:
+    """What `render()` gives for a case offered no workflows."""
+    return line(name, body), None
+
+
 def test_closed_segments_become_cases_the_latest_record_of_a_name_winning(
     tmp_path: Path, capsys: Any
 ) -> None:
     root = tmp_path / "captured"
     writer = CaseWriter(root, max_case_bytes=1 << 20, max_bytes=1 << 30, queue_size=16)
-    writer.offer(("rr-1-a", lambda: line("rr-1-a", case("first"))))
+    writer.offer(("rr-1-a", lambda: rendered("rr-1-a", case("first"))))
     writer.offer(Outcome("rr-9-gone", {"remediationId": "rr-9"}, 1.0))  # no case: dropped
     writer.flush(rotate=True)
-    writer.offer(("rr-1-a", lambda: line("rr-1-a", case("second"))))
-    writer.offer(("../escape", lambda: line("../escape", case("out of the directory"))))
+    writer.offer(("rr-1-a", lambda: rendered("rr-1-a", case("second"))))
+    writer.offer(("../escape", lambda: rendered("../escape", case("out of the directory"))))
     writer.close()
     segments = closed_segments(root)
     assert len(segments) == 2
@@ -73,3 +78,34 @@ def test_an_overlong_or_too_deep_record_is_skipped_and_the_rest_read(tmp_path: P
     segment.write_bytes(deep + overlong + line("rr-1-a", case("kept")))
     records = list(read_records(segment, max_bytes=4096))
     assert [r["name"] for r in records] == ["rr-1-a"]
+
+
+def test_the_workflows_cases_were_offered_are_written_once_a_segment(tmp_path: Path) -> None:
+    """A storm's cases are offered the same workflows: one catalog record per segment
+    serves them all, and each unpacked case has its own catalog file."""
+    root = tmp_path / "captured"
+    workflows = [{"workflow_id": "wf-1", "version": "1.0.0", "title": "one"}]
+    text = json.dumps({"catalog_ref": "c1", "catalog": workflows})
+    catalog = Catalog("c1", text.encode() + b"\n")
+
+    def offered(name: str) -> tuple[bytes, Catalog]:
+        record = {"name": name, "at": 1.0, "case": case(name), "catalog_ref": "c1"}
+        return (json.dumps(record) + "\n").encode(), catalog
+
+    writer = CaseWriter(root, max_case_bytes=1 << 20, max_bytes=1 << 30, queue_size=16)
+    for name in ("rr-1-a", "rr-2-b"):
+        writer.offer((name, lambda name=name: offered(name)))
+    writer.flush(rotate=True)
+    writer.offer(("rr-3-c", lambda: offered("rr-3-c")))
+    writer.close()
+    per_segment = [
+        [r.get("catalog_ref") for r in read_records(s) if "catalog" in r]
+        for s in closed_segments(root)
+    ]
+    assert per_segment == [["c1"], ["c1"]]
+
+    assert review.main(["unpack", str(root)]) == 0
+    for name in ("rr-1-a", "rr-2-b", "rr-3-c"):
+        unpacked = load_case(root / name)
+        assert unpacked.catalog_file is not None
+        assert "wf-1" in unpacked.catalog_file.read_text()

@@ -32,6 +32,7 @@ __all__ = [
     "Catalog",
     "SegmentLog",
     "closed_segments",
+    "process_alive",
     "read_records",
 ]
 
@@ -79,7 +80,7 @@ def read_records(path: Path, max_bytes: int = MAX_RECORD_BYTES) -> Iterator[dict
                     yield record
 
 
-def _pid_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -108,7 +109,7 @@ class SegmentLog:
         """Segments a stopped server left open are closed (their whole lines are read)."""
         for path in self.folder.glob(f"*.jsonl{OPEN}"):
             pid = path.name.split(".")[0].rpartition("-")[2]
-            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
                 with contextlib.suppress(OSError):
                     os.rename(path, str(path).removesuffix(OPEN))
 

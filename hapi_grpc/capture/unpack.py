@@ -8,7 +8,10 @@ renamed into place; a later case of the same name replaces it), an outcome
 updates the case's directory (`labels.record_outcome`) — and the segment is
 removed. The bounds the server wrote it under hold for the files: a case over
 `max_case_bytes` is skipped, and the oldest cases are removed until DIR holds
-at most `max_bytes`.
+at most `max_bytes`. A segment claimed by an unpack that stopped part way (its
+process gone) is claimed by the next one, which writes the cases not written
+yet, with their outcomes; a case already written stays as it is (outcomes may
+have joined it since).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from hapi_grpc.capture.segments import closed_segments, read_records
+from hapi_grpc.capture.segments import SEGMENTS, closed_segments, process_alive, read_records
 from hapi_grpc.cases import labels
 
 __all__ = ["Unpacked", "case_files", "unpack"]
 
 log = logging.getLogger(__name__)
+
+CLAIMED = ".unpacking-"  # a segment being unpacked: `<segment>.jsonl.unpacking-<pid>`
 
 
 @dataclass
@@ -109,11 +114,16 @@ def _apply(
     bounds: dict[str, Any],
     catalogs: dict[Any, Any],
     done: Unpacked,
+    recovered: set[str] | None,
 ) -> None:
     name = record.get("name")
     if not _safe(name):
         return
     if isinstance(record.get("case"), dict):
+        if recovered is not None:
+            if (root / name).exists():
+                return  # written by the unpack that stopped; outcomes may have joined it
+            recovered.add(name)
         catalog = record.get("catalog") or catalogs.get(record.get("catalog_ref"))
         files = case_files(record["case"], catalog if isinstance(catalog, list) else None)
         if sum(len(b) for b in files.values()) > int(bounds.get("max_case_bytes") or 1 << 62):
@@ -122,34 +132,59 @@ def _apply(
         _write(root, name, files)
         done.cases += 1
     elif isinstance(record.get("outcome"), dict) and (root / name / "case.yaml").is_file():
+        if recovered is not None and name not in recovered:
+            return  # applied by the unpack that stopped, or newer ones since
         at = datetime.fromtimestamp(float(record.get("at") or 0), UTC)
         labels.record_outcome(root / name, record["outcome"], at)
         done.outcomes += 1
 
 
+def _unpack_segment(root: Path, claimed: Path, done: Unpacked, *, recovering: bool) -> None:
+    """A claimed segment's records applied in order, then the segment removed.
+    `recovering`: an unpack that stopped had claimed it, and may have applied some."""
+    bounds: dict[str, Any] = {}
+    catalogs: dict[Any, Any] = {}  # catalog_ref -> the workflows, for this segment
+    recovered: set[str] | None = set() if recovering else None
+    for record in read_records(claimed):
+        if "segment" in record:
+            bounds = record
+        elif "catalog_ref" in record and "name" not in record:
+            catalogs[record["catalog_ref"]] = record.get("catalog")
+        else:
+            try:
+                _apply(root, record, bounds, catalogs, done, recovered)
+            except (OSError, ValueError) as exc:  # one record never stops the others
+                done.failed += 1
+                log.warning("captured record not unpacked: %s", exc)
+    if bounds.get("max_bytes"):
+        _evict(root, int(bounds["max_bytes"]), done)
+    claimed.unlink()
+
+
+def _left_claimed(root: Path) -> list[Path]:
+    """Segments claimed by an unpack whose process is gone (stopped part way)."""
+    folder = root / SEGMENTS
+    found = sorted(folder.glob(f"*.jsonl{CLAIMED}*")) if folder.is_dir() else []
+    return [
+        path
+        for path in found
+        if (pid := path.name.rpartition("-")[2]).isdigit()
+        and int(pid) != os.getpid()
+        and not process_alive(int(pid))
+    ]
+
+
 def unpack(root: Path) -> Unpacked:
-    """Every closed segment of `root` unpacked into case directories, then removed."""
+    """Every closed segment of `root` unpacked into case directories, then removed;
+    first the segments an unpack that stopped had claimed (what it did not write)."""
     done = Unpacked()
-    for segment in closed_segments(root):
-        claimed = segment.with_name(f"{segment.name}.unpacking-{os.getpid()}")
+    left = [(path, True) for path in _left_claimed(root)]
+    for segment, recovering in [*left, *((s, False) for s in closed_segments(root))]:
+        closed_name = segment.name.partition(CLAIMED)[0]
+        claimed = segment.with_name(f"{closed_name}{CLAIMED}{os.getpid()}")
         try:
             os.rename(segment, claimed)
         except FileNotFoundError:  # another command took it
             continue
-        bounds: dict[str, Any] = {}
-        catalogs: dict[Any, Any] = {}  # catalog_ref -> the workflows, for this segment
-        for record in read_records(claimed):
-            if "segment" in record:
-                bounds = record
-            elif "catalog_ref" in record and "name" not in record:
-                catalogs[record["catalog_ref"]] = record.get("catalog")
-            else:
-                try:
-                    _apply(root, record, bounds, catalogs, done)
-                except (OSError, ValueError) as exc:  # one record never stops the others
-                    done.failed += 1
-                    log.warning("captured record not unpacked: %s", exc)
-        if bounds.get("max_bytes"):
-            _evict(root, int(bounds["max_bytes"]), done)
-        claimed.unlink()
+        _unpack_segment(root, claimed, done, recovering=recovering)
     return done

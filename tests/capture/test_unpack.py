@@ -4,6 +4,7 @@ later records over earlier ones, within the bounds they were written under."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,34 @@ def test_the_workflows_cases_were_offered_are_written_once_a_segment(tmp_path: P
         unpacked = load_case(root / name)
         assert unpacked.catalog_file is not None
         assert "wf-1" in unpacked.catalog_file.read_text()
+
+
+def test_a_segment_left_claimed_by_an_unpack_that_stopped_is_finished_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """What the stopped unpack wrote stays (with the outcome that joined it since);
+    what it did not write is written; a segment a live unpack holds is left to it."""
+    root = tmp_path / "captured"
+    writer = CaseWriter(root, max_case_bytes=1 << 20, max_bytes=1 << 30, queue_size=16)
+    writer.offer(("rr-1-a", lambda: rendered("rr-1-a", case("first"))))
+    writer.offer(("rr-2-b", lambda: rendered("rr-2-b", case("second"))))
+    writer.offer(Outcome("rr-2-b", {"remediationId": "rr-2", "attempt": 1, "succeeded": {}}, 2.0))
+    writer.close()
+    (segment,) = closed_segments(root)
+    gone = subprocess.Popen(["true"])  # a process that has ended: its pid
+    gone.wait()
+    claimed = segment.with_name(f"{segment.name}.unpacking-{gone.pid}")
+    segment.rename(claimed)
+    held = segment.with_name(f"9{segment.name}.unpacking-1")  # pid 1 is alive
+    held.write_bytes(claimed.read_bytes())
+    # The stopped unpack had written rr-1-a, and an outcome joined it afterwards.
+    (root / "rr-1-a").mkdir()
+    (root / "rr-1-a" / "marker").write_text("written before")
+
+    assert review.main(["unpack", str(root)]) == 0
+    assert not claimed.exists() and held.exists()
+    assert (root / "rr-1-a" / "marker").read_text() == "written before"
+    unpacked = load_case(root / "rr-2-b")
+    assert unpacked.meta.description == "second"
+    assert unpacked.meta.captured is not None and unpacked.meta.captured.outcome is not None
+    assert unpacked.meta.captured.outcome["remediationId"] == "rr-2"

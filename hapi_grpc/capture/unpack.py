@@ -112,7 +112,7 @@ def _apply(
     root: Path,
     record: dict[str, Any],
     bounds: dict[str, Any],
-    catalogs: dict[Any, Any],
+    catalogs: dict[str, Any],
     done: Unpacked,
     recovered: set[str] | None,
 ) -> None:
@@ -124,7 +124,8 @@ def _apply(
             if (root / name).exists():
                 return  # written by the unpack that stopped; outcomes may have joined it
             recovered.add(name)
-        catalog = record.get("catalog") or catalogs.get(record.get("catalog_ref"))
+        ref = record.get("catalog_ref")
+        catalog = record.get("catalog") or (catalogs.get(ref) if isinstance(ref, str) else None)
         files = case_files(record["case"], catalog if isinstance(catalog, list) else None)
         if sum(len(b) for b in files.values()) > int(bounds.get("max_case_bytes") or 1 << 62):
             done.too_large += 1
@@ -143,13 +144,14 @@ def _unpack_segment(root: Path, claimed: Path, done: Unpacked, *, recovering: bo
     """A claimed segment's records applied in order, then the segment removed.
     `recovering`: an unpack that stopped had claimed it, and may have applied some."""
     bounds: dict[str, Any] = {}
-    catalogs: dict[Any, Any] = {}  # catalog_ref -> the workflows, for this segment
+    catalogs: dict[str, Any] = {}  # catalog_ref -> the workflows, for this segment
     recovered: set[str] | None = set() if recovering else None
     for record in read_records(claimed):
         if "segment" in record:
             bounds = record
         elif "catalog_ref" in record and "name" not in record:
-            catalogs[record["catalog_ref"]] = record.get("catalog")
+            if isinstance(record["catalog_ref"], str):  # the file may have been changed
+                catalogs[record["catalog_ref"]] = record.get("catalog")
         else:
             try:
                 _apply(root, record, bounds, catalogs, done, recovered)

@@ -141,3 +141,18 @@ def test_a_segment_left_claimed_by_an_unpack_that_stopped_is_finished_by_the_nex
     assert unpacked.meta.description == "second"
     assert unpacked.meta.captured is not None and unpacked.meta.captured.outcome is not None
     assert unpacked.meta.captured.outcome["remediationId"] == "rr-2"
+
+
+def test_a_catalog_ref_that_is_not_text_is_ignored_not_fatal(tmp_path: Path) -> None:
+    """A segment is a file anyone with access could have changed: a reference that is
+    a list or an object names no catalog, and the cases are still unpacked."""
+    root = tmp_path / "captured"
+    header = json.dumps({"segment": 1, "max_case_bytes": 1 << 20, "max_bytes": 1 << 30})
+    bad_catalog = json.dumps({"catalog_ref": ["x"], "catalog": [{"workflow_id": "wf"}]})
+    bad_case = json.dumps({"name": "rr-1-a", "at": 1.0, "case": case("one"), "catalog_ref": {}})
+    folder = root / ".segments"
+    folder.mkdir(parents=True)
+    (folder / "1-1.jsonl").write_text("\n".join([header, bad_catalog, bad_case]) + "\n")
+    assert review.main(["unpack", str(root)]) == 0
+    unpacked = load_case(root / "rr-1-a")
+    assert unpacked.meta.description == "one" and unpacked.catalog_file is None

@@ -14,6 +14,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from hapi_grpc.capture.request_json import set_fields
 from hapi_grpc.domain import result as r
 from hapi_grpc.transport.converters import dict_to_struct
 
@@ -31,16 +32,10 @@ NOT_KEPT = (
 )
 
 
-def _set(**fields: Any) -> dict[str, Any]:
-    """`fields` without the unset ones: proto3 JSON leaves out empty strings and
-    lists, zeros and false."""
-    return {key: value for key, value in fields.items() if value}
-
-
 def _selected(s: r.SelectedWorkflow) -> dict[str, Any]:
     risk = s.estimated_risk
     return {
-        **_set(
+        **set_fields(
             workflowId=s.workflow_id,
             version=s.version,
             confidence=float(s.confidence),
@@ -49,14 +44,14 @@ def _selected(s: r.SelectedWorkflow) -> dict[str, Any]:
         ),
         # A Struct: its numbers are doubles, as the answer carried them.
         "parameters": json_format.MessageToDict(dict_to_struct(s.parameters)),
-        **_set(actionType=s.action_type),
+        **set_fields(actionType=s.action_type),
     }
 
 
 def decision_json(result: r.AnalysisResult) -> dict[str, Any]:
     """`result` as proto JSON, without the fields in `NOT_KEPT`."""
     severity, reason = result.rca_severity, result.human_review_reason
-    body = _set(
+    body = set_fields(
         remediationId=result.remediation_id,
         incidentId=result.incident_id,
         analysisSummary=result.analysis_summary,
@@ -65,14 +60,14 @@ def decision_json(result: r.AnalysisResult) -> dict[str, Any]:
     )
     if result.target_resource is not None:
         t = result.target_resource
-        body["targetResource"] = _set(
+        body["targetResource"] = set_fields(
             namespace=t.namespace, kind=t.kind, name=t.name, apiGroup=t.api_group
         )
     if result.selected_workflow is not None:
         body["selectedWorkflow"] = _selected(result.selected_workflow)
     if result.alternative_workflows:
         body["alternativeWorkflows"] = [
-            _set(
+            set_fields(
                 workflowId=a.workflow_id,
                 confidence=float(a.confidence),
                 rationale=a.rationale,
@@ -84,12 +79,12 @@ def decision_json(result: r.AnalysisResult) -> dict[str, Any]:
         body["warnings"] = list(result.warnings)
     if result.context_used is not None:
         c = result.context_used
-        body["contextUsed"] = _set(
+        body["contextUsed"] = set_fields(
             clusterState=c.cluster_state,
             resourceAvailability=c.resource_availability,
             blastRadius=c.blast_radius,
         )
-    return body | _set(
+    return body | set_fields(
         needsHumanReview=result.needs_human_review,
         humanReviewReason=f"HUMAN_REVIEW_REASON_{reason.name}" if reason is not None else "",
         model=result.model,

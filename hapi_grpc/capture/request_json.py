@@ -12,7 +12,7 @@ from typing import Any
 from hapi_grpc.domain.incident import Incident
 from hapi_grpc.domain.recovery import PreviousExecution, RecoveryContext
 
-__all__ = ["request_json"]
+__all__ = ["request_json", "set_fields"]
 
 
 def _time(value: datetime | None) -> str | None:
@@ -79,8 +79,9 @@ def _recovery(recovery: RecoveryContext | None) -> dict[str, Any] | None:
     }
 
 
-def _set(**fields: Any) -> dict[str, Any]:
-    """`fields` without the unset ones (a flat message: `_pruned` for scalars)."""
+def set_fields(**fields: Any) -> dict[str, Any]:
+    """`fields` without the unset ones: proto3 JSON leaves out empty strings and
+    lists, zeros and false (a flat message: `_pruned` for scalars)."""
     return {key: value for key, value in fields.items() if value}
 
 
@@ -92,10 +93,10 @@ def request_json(incident: Incident) -> dict[str, Any]:
     i = incident
     signal, details, dedup, storm = i.signal, i.error_details, i.deduplication, i.storm
     cluster, business, enrichment = i.cluster, i.business, i.enrichment
-    incident_body = _set(
+    incident_body = set_fields(
         remediationId=i.remediation_id,
         incidentId=i.incident_id,
-        signal=_set(
+        signal=set_fields(
             signalType=signal.signal_type,
             severity=_level(signal.severity, "SEVERITY"),
             component=signal.component,
@@ -104,38 +105,38 @@ def request_json(incident: Incident) -> dict[str, Any]:
             resourceKind=signal.resource_kind,
             resourceName=signal.resource_name,
         ),
-        errorDetails=_set(
+        errorDetails=set_fields(
             errorMessage=details.error_message,
             description=details.description,
             firingTime=_time(details.firing_time),
             receivedTime=_time(details.received_time),
         ),
-        deduplication=_set(
+        deduplication=set_fields(
             isDuplicate=dedup.is_duplicate,
             firstSeen=_time(dedup.first_seen),
             lastSeen=_time(dedup.last_seen),
             occurrenceCount=dedup.occurrence_count,
             previousRemediationRef=dedup.previous_remediation_ref,
         ),
-        storm=_set(
+        storm=set_fields(
             isStorm=storm.is_storm,
             stormType=storm.storm_type,
             stormWindow=storm.storm_window,
             stormAlertCount=storm.storm_alert_count,
             affectedResources=list(storm.affected_resources),
         ),
-        cluster=_set(
+        cluster=set_fields(
             clusterName=cluster.cluster_name,
             signalSource=cluster.signal_source,
             signalLabels=_pruned(dict(cluster.signal_labels)),
         ),
-        business=_set(
+        business=set_fields(
             environment=business.environment,
             priority=business.priority,
             businessCategory=business.business_category,
             riskTolerance=_level(business.risk_tolerance, "RISK_LEVEL"),
         ),
-        enrichmentResults=_set(
+        enrichmentResults=set_fields(
             customLabels=_pruned({k: list(v) for k, v in enrichment.custom_labels.items()}),
             detectedLabels=_pruned(dict(enrichment.detected_labels)),
         ),
